@@ -1,0 +1,65 @@
+"""The ``defsentflow`` command line.
+
+Each command group lives in its own module with a ``register(subparsers)`` function; heavy
+imports (torch, transformers, prefect) happen inside the handlers so ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+__all__ = ["main", "build_parser"]
+
+# Modules under defsentflow.cli, each registering one or more sub-commands.
+_GROUPS = ("catalog", "ingest", "encode", "train", "evaluate", "harvest", "pipeline", "report")
+
+
+class UserError(Exception):
+    """An error caused by input (a path, a config, a record): printed without a traceback."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="defsentflow", description=__doc__.splitlines()[0])
+    parser.add_argument("--home", help="data root (default: $DEFSENTFLOW_HOME or ./storage)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in _GROUPS:
+        try:
+            module = importlib.import_module(f"defsentflow.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"defsentflow.cli.{name}":
+                continue  # group not built yet
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if args.home:
+        import os
+
+        os.environ["DEFSENTFLOW_HOME"] = args.home
+    if args.quiet:
+        import os
+
+        os.environ["DEFSENTFLOW_QUIET"] = "1"
+    try:
+        rc = args.func(args)
+    except UserError as exc:
+        print(f"defsentflow: error: {exc}", file=sys.stderr)
+        return 2
+    except (FileNotFoundError, PermissionError, IsADirectoryError, ValueError) as exc:
+        print(f"defsentflow: error: {exc}", file=sys.stderr)
+        return 2
+    return int(rc or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from defsentflow.cli import main
+
+sys.exit(main())

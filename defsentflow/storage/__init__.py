@@ -1,0 +1,45 @@
+"""Data root, atomic artifact writes, content hashes and the DuckDB catalog."""
+
+from __future__ import annotations
+
+from defsentflow.storage.atomic import (
+    atomic_dir,
+    atomic_path,
+    clean_stale_temporaries,
+    write_json,
+    write_npy,
+    write_parquet,
+)
+from defsentflow.storage.catalog import Catalog, CatalogLockedError
+from defsentflow.storage.hashing import (
+    code_version,
+    combine_hashes,
+    hash_bytes,
+    hash_config,
+    hash_file,
+    hash_path,
+    hash_text,
+)
+from defsentflow.storage.paths import data_root, repo_root, sample_dir, sql_dir
+
+__all__ = [
+    "Catalog",
+    "CatalogLockedError",
+    "atomic_dir",
+    "atomic_path",
+    "clean_stale_temporaries",
+    "code_version",
+    "combine_hashes",
+    "data_root",
+    "hash_bytes",
+    "hash_config",
+    "hash_file",
+    "hash_path",
+    "hash_text",
+    "repo_root",
+    "sample_dir",
+    "sql_dir",
+    "write_json",
+    "write_npy",
+    "write_parquet",
+]

