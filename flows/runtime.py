@@ -1,0 +1,155 @@
+"""Running flows locally without a Prefect server: a temporary API server tied to this process.
+
+Prefect's own temporary server is a ``uvicorn`` child that survives a hard kill of its parent, so
+killed runs pile up orphaned servers. Here the same server app is started with the kernel's
+parent-death signal (``PR_SET_PDEATHSIG``): when the ``defsentflow`` process dies, even by
+``kill -9``, its server dies with it. Orphans from runs killed before this existed are reaped from
+the pid file under the data root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Iterator
+
+__all__ = ["local_api", "reap_orphan_servers", "SERVER_MARKER"]
+
+SERVER_MARKER = "DEFSENTFLOW_LOCAL_SERVER"
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass
+    os.setpgrp()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _pidfile() -> Path:
+    return Path(os.environ["PREFECT_HOME"]) / "local-servers.pid"
+
+
+def reap_orphan_servers() -> list[int]:
+    """Kill temporary servers recorded in the pid file whose owner process is gone."""
+    killed: list[int] = []
+    pf = _pidfile()
+    if not pf.exists():
+        return killed
+    keep = []
+    for line in pf.read_text().split():
+        try:
+            owner, pid = (int(x) for x in line.split(":"))
+        except ValueError:
+            continue
+        if _alive(owner):
+            keep.append(line)
+            continue
+        if _alive(pid) and _is_our_server(pid):
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+    pf.write_text("\n".join(keep))
+    return killed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie is not alive for our purposes.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return True
+
+
+def _is_our_server(pid: int) -> bool:
+    try:
+        return SERVER_MARKER.encode() in Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+
+
+def _flush_api_logs() -> None:
+    try:
+        from prefect.logging.handlers import APILogHandler
+
+        APILogHandler.flush()
+    except Exception:  # noqa: BLE001 - best effort before the server goes away
+        pass
+
+
+@contextlib.contextmanager
+def local_api(timeout: float = 180.0) -> Iterator[str]:
+    """Yield a ``PREFECT_API_URL`` for this process: the user's if set, else a temporary server."""
+    if os.environ.get("PREFECT_API_URL"):
+        yield os.environ["PREFECT_API_URL"]
+        return
+    import prefect
+
+    reap_orphan_servers()
+    home = Path(os.environ["PREFECT_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    port = _free_port()
+    env = {
+        **os.environ,
+        "PREFECT_UI_ENABLED": "0",
+        "PREFECT__SERVER_EPHEMERAL": "1",
+        "PREFECT__SERVER_FINAL": "1",
+        SERVER_MARKER: str(os.getpid()),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(prefect.__file__).parent.parent), "--factory",
+         "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(port),
+         "--log-level", "error", "--lifespan", "on"],
+        env=env, preexec_fn=_die_with_parent, stdout=subprocess.DEVNULL,
+    )
+    with open(_pidfile(), "a") as fh:
+        fh.write(f"\n{os.getpid()}:{proc.pid}")
+    url = f"http://127.0.0.1:{port}/api"
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the local Prefect server exited with code {proc.returncode}")
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the local Prefect server did not answer within {timeout:.0f}s")
+            time.sleep(0.25)
+        os.environ["PREFECT_API_URL"] = url
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        with temporary_settings({PREFECT_API_URL: url}):
+            yield url
+    finally:
+        _flush_api_logs()
+        os.environ.pop("PREFECT_API_URL", None)
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import duckdb
+import pytest
+
+from defsentflow.storage import Catalog, CatalogLockedError, hash_path
+
+
+def test_schema_applied_and_artifact_roundtrip(home, tmp_path):
+    cat = Catalog()
+    f = tmp_path / "a.txt"
+    f.write_text("hello")
+    cat.register_artifact("k1", "test", f, hash_path(f), name="a", input_hashes={"src": "h"}, config={"x": 1})
+    art = cat.artifact("k1")
+    assert art["content_hash"] == hash_path(f) and art["config"] == {"x": 1}
+    f.unlink()
+    assert cat.artifact("k1") is None  # registered but files gone: not complete
+
+
+def test_metrics_replace_and_bind_parameters(home):
+    cat = Catalog()
+    cat.record_metrics("m'; DROP TABLE metrics; --", [{"task": "sts12", "setting": "all", "metric": "spearman", "value": 1.0}])
+    cat.record_metrics("m'; DROP TABLE metrics; --", [{"task": "sts12", "setting": "all", "metric": "spearman", "value": 2.0}])
+    rows = cat.query("SELECT model_id, value FROM metrics")
+    assert rows == [{"model_id": "m'; DROP TABLE metrics; --", "value": 2.0}]
+
+
+def test_writer_waits_for_lock_held_by_other_process(home):
+    cat = Catalog()
+    cat.start_run("x", run_id="r0")
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import duckdb, time, sys\n"
+        f"con = duckdb.connect({str(cat.path)!r})\n"
+        "print('locked', flush=True)\n"
+        "time.sleep(2)\n"
+        "con.close()\n"
+    )], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "locked"
+    t0 = time.monotonic()
+    cat.start_run("x", run_id="r1")  # retries with backoff until the holder lets go
+    assert time.monotonic() - t0 > 0.5
+    holder.wait()
+    assert {r["run_id"] for r in cat.query("SELECT run_id FROM runs")} == {"r0", "r1"}
+
+
+def test_lock_timeout_is_a_clear_error(home):
+    cat = Catalog()
+    cat.start_run("x")
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import duckdb, time\n"
+        f"con = duckdb.connect({str(cat.path)!r})\n"
+        "print('locked', flush=True)\n"
+        "time.sleep(5)\n"
+    )], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(CatalogLockedError, match="locked by another process"):
+            Catalog(lock_timeout=0.5).start_run("y")
+    finally:
+        holder.kill()
+        holder.wait()
