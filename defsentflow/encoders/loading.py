@@ -45,7 +45,12 @@ def resolve_model_path(name_or_path: str | os.PathLike) -> str:
 
 
 def pick_device(device: str | None = "auto") -> torch.device:
-    """``auto`` picks cuda, then mps, then cpu; anything else is passed to ``torch.device``."""
+    """``auto`` picks ``$DEFSENTFLOW_DEVICE`` if set (work pools set it), else cuda, mps, cpu.
+
+    Anything else is passed to ``torch.device``.
+    """
+    if device in (None, "auto") and os.environ.get("DEFSENTFLOW_DEVICE"):
+        device = os.environ["DEFSENTFLOW_DEVICE"]
     if device in (None, "auto"):
         if torch.cuda.is_available():
             return torch.device("cuda")
