@@ -1,0 +1,93 @@
+"""Dictionaries: readers (OEWN, Oxford, TSV, JSONL), merging, splits, quarantine and storage.
+
+Example:
+    >>> from defsentflow.dictionary import DictionaryConfig, SourceSpec, ingest_dictionary, load_dictionary
+    >>> ingest_dictionary(DictionaryConfig("oewn", (SourceSpec("oewn", ("../shared/data/oewn/yaml",)),)))
+    >>> load_dictionary("oewn", split="train").num_rows
+"""
+
+from __future__ import annotations
+
+from defsentflow.dictionary.config import DictionaryConfig, IngestDictionaryParams, SourceParams, SourceSpec
+from defsentflow.dictionary.ingest import (
+    READERS,
+    DictionaryArtifact,
+    DictionaryPlan,
+    IngestResult,
+    build_dictionary,
+    ingest_dictionary,
+    merge_sources,
+    plan_dictionary,
+    read_source,
+    register_dictionary,
+)
+from defsentflow.dictionary.jsonl import read_jsonl
+from defsentflow.dictionary.merge import MergedDictionary, SourceCounts, merge_records
+from defsentflow.dictionary.oewn import oewn_files, read_oewn
+from defsentflow.dictionary.oxford import read_oxford
+from defsentflow.dictionary.records import (
+    SOURCE_KINDS,
+    SPLITS,
+    VARIANTS,
+    DefinitionRecord,
+    QuarantineReason,
+    Record,
+    RejectedRecord,
+    SourceKind,
+    Split,
+    Variant,
+)
+from defsentflow.dictionary.schemas import DEFINITIONS_SCHEMA, EXAMPLES_SCHEMA, QUARANTINE_SCHEMA
+from defsentflow.dictionary.split import assign_split, split_position
+from defsentflow.dictionary.store import load_dictionary, load_examples, load_quarantine, resolve_dictionary
+from defsentflow.dictionary.tsv import read_tsv
+from defsentflow.dictionary.validate import MAX_CHARS, check_record, check_text
+from defsentflow.dictionary.variants import whole_token_filter
+
+__all__ = [
+    "DEFINITIONS_SCHEMA",
+    "EXAMPLES_SCHEMA",
+    "MAX_CHARS",
+    "QUARANTINE_SCHEMA",
+    "READERS",
+    "SOURCE_KINDS",
+    "SPLITS",
+    "VARIANTS",
+    "DefinitionRecord",
+    "DictionaryArtifact",
+    "DictionaryConfig",
+    "DictionaryPlan",
+    "IngestDictionaryParams",
+    "IngestResult",
+    "MergedDictionary",
+    "QuarantineReason",
+    "Record",
+    "RejectedRecord",
+    "SourceCounts",
+    "SourceKind",
+    "SourceParams",
+    "SourceSpec",
+    "Split",
+    "Variant",
+    "assign_split",
+    "build_dictionary",
+    "check_record",
+    "check_text",
+    "ingest_dictionary",
+    "load_dictionary",
+    "load_examples",
+    "load_quarantine",
+    "merge_records",
+    "merge_sources",
+    "oewn_files",
+    "plan_dictionary",
+    "read_jsonl",
+    "read_oewn",
+    "read_oxford",
+    "read_source",
+    "read_tsv",
+    "register_dictionary",
+    "resolve_dictionary",
+    "split_position",
+    "whole_token_filter",
+]

@@ -1,0 +1,39 @@
+"""Line-by-line reading shared by the line-oriented readers (Oxford, TSV, JSONL)."""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+from defsentflow.dictionary.records import RejectedRecord
+from defsentflow.dictionary.validate import printable, undecodable
+
+__all__ = ["iter_lines", "line_rejection"]
+
+
+def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+    """Yield ``(line number, text)`` without the line break, streaming.
+
+    Bytes are decoded with ``surrogateescape`` so a line with invalid UTF-8 is still yielded
+    (and then quarantined as ``invalid_utf8``) instead of stopping the whole file. Only ``\\n``
+    ends a line; a UTF-8 byte-order mark on the first line is dropped.
+    """
+    with open(path, "rb") as fh:
+        for no, raw in enumerate(fh, 1):
+            text = raw.decode("utf-8", "surrogateescape")
+            if text.endswith("\n"):
+                text = text[:-2] if text.endswith("\r\n") else text[:-1]
+            if no == 1 and text.startswith("\ufeff"):
+                text = text[1:]
+            yield no, text
+
+
+def line_rejection(source: str, file: str, no: int, text: str) -> RejectedRecord | None:
+    """The rejection every line-oriented format shares: invalid UTF-8, empty, whitespace only."""
+    if undecodable(text):
+        return RejectedRecord(source, file, no, "invalid_utf8", printable(text), "line has bytes that are not UTF-8")
+    if not text:
+        return RejectedRecord(source, file, no, "empty", text, "empty line")
+    if not text.strip():
+        return RejectedRecord(source, file, no, "whitespace_only", text, "line is only whitespace")
+    return None

@@ -1,0 +1,172 @@
+"""Dictionary artifacts on disk and in the catalog: write, register, find, load.
+
+Layout: ``<data root>/parquet/dictionaries/<name>/<key>/`` holding ``definitions.parquet``,
+``examples.parquet``, ``quarantine.parquet`` and ``summary.json``, written as one directory
+that is renamed into place. Registration is one catalog transaction: the artifact row, the
+dataset's rows in ``definitions``/``examples``/``quarantine`` (replacing the previous ones of
+that name), its ``dictionaries`` row and an ``ingest_summaries`` row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from defsentflow.dictionary.merge import MergedDictionary
+from defsentflow.dictionary.records import SPLITS, check_choice
+from defsentflow.storage import Catalog, atomic_dir, combine_hashes, data_root, hash_file
+
+__all__ = [
+    "FILES",
+    "dictionary_dir",
+    "write_artifact",
+    "read_summary",
+    "registered_key",
+    "register_artifact",
+    "resolve_dictionary",
+    "load_dictionary",
+    "load_examples",
+    "load_quarantine",
+]
+
+FILES = ("definitions.parquet", "examples.parquet", "quarantine.parquet")
+SUMMARY = "summary.json"
+# The quarantine table is shared with the corpus stage, which files its rows under this source.
+_CORPUS_SOURCE = "corpus"
+
+
+def dictionary_dir(name: str, key: str, root: str | os.PathLike | None = None) -> Path:
+    return data_root(root) / "parquet" / "dictionaries" / name / key
+
+
+def write_artifact(merged: MergedDictionary, summary: dict[str, Any], final: Path) -> dict[str, Any]:
+    """Write the tables and ``summary.json`` into ``final`` atomically; return the summary with
+    the artifact's ``content_hash`` (a hash of the three Parquet files)."""
+    with atomic_dir(final) as tmp:
+        for name, table in zip(FILES, (merged.definitions, merged.examples, merged.quarantine)):
+            pq.write_table(table, tmp / name, compression="zstd")
+        summary = {**summary, "content_hash": combine_hashes(hash_file(tmp / f) for f in FILES)}
+        (tmp / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True))
+        for f in (*FILES, SUMMARY):  # on disk before the rename makes the directory visible
+            with open(tmp / f, "rb") as fh:
+                os.fsync(fh.fileno())
+    return summary
+
+
+def read_summary(path: str | os.PathLike) -> dict[str, Any] | None:
+    """The summary of a complete artifact directory, or None if it is not there."""
+    p = Path(path)
+    if not all((p / f).is_file() for f in (*FILES, SUMMARY)):
+        return None
+    return json.loads((p / SUMMARY).read_text())
+
+
+def registered_key(name: str, root: str | os.PathLike | None = None) -> str | None:
+    """The artifact key dataset ``name`` is registered with, if its files are complete."""
+    cat = Catalog(root)
+    if not cat.path.exists():
+        return None
+    try:
+        rows = cat.query("SELECT d.artifact_key, a.path FROM dictionaries d JOIN artifacts a USING (artifact_key) "
+                         "WHERE d.name = ?", [name])
+    except duckdb.CatalogException:  # a catalog made before the dictionary tables existed
+        return None
+    if not rows or read_summary(rows[0]["path"]) is None:
+        return None
+    return rows[0]["artifact_key"]
+
+
+def register_artifact(name: str, path: Path, summary: dict[str, Any], *, input_hashes: dict[str, str],
+                      config: dict[str, Any], root: str | os.PathLike | None = None, status: str = "built") -> None:
+    """Register a written artifact under dataset ``name``, all in one transaction."""
+    cat = Catalog(root)
+    key = summary["key"]
+    defs, exs, quar = (str(path / f) for f in FILES)
+    splits = summary["splits"]
+    with cat.transaction() as con:
+        cat.register_artifact(key, "dictionary", path, summary["content_hash"], name=name, input_hashes=input_hashes,
+                              config=config, meta={k: summary[k] for k in ("entries", "definitions", "examples")}, con=con)
+        con.execute("DELETE FROM definitions WHERE dataset = ?", [name])
+        con.execute("INSERT INTO definitions (dataset, def_id, entry, definition, split, pos, synset, sources, meta) "
+                    "SELECT ?, def_id, entry, definition, split, pos, synset, sources, meta FROM read_parquet(?)", [name, defs])
+        con.execute("DELETE FROM examples WHERE dataset = ?", [name])
+        con.execute("INSERT INTO examples (dataset, def_id, entry, example, split) "
+                    "SELECT ?, def_id, entry, example, split FROM read_parquet(?)", [name, exs])
+        con.execute("DELETE FROM quarantine WHERE dataset = ? AND source <> ?", [name, _CORPUS_SOURCE])
+        con.execute("INSERT INTO quarantine (dataset, source, file, line, reason, detail, raw) "
+                    "SELECT ?, source, file, line, reason, detail, raw FROM read_parquet(?)", [name, quar])
+        con.execute(
+            "INSERT OR REPLACE INTO dictionaries (name, variant, artifact_key, sources, tokenizer, seed, case_fold, "
+            "entries, definitions, examples, quarantined, train, dev, test, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp)",
+            [name, summary["variant"], key, json.dumps(summary["sources"]), summary.get("tokenizer"), summary["seed"],
+             summary["case_fold"], summary["entries"], summary["definitions"], summary["examples"], summary["quarantined"],
+             splits["train"]["definitions"], splits["dev"]["definitions"], splits["test"]["definitions"]],
+        )
+        con.execute(
+            "INSERT INTO ingest_summaries (dataset, artifact_key, status, read, accepted, duplicates, excluded, quarantined, "
+            "examples_quarantined, entries, definitions, examples, sources, reasons, seconds) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [name, key, status, summary["read"], summary["accepted"], summary["duplicates"], summary["excluded"],
+             summary["quarantined"], summary["examples_quarantined"], summary["entries"], summary["definitions"],
+             summary["examples"], json.dumps(summary["sources"]), json.dumps(summary["reasons"]), summary["seconds"]],
+        )
+
+
+def resolve_dictionary(name_or_key: str, root: str | os.PathLike | None = None) -> tuple[str, Path]:
+    """``(artifact key, directory)`` of a dataset name or an artifact key.
+
+    Raises:
+        KeyError: no such dataset or dictionary artifact (or its files are gone).
+    """
+    cat = Catalog(root)
+    rows: list[dict[str, Any]] = []
+    if cat.path.exists():
+        try:
+            rows = cat.query(
+                "SELECT a.artifact_key, a.path FROM artifacts a LEFT JOIN dictionaries d USING (artifact_key) "
+                "WHERE a.kind = 'dictionary' AND (d.name = ? OR a.artifact_key = ?) "
+                "ORDER BY (d.name = ?) DESC NULLS LAST LIMIT 1", [name_or_key, name_or_key, name_or_key])
+        except duckdb.CatalogException:
+            rows = []
+    if not rows:
+        raise KeyError(f"no dictionary dataset or artifact {name_or_key!r} in {cat.path}")
+    path = Path(rows[0]["path"])
+    if read_summary(path) is None:
+        raise KeyError(f"dictionary {name_or_key!r}: artifact files missing under {path}; ingest it again")
+    return rows[0]["artifact_key"], path
+
+
+def _load(name_or_key: str, file: str, split: str | None, root: str | os.PathLike | None) -> pa.Table:
+    if split is not None:
+        check_choice(split, SPLITS, "split")
+    _, path = resolve_dictionary(name_or_key, root)
+    filters = [("split", "=", split)] if split is not None else None
+    return pq.read_table(path / file, filters=filters)
+
+
+def load_dictionary(name_or_key: str, split: str | None = None, *, root: str | os.PathLike | None = None) -> pa.Table:
+    """The definitions of a dataset (by name) or artifact (by key), optionally one split.
+
+    Example:
+        >>> train = load_dictionary("oewn", split="train")
+        >>> train.column_names
+        ['def_id', 'entry', 'definition', 'split', 'pos', 'synset', 'sources', 'meta']
+    """
+    return _load(name_or_key, "definitions.parquet", split, root)
+
+
+def load_examples(name_or_key: str, split: str | None = None, *, root: str | os.PathLike | None = None) -> pa.Table:
+    """The usage examples of a dataset (``def_id`` refers to :func:`load_dictionary`'s rows)."""
+    return _load(name_or_key, "examples.parquet", split, root)
+
+
+def load_quarantine(name_or_key: str, *, root: str | os.PathLike | None = None) -> pa.Table:
+    """The records a dataset's ingest rejected, with file, line, reason and raw text."""
+    return _load(name_or_key, "quarantine.parquet", None, root)
