@@ -1,0 +1,67 @@
+"""Evaluation: STS tasks (SemEval 2012-16, STS-B, SICK-R), metrics, the reverse dictionary, the suite."""
+
+from __future__ import annotations
+
+from defsentflow.evaluation.metrics import paired_cosine, pearson, spearman
+from defsentflow.evaluation.sts import SEVEN_TASKS, average_row, evaluate_sts, score_tasks, spearman_rows
+from defsentflow.evaluation.sts_data import (
+    TASKS,
+    StsFormatError,
+    StsSubset,
+    StsTask,
+    available_tasks,
+    load_sick,
+    load_sts_year,
+    load_stsb,
+    load_task,
+    validate_tasks,
+)
+from defsentflow.evaluation.suite import (
+    EVAL_TASKS,
+    EvalConfig,
+    EvalResult,
+    EvaluateSection,
+    evaluation_inputs_hash,
+    record_evaluation,
+    resolve_model,
+    run_evaluation,
+    validate_eval_tasks,
+)
+
+__all__ = [
+    "EVAL_TASKS",
+    "EvalConfig",
+    "EvalResult",
+    "EvaluateSection",
+    "SEVEN_TASKS",
+    "StsFormatError",
+    "StsSubset",
+    "StsTask",
+    "TASKS",
+    "available_tasks",
+    "average_row",
+    "evaluate_sts",
+    "evaluation_inputs_hash",
+    "load_sick",
+    "load_sts_year",
+    "load_stsb",
+    "load_task",
+    "paired_cosine",
+    "pearson",
+    "record_evaluation",
+    "resolve_model",
+    "run_evaluation",
+    "score_tasks",
+    "spearman",
+    "spearman_rows",
+    "validate_eval_tasks",
+    "validate_tasks",
+]
+
+try:  # the reverse dictionary is written by the training side; export it when present
+    from defsentflow.evaluation.revdict import evaluate_revdict  # noqa: F401
+
+    __all__.append("evaluate_revdict")
+except ModuleNotFoundError as _exc:  # pragma: no cover - only in a checkout without revdict.py
+    if _exc.name != "defsentflow.evaluation.revdict":
+        raise

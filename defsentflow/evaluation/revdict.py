@@ -1,0 +1,322 @@
+"""Reverse dictionary (DefSent's word-prediction experiment): rank entries for a definition.
+
+For each query definition of a split, every candidate entry is scored and the rank of the
+definition's own entry gives MRR and top-1/3/10 accuracy. Splits are by entry, so test entries
+were never trained on.
+
+Leakage-free: an entry's vector is the mean of its definitions' vectors, and a query definition
+never contributes to the vector of its own entry. Instead of re-encoding per query, entry *sums*
+are computed once and the query's own entry is scored against ``(sum - v_query) / (n - 1)``;
+entries with a single definition therefore cannot be queries.
+
+Two modes are reported for every model:
+
+* ``head``: the training-time output (pooled, then the pooler when the model was trained with
+  it) against the frozen entry space, i.e. entry vectors built by the model's *entry encoder*
+  (the encoder that built its training head: the base model for PST step 1) with the entry
+  encoding (AC: CLS, AMP: mean pooling), ICA-transformed when the head was;
+* ``cosine``: the pooled query against entry vectors built by the same encoder with the same
+  pooling, both L2-normalised.
+
+Ties are ranked optimistically: rank = 1 + the number of candidates scoring strictly higher.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = [
+    "CandidateSet",
+    "RevdictMode",
+    "RevdictQueries",
+    "dictionary_content_hash",
+    "entry_sums",
+    "evaluate_revdict",
+    "load_dictionary_table",
+    "model_meta",
+    "prepare_queries",
+    "rank_metrics",
+    "revdict_metric_rows",
+    "revdict_ranks",
+]
+
+RevdictMode = Literal["head", "cosine"]
+CandidateSet = Literal["all", "split"]
+MODES: tuple[str, ...] = get_args(RevdictMode)
+TOP_K: tuple[int, ...] = (1, 3, 10)
+
+
+# -- the ranking core (pure numpy) --------------------------------------------------------------
+def entry_sums(def_vecs: np.ndarray, def_entry: np.ndarray, n_entries: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-entry sums of definition vectors ``[n_entries, H]`` (float64) and definition counts."""
+    from scipy.sparse import csr_matrix
+
+    n_defs = len(def_entry)
+    assign = csr_matrix((np.ones(n_defs), (def_entry, np.arange(n_defs))), shape=(n_entries, n_defs))
+    sums = np.asarray(assign @ def_vecs.astype(np.float64))
+    counts = np.bincount(def_entry, minlength=n_entries)
+    return sums, counts
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.linalg.norm(x, axis=-1, keepdims=True).clip(min=1e-12)
+
+
+def revdict_ranks(query_vecs: np.ndarray, query_rows: np.ndarray, def_vecs: np.ndarray, def_entry: np.ndarray,
+                  n_entries: int, *, cosine: bool, transform: Callable[[np.ndarray], np.ndarray] | None = None,
+                  chunk: int = 512) -> np.ndarray:
+    """Rank of each query's own entry among all entries, leave-one-out.
+
+    Args:
+        query_vecs: ``[Q, H']`` query vectors (the model's output for each query definition).
+        query_rows: ``[Q]`` the query's own row in ``def_vecs`` (the same definition, encoded by the
+            entry encoder); its entry is ``def_entry[query_rows]`` and must have >= 2 definitions.
+        def_vecs: ``[D, H]`` entry-encoder vectors of every definition of every candidate entry.
+        def_entry: ``[D]`` candidate-entry index of each definition row.
+        cosine: L2-normalise queries and entry vectors (after ``transform``).
+        transform: an affine map applied to entry mean vectors (ICA), or None.
+
+    Returns:
+        ``[Q]`` int64 ranks, 1 = the own entry scored highest.
+    """
+    query_rows = np.asarray(query_rows, dtype=np.int64)
+    def_entry = np.asarray(def_entry, dtype=np.int64)
+    sums, counts = entry_sums(def_vecs, def_entry, n_entries)
+    own = def_entry[query_rows]
+    if np.any(counts[own] < 2):
+        raise ValueError("a query's entry has a single definition: leave-one-out is undefined for it")
+    means = sums / counts[:, None]
+    loo = (sums[own] - def_vecs[query_rows].astype(np.float64)) / (counts[own] - 1)[:, None]
+    if transform is not None:
+        means, loo = transform(means), transform(loo)
+    q = query_vecs.astype(np.float64)
+    if cosine:
+        means, loo, q = _unit(means), _unit(loo), _unit(q)
+    ranks = np.empty(len(q), dtype=np.int64)
+    for start in range(0, len(q), chunk):
+        sl = slice(start, start + chunk)
+        scores = q[sl] @ means.T
+        own_score = np.einsum("ij,ij->i", q[sl], loo[sl])
+        scores[np.arange(scores.shape[0]), own[sl]] = own_score
+        ranks[sl] = 1 + (scores > own_score[:, None]).sum(axis=1)
+    return ranks
+
+
+def rank_metrics(ranks: np.ndarray) -> dict[str, float]:
+    """MRR and top-k accuracy (fractions in [0, 1]) from 1-based ranks."""
+    ranks = np.asarray(ranks, dtype=np.float64)
+    if ranks.size == 0:
+        return {"mrr": float("nan"), **{f"top{k}": float("nan") for k in TOP_K}}
+    return {"mrr": float(np.mean(1.0 / ranks)), **{f"top{k}": float(np.mean(ranks <= k)) for k in TOP_K}}
+
+
+# -- data -------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RevdictQueries:
+    """Candidate entries, their definitions and the chosen query rows."""
+
+    entries: list[str]             # candidate entries, sorted
+    definitions: list[str]         # every definition of every candidate entry
+    def_entry: np.ndarray          # [D] index into entries
+    query_rows: np.ndarray         # [Q] rows of definitions used as queries
+    split: str
+    candidates: str
+
+    @property
+    def query_texts(self) -> list[str]:
+        return [self.definitions[i] for i in self.query_rows]
+
+
+def _order_key(entry: str, definition: str) -> str:
+    from defsentflow.storage.hashing import hash_text
+
+    return hash_text(f"{entry}\x1f{definition}")
+
+
+def prepare_queries(table: pa.Table, *, split: str = "test", candidates: CandidateSet = "all",
+                    max_queries: int | None = 2000) -> RevdictQueries:
+    """Choose candidate entries and up to ``max_queries`` query definitions, deterministically.
+
+    Queries are definitions of ``split`` whose entry has at least two definitions, taken in the
+    order of a hash of (entry, definition), so the same dictionary always gives the same queries
+    and adding entries moves few of them.
+    """
+    if candidates not in get_args(CandidateSet):
+        raise ValueError(f"candidates must be one of {get_args(CandidateSet)}, got {candidates!r}")
+    for col in ("entry", "definition", "split"):
+        if col not in table.column_names:
+            raise ValueError(f"dictionary table has no {col!r} column (columns: {table.column_names})")
+    entry = table.column("entry").to_pylist()
+    definition = table.column("definition").to_pylist()
+    splits = table.column("split").to_pylist()
+    rows = [i for i, s in enumerate(splits) if candidates == "all" or s == split]
+    names = sorted({entry[i] for i in rows})
+    index = {e: k for k, e in enumerate(names)}
+    defs = [definition[i] for i in rows]
+    def_entry = np.fromiter((index[entry[i]] for i in rows), dtype=np.int64, count=len(rows))
+    counts = np.bincount(def_entry, minlength=len(names))
+    eligible = [j for j, i in enumerate(rows) if splits[i] == split and counts[def_entry[j]] >= 2]
+    eligible.sort(key=lambda j: _order_key(names[def_entry[j]], defs[j]))
+    if max_queries is not None:
+        eligible = eligible[:max_queries]
+    return RevdictQueries(entries=names, definitions=defs, def_entry=def_entry,
+                          query_rows=np.array(sorted(eligible), dtype=np.int64), split=split, candidates=candidates)
+
+
+def load_dictionary_table(dictionary: str | pa.Table, *, root: str | os.PathLike | None = None) -> pa.Table:
+    """A dictionary dataset by name or artifact key (``defsentflow.dictionary``), or a table as is.
+
+    Raises:
+        KeyError: no dataset of that name or key in the catalog (ingest it first).
+    """
+    if isinstance(dictionary, pa.Table):
+        return dictionary
+    from defsentflow.dictionary import load_dictionary
+
+    return load_dictionary(dictionary, root=root)
+
+
+def dictionary_content_hash(table: pa.Table) -> str:
+    """Hash of the (entry, definition, split) content of a dictionary table, row order included."""
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=16)
+    cols = [table.column(c).to_pylist() for c in ("entry", "definition", "split") if c in table.column_names]
+    for row in zip(*cols):
+        h.update("\x1f".join("" if v is None else str(v) for v in row).encode())
+        h.update(b"\x1e")
+    return h.hexdigest()
+
+
+# -- model metadata -----------------------------------------------------------------------------------
+def model_meta(model: str | os.PathLike) -> dict[str, Any]:
+    """``defsentflow.json`` of a model directory (training pooling, pooler use, entry encoder), or {}."""
+    from defsentflow.encoders.loading import resolve_model_path
+
+    p = Path(resolve_model_path(model))
+    f = p / "defsentflow.json"
+    if p.is_dir() and f.is_file():
+        return json.loads(f.read_text())
+    return {}
+
+
+def _has_pooler(enc: Any) -> bool:
+    return getattr(enc.model, "pooler", None) is not None
+
+
+def fit_ica(matrix: np.ndarray, *, max_iter: int = 1000, random_state: int = 42,
+            scale: float = 100.0) -> Callable[[np.ndarray], np.ndarray]:
+    """Fit FastICA (the training head's settings) on ``matrix``; return the affine map x -> scale * ICA(x)."""
+    from sklearn.decomposition import FastICA
+
+    ica = FastICA(max_iter=max_iter, random_state=random_state)
+    ica.fit(matrix)
+    return lambda x: scale * ica.transform(x)
+
+
+# -- evaluation -----------------------------------------------------------------------------------------
+def evaluate_revdict(model: str | os.PathLike, dictionary: str | pa.Table, *, split: str = "test",
+                     candidates: CandidateSet = "all", modes: Sequence[str] = MODES,
+                     pooling: str | None = None, use_pooler: bool | None = None,
+                     entry_encoder: str | os.PathLike | None = None, entry_encoding: str | None = None,
+                     ica: bool | None = None, normalize_logits: bool | None = None,
+                     max_queries: int | None = 2000, batch_size: int = 128, max_length: int = 64,
+                     autocast: str = "none", device: str = "auto", cache: bool = False,
+                     task: str | None = None, root: str | os.PathLike | None = None) -> dict[str, Any]:
+    """Reverse-dictionary MRR and top-1/3/10 of ``model`` in the ``head`` and ``cosine`` modes.
+
+    Settings left as None come from the model's ``defsentflow.json`` (written at training time),
+    else: mean pooling, the pooler when the model has one, the model itself as entry encoder, AMP
+    for mean pooling and AC for CLS pooling, no ICA. ``pooling`` is the cosine mode's; the head
+    mode always uses the training-time pooling when the model records one (it is the head's input).
+
+    Args:
+        model: model directory, Hugging Face id or ``minilm``.
+        dictionary: dataset name/key or a table with entry, definition and split columns.
+        split: the split whose definitions are queries (``dev`` for model selection).
+        candidates: ``all`` entries of the dataset, or only the entries of ``split``.
+        max_queries: at most this many queries (deterministic choice).
+        cache: cache definition vectors in the data root's embedding cache.
+        task: metric task name; default ``revdict`` for the test split, ``revdict-<split>`` otherwise.
+        root: data root holding the dictionary (default ``$DEFSENTFLOW_HOME`` or ``./storage``).
+
+    Returns:
+        ``{"split", "candidates", "n_queries", "n_candidates", "n_definitions", "pooling",
+        "entry_encoder", "entry_encoding", "modes": {mode: {"mrr", "top1", "top3", "top10"}},
+        "rows": [metric rows for the catalog]}``.
+
+    Example:
+        >>> evaluate_revdict("minilm", "sample", split="test")["modes"]["cosine"]["mrr"]
+    """
+    from defsentflow.encoders import encode_texts, load_encoder, validate_pooling
+
+    bad = [m for m in modes if m not in MODES]
+    if bad or not modes:
+        raise ValueError(f"modes must be a non-empty subset of {MODES}, got {list(modes)}")
+    meta = model_meta(model)
+    pooling = validate_pooling(pooling or meta.get("pooling") or "mean")
+    table = load_dictionary_table(dictionary, root=root)
+    data = prepare_queries(table, split=split, candidates=candidates, max_queries=max_queries)
+    result: dict[str, Any] = {
+        "split": split, "candidates": candidates, "n_queries": int(len(data.query_rows)),
+        "n_candidates": len(data.entries), "n_definitions": len(data.definitions), "pooling": pooling, "modes": {},
+    }
+    if len(data.query_rows) == 0:
+        raise ValueError(f"no reverse-dictionary queries in split {split!r} (entries need >= 2 definitions)")
+    enc = load_encoder(model, device=device)
+    kw = dict(batch_size=batch_size, max_length=max_length, autocast=autocast, cache=cache)
+    own_vecs: dict[str, np.ndarray] = {}
+
+    def vectors_of(encoder: Any, pool: str) -> np.ndarray:
+        key = f"{id(encoder)}:{pool}"
+        if key not in own_vecs:
+            own_vecs[key] = encode_texts(encoder, data.definitions, pooling=pool, desc=f"revdict {pool}", **kw)
+        return own_vecs[key]
+
+    if "cosine" in modes:
+        vecs = vectors_of(enc, pooling)
+        ranks = revdict_ranks(vecs[data.query_rows], data.query_rows, vecs, data.def_entry, len(data.entries),
+                              cosine=True)
+        result["modes"]["cosine"] = rank_metrics(ranks)
+    if "head" in modes:
+        from defsentflow.training.heads import sentence_head_vectors
+
+        use_pooler = meta.get("use_pooler", _has_pooler(enc)) if use_pooler is None else use_pooler
+        entry_encoder = entry_encoder or meta.get("entry_encoder")
+        head_pooling = validate_pooling(meta.get("pooling") or pooling)
+        entry_encoding = entry_encoding or meta.get("entry_encoding") or ("ac" if head_pooling == "cls" else "amp")
+        if entry_encoding not in ("ac", "amp"):
+            raise ValueError(f"entry_encoding must be 'ac' or 'amp', got {entry_encoding!r}")
+        ica = bool(meta.get("ica", False)) if ica is None else ica
+        normalize_logits = bool(meta.get("normalize_logits", False)) if normalize_logits is None else normalize_logits
+        ent = enc if entry_encoder is None else load_encoder(entry_encoder, device=device)
+        def_vecs = vectors_of(ent, "cls" if entry_encoding == "ac" else "mean")
+        transform = None
+        if ica:
+            sums, counts = entry_sums(def_vecs, data.def_entry, len(data.entries))
+            transform = fit_ica(sums / counts[:, None])
+        queries = sentence_head_vectors(enc.path, data.query_texts, head_pooling, use_pooler, batch_size=batch_size,
+                                        max_length=max_length, autocast=autocast, device=device)
+        ranks = revdict_ranks(np.asarray(queries), data.query_rows, def_vecs, data.def_entry, len(data.entries),
+                              cosine=normalize_logits, transform=transform)
+        result["modes"]["head"] = rank_metrics(ranks)
+        result.update(entry_encoder=str(entry_encoder or model), entry_encoding=entry_encoding, use_pooler=use_pooler,
+                      ica=ica, head_pooling=head_pooling)
+    result["rows"] = revdict_metric_rows(result, task=task)
+    return result
+
+
+def revdict_metric_rows(result: dict[str, Any], *, task: str | None = None) -> list[dict[str, Any]]:
+    """Catalog metric rows: task ``revdict`` (test) or ``revdict-<split>``, setting = mode."""
+    task = task or ("revdict" if result["split"] == "test" else f"revdict-{result['split']}")
+    return [{"task": task, "setting": mode, "metric": metric, "value": value, "n": result["n_queries"],
+             "pooling": result["pooling"]}
+            for mode, metrics in result["modes"].items() for metric, value in metrics.items()]

@@ -1,0 +1,39 @@
+"""Entry-space statistics, plots and the run report."""
+
+from __future__ import annotations
+
+from defsentflow.report.entry_space import analyse_entry_matrix, entry_plot_path, record_entry_space_stats
+from defsentflow.report.isotropy import (
+    avg_cosine,
+    effective_rank,
+    entry_space_stats,
+    isoscore,
+    isoscore_from_variances,
+    partition_isotropy,
+    pca_variances,
+    top1_var_share,
+)
+from defsentflow.report.plots import plot_entry_space, plot_label_histogram, plot_pst_progress, plot_scores
+from defsentflow.report.run_report import RunReport, build_report, markdown_table, report_dir
+
+__all__ = [
+    "RunReport",
+    "analyse_entry_matrix",
+    "avg_cosine",
+    "build_report",
+    "effective_rank",
+    "entry_plot_path",
+    "entry_space_stats",
+    "isoscore",
+    "isoscore_from_variances",
+    "markdown_table",
+    "partition_isotropy",
+    "pca_variances",
+    "plot_entry_space",
+    "plot_label_histogram",
+    "plot_pst_progress",
+    "plot_scores",
+    "record_entry_space_stats",
+    "report_dir",
+    "top1_var_share",
+]

@@ -1,0 +1,210 @@
+"""PNG figures for the run report: entry spaces, scores, harvested labels, PST progress.
+
+Figures are drawn on a bare ``matplotlib.figure.Figure`` with the Agg canvas, never through
+``pyplot``: no global backend switch, no GUI, safe in worker threads. Each PNG is written under a
+temporary name and renamed into place.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from defsentflow.storage.atomic import atomic_path
+
+__all__ = [
+    "plot_entry_space",
+    "plot_label_histogram",
+    "plot_pst_progress",
+    "plot_scores",
+    "svd_2d",
+    "whitened_pca_2d",
+]
+
+_SCORE_COLUMNS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb_dev", "stsb_test", "sickr", "avg_sts")
+
+
+def _figure(width: float, height: float):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=110, layout="constrained")  # room for suptitle and legends
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig, out_png: str | os.PathLike) -> Path:
+    out = Path(out_png)
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, format="png", bbox_inches="tight")
+    return out
+
+
+def _sample(matrix: np.ndarray, max_points: int, seed: int) -> np.ndarray:
+    x = np.asarray(matrix, dtype=np.float64)
+    if len(x) > max_points:
+        x = x[np.sort(np.random.default_rng(seed).choice(len(x), max_points, replace=False))]
+    return x
+
+
+def svd_2d(matrix: np.ndarray) -> np.ndarray:
+    """Coordinates on the top two right singular vectors of the *uncentred* matrix.
+
+    Without centring, the common offset of an anisotropic space shows as a cloud far from the
+    origin (the "narrow cone"), as in the DefSent+ paper's figures.
+    """
+    x = np.asarray(matrix, dtype=np.float64)
+    _, _, vt = np.linalg.svd(x, full_matrices=False)
+    return x @ vt[:2].T
+
+
+def whitened_pca_2d(matrix: np.ndarray, eps: float = 1e-12) -> np.ndarray:
+    """The first two principal components, each scaled to unit variance (PCA whitening)."""
+    x = np.asarray(matrix, dtype=np.float64)
+    xc = x - x.mean(0)
+    _, s, vt = np.linalg.svd(xc, full_matrices=False)
+    std = s[:2] / np.sqrt(max(len(x) - 1, 1))
+    return (xc @ vt[:2].T) / np.maximum(std, eps)
+
+
+def plot_entry_space(matrix: np.ndarray, out_png: str | os.PathLike, title: str, *,
+                     stats: Mapping[str, Any] | None = None, max_points: int = 5000, seed: int = 0) -> Path:
+    """Two scatter panels of an entry matrix: 2-D SVD (uncentred) and whitened 2-D PCA.
+
+    Args:
+        matrix: ``[N, D]`` entry vectors.
+        out_png: where the PNG goes.
+        title: figure title (e.g. ``"PST step 2 (seed 1)"``).
+        stats: optional :func:`~defsentflow.report.isotropy.entry_space_stats` output for the caption.
+        max_points: rows drawn (a fixed random sample when there are more).
+    """
+    x = _sample(matrix, max_points, seed)
+    if x.ndim != 2 or len(x) < 3 or x.shape[1] < 2:
+        raise ValueError(f"plot_entry_space needs a [N>=3, D>=2] matrix, got shape {np.shape(matrix)}")
+    fig = _figure(9.0, 4.4)
+    ax1, ax2 = fig.subplots(1, 2)
+    a = svd_2d(x)
+    size = 3 if len(x) > 2000 else 8
+    ax1.scatter(a[:, 0], a[:, 1], s=size, alpha=0.35, color="#1f77b4", linewidths=0)
+    ax1.scatter([0], [0], marker="+", s=80, color="#d62728", label="origin")
+    ax1.set_aspect("equal", adjustable="datalim")
+    ax1.set_title("2-D SVD (uncentred)")
+    ax1.set_xlabel("singular direction 1")
+    ax1.set_ylabel("singular direction 2")
+    ax1.legend(loc="best", fontsize=8)
+    b = whitened_pca_2d(x)
+    ax2.scatter(b[:, 0], b[:, 1], s=size, alpha=0.35, color="#2ca02c", linewidths=0)
+    ax2.set_aspect("equal", adjustable="datalim")
+    ax2.set_title("whitened PCA (PC1, PC2)")
+    ax2.set_xlabel("PC1 / sd")
+    ax2.set_ylabel("PC2 / sd")
+    for ax in (ax1, ax2):
+        ax.grid(True, linewidth=0.3, alpha=0.5)
+    caption = f"{title}  ({len(np.asarray(matrix))} entries, dim {np.shape(matrix)[1]})"
+    if stats:
+        caption += "\n" + "  ".join(f"{k}={stats[k]:.3f}" for k in ("avg_cosine", "top1_var_share", "isoscore")
+                                    if k in stats and stats[k] is not None)
+    fig.suptitle(caption, fontsize=10)
+    return _save(fig, out_png)
+
+
+def plot_scores(rows: Sequence[Mapping[str, Any]], out_png: str | os.PathLike, *,
+                columns: Sequence[str] = _SCORE_COLUMNS, label_key: str = "label",
+                title: str = "STS Spearman x 100 ('all' setting)") -> Path:
+    """Grouped bar chart of leaderboard rows: one group per task column, one bar per model."""
+    cols = [c for c in columns if any(r.get(c) is not None for r in rows)]
+    fig = _figure(max(6.0, 1.0 + 0.9 * len(cols) * max(1, len(rows)) ** 0.5), 4.2)
+    ax = fig.subplots()
+    if not rows or not cols:
+        ax.text(0.5, 0.5, "no scores recorded", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return _save(fig, out_png)
+    width = 0.8 / len(rows)
+    xs = np.arange(len(cols))
+    for i, r in enumerate(rows):
+        vals = [np.nan if r.get(c) is None else float(r[c]) for c in cols]
+        label = str(r.get(label_key) or r.get("model_id"))
+        bars = ax.bar(xs + (i - (len(rows) - 1) / 2) * width, vals, width, label=label)
+        if len(rows) <= 4:
+            ax.bar_label(bars, labels=["" if np.isnan(v) else f"{v:.1f}" for v in vals], fontsize=6, padding=1)
+    ax.set_xticks(xs, cols, rotation=0, fontsize=8)
+    finite = [float(r[c]) for r in rows for c in cols if r.get(c) is not None]
+    lo = min(finite)
+    ax.set_ylim(max(0.0, lo - 10.0) if lo > 0 else lo * 1.1, max(finite) + 5.0)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=min(3, len(rows)))
+    ax.grid(True, axis="y", linewidth=0.3, alpha=0.5)
+    return _save(fig, out_png)
+
+
+def plot_label_histogram(out_png: str | os.PathLike, *,
+                         values: np.ndarray | Mapping[str, np.ndarray] | None = None,
+                         edges: Sequence[float] | None = None, counts: Sequence[float] | None = None,
+                         title: str = "harvested pair labels", bins: int = 40) -> Path:
+    """Histogram of harvested similarity labels.
+
+    Args:
+        values: raw labels, or ``{group: labels}`` (e.g. by pair kind) drawn overlaid on shared bins.
+        edges, counts: a precomputed histogram (``harvest_stats.histogram``) when values are absent.
+    """
+    fig = _figure(5.5, 3.4)
+    ax = fig.subplots()
+    if values is not None:
+        groups = dict(values) if isinstance(values, Mapping) else {"pairs": values}
+        groups = {k: np.asarray(v, dtype=np.float64) for k, v in groups.items()}
+        groups = {k: v[np.isfinite(v)] for k, v in groups.items() if np.isfinite(v).any()}
+        if not groups:
+            raise ValueError("plot_label_histogram: no finite label values")
+        edges_arr = np.histogram_bin_edges(np.concatenate(list(groups.values())), bins=bins)
+        for name, v in groups.items():
+            ax.stairs(np.histogram(v, bins=edges_arr)[0], edges_arr, fill=len(groups) == 1, alpha=0.7,
+                      label=f"{name} ({len(v)})", linewidth=1.2)
+        if len(groups) > 1:
+            ax.legend(fontsize=7)
+    elif edges is not None and counts is not None:
+        edges_arr, counts_arr = np.asarray(edges, dtype=np.float64), np.asarray(counts, dtype=np.float64)
+        if len(edges_arr) != len(counts_arr) + 1:
+            raise ValueError(f"histogram needs len(edges) == len(counts) + 1, got {len(edges_arr)} and {len(counts_arr)}")
+        ax.stairs(counts_arr, edges_arr, fill=True, alpha=0.7, color="#9467bd")
+    else:
+        raise ValueError("plot_label_histogram needs values, or edges and counts")
+    ax.set_xlabel("label (pair similarity)")
+    ax.set_ylabel("pairs")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, linewidth=0.3, alpha=0.5)
+    return _save(fig, out_png)
+
+
+def plot_pst_progress(rows: Sequence[Mapping[str, Any]], out_png: str | os.PathLike, *,
+                      title: str = "PST progress") -> Path:
+    """Selection score of every candidate per step (chosen ones joined) and the entry space's IsoScore."""
+    fig = _figure(6.5, 3.6)
+    ax = fig.subplots()
+    steps = [r["step"] for r in rows if r.get("selection_score") is not None]
+    if not steps:
+        ax.text(0.5, 0.5, "no PST steps recorded", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return _save(fig, out_png)
+    ax.scatter(steps, [r["selection_score"] for r in rows if r.get("selection_score") is not None],
+               s=14, color="#7f7f7f", label="candidates")
+    chosen = sorted((r["step"], r["selection_score"]) for r in rows if r.get("chosen") and r.get("selection_score") is not None)
+    if chosen:
+        ax.plot(*zip(*chosen), marker="o", color="#1f77b4", label="chosen")
+    metric = next((r.get("selection_metric") for r in rows if r.get("selection_metric")), None) or "selection score"
+    ax.set_xlabel("PST step")
+    ax.set_ylabel(metric)
+    iso = sorted({(r["step"], r["isoscore"]) for r in rows if r.get("isoscore") is not None and r.get("chosen")})
+    if iso:
+        ax2 = ax.twinx()
+        ax2.plot(*zip(*iso), marker="s", linestyle="--", color="#ff7f0e", label="IsoScore (chosen)")
+        ax2.set_ylabel("IsoScore")
+        ax2.set_ylim(0, 1)
+        ax2.legend(loc="lower right", fontsize=7)
+    ax.set_xticks(sorted(set(steps)))
+    ax.legend(loc="upper left", fontsize=7)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, linewidth=0.3, alpha=0.5)
+    return _save(fig, out_png)

@@ -1,0 +1,340 @@
+"""The run report: ``<data root>/reports/<run_id>/report.md`` and ``report.html`` with its PNGs.
+
+Sections: the run and its config; lineage (stages computed or cached, artifacts with their
+hashes and inputs); the leaderboard of the run's models beside the baselines (every model no run
+produced: untrained encoders, SBERT-WK) and a bar chart of it; PST progress with one entry-space
+plot per step; harvested-label histograms. Images sit in ``img/`` next to the two files and are
+linked by relative paths, so the folder can be moved or served as is.
+
+The folder is built under a temporary name and swapped into place, so a reader never sees half a
+report. Only catalog reads happen, except that a PST step whose entry matrix has no statistics
+yet is analysed (and recorded) when ``analyse_missing`` is set.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from defsentflow.report.plots import plot_label_histogram, plot_pst_progress, plot_scores
+
+__all__ = ["RunReport", "build_report", "markdown_table", "report_dir"]
+
+_LB_COLS = ("role", "model_id", "pooling", "method", "sts12", "sts13", "sts14", "sts15", "sts16", "stsb_dev",
+            "stsb_test", "sickr", "avg_sts", "n_avg", "revdict_mrr", "revdict_mrr_cosine")
+
+# Leaderboard rows shown in a run's report: the run's models (registered by it, PST candidates
+# of it, or evaluated in it) and the baselines: models no run produced (untrained encoders,
+# SBERT-WK pooling of them). A PST step-0 model is the run's untrained baseline.
+_LEADERBOARD_SQL = """
+WITH own AS (
+    SELECT model_id, 'this run' AS role, 0 AS prio FROM models WHERE run_id = $run_id
+    UNION ALL SELECT model_id, 'untrained (PST step 0)', 1 FROM pst_steps WHERE run_id = $run_id AND step = 0
+    UNION ALL SELECT model_id, 'PST candidate', 2 FROM pst_steps WHERE run_id = $run_id AND step > 0
+    UNION ALL SELECT model_id, 'evaluated in this run', 3 FROM metrics WHERE run_id = $run_id
+), roles AS (
+    SELECT model_id, arg_min(role, prio) AS role FROM own GROUP BY model_id
+), produced AS (
+    SELECT model_id FROM models WHERE run_id IS NOT NULL
+), tagged AS (
+    SELECT CASE
+               WHEN lb.pooling = 'sbert_wk' AND lb.model_id NOT IN (SELECT model_id FROM produced) THEN 'baseline (SBERT-WK)'
+               WHEN r.role IS NOT NULL THEN r.role
+               ELSE 'baseline'
+           END AS role, lb.*
+    FROM leaderboard AS lb
+    LEFT JOIN roles AS r USING (model_id)
+    WHERE r.model_id IS NOT NULL OR lb.model_id NOT IN (SELECT model_id FROM produced)
+)
+SELECT * FROM tagged
+ORDER BY (role LIKE 'baseline%' OR role LIKE 'untrained%') DESC, avg_sts DESC NULLS LAST, stsb_dev DESC NULLS LAST,
+         model_id, pooling
+"""
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """Where a report was written and what it contains."""
+
+    run_id: str
+    dir: Path
+    markdown_path: Path
+    html_path: Path
+    images: tuple[str, ...]  # relative to ``dir``
+    markdown: str
+
+
+def report_dir(run_id: str, root: str | os.PathLike | None = None) -> Path:
+    """``<data root>/reports/<run_id>``."""
+    from defsentflow.storage import data_root
+
+    return data_root(root) / "reports" / run_id
+
+
+def _cell(v: Any) -> str:
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return ""
+    if isinstance(v, bool):
+        return "yes" if v else ""
+    if isinstance(v, float):
+        return f"{v:.4f}" if abs(v) < 1 else f"{v:.2f}"
+    return str(v).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A GitHub/python-markdown table (cells escaped: ``|`` and newlines)."""
+    out = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    out += ["| " + " | ".join(_cell(v) for v in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def _short(v: Any, n: int = 12) -> str:
+    return "" if v is None else str(v)[:n]
+
+
+class _Ctx:
+    """Catalog access for one report: queries that tolerate a missing optional table."""
+
+    def __init__(self, catalog: Any, run_id: str, out: Path):
+        self.cat, self.run_id, self.out = catalog, run_id, out
+        self.images: list[str] = []
+
+    def rows(self, sql: str, **params: Any) -> list[dict[str, Any]]:
+        import duckdb
+
+        try:
+            return self.cat.query(sql, {"run_id": self.run_id, **params} if "$run_id" in sql else params or None)
+        except duckdb.CatalogException:
+            return []  # a table of a stage this project copy does not have
+
+    def image(self, rel: str) -> Path:
+        self.images.append(rel)
+        p = self.out / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        return p
+
+
+def _section_run(ctx: _Ctx, run: dict[str, Any]) -> list[str]:
+    lines = [f"# Run report: `{ctx.run_id}`", "",
+             markdown_table(["flow", "status", "started", "ended", "code version", "config hash"],
+                            [[run.get("flow"), run.get("status"), run.get("started_at"), run.get("ended_at"),
+                              run.get("code_version"), _short(run.get("config_hash"), 16)]]), ""]
+    if run.get("note"):
+        lines += [f"Note: {run['note']}", ""]
+    config = run.get("config")
+    if config:
+        try:
+            text = json.dumps(json.loads(config) if isinstance(config, str) else config, indent=2, sort_keys=True)
+        except (TypeError, ValueError):
+            text = str(config)
+        lines += ["## Configuration", "", "```json", text, "```", ""]
+    return lines
+
+
+def _section_lineage(ctx: _Ctx) -> list[str]:
+    lines = ["## Lineage", "", "### Stages", ""]
+    stages = ctx.rows("SELECT stage, status, seconds, cache_key, started_at, note FROM stages "
+                      "WHERE run_id = $run_id ORDER BY started_at, stage")
+    if stages:
+        n_cached = sum(1 for s in stages if s["status"] == "cached")
+        lines += [f"{len(stages)} stage records, {n_cached} taken from the cache.", "",
+                  markdown_table(["stage", "status", "seconds", "cache key", "note"],
+                                 [[s["stage"], "cached" if s["status"] == "cached" else s["status"],
+                                   s["seconds"], _short(s["cache_key"], 16), s["note"]] for s in stages]), ""]
+    else:
+        lines += ["No stages recorded for this run.", ""]
+    lines += ["### Artifacts", ""]
+    arts = ctx.rows("SELECT kind, name, artifact_key, content_hash, path, input_hashes FROM artifacts "
+                    "WHERE run_id = $run_id ORDER BY created_at, kind, name")
+    if arts:
+        rows = []
+        for a in arts:
+            inputs = a["input_hashes"]
+            if isinstance(inputs, str):
+                try:
+                    inputs = json.loads(inputs)
+                except ValueError:
+                    pass
+            inp = ", ".join(f"{k}:{_short(v, 8)}" for k, v in inputs.items()) if isinstance(inputs, dict) else _cell(inputs)
+            rows.append([a["kind"], a["name"], _short(a["artifact_key"], 16), _short(a["content_hash"], 16), inp,
+                         f"`{a['path']}`"])
+        lines += [markdown_table(["kind", "name", "key", "content hash", "inputs", "path"], rows), ""]
+    else:
+        lines += ["No artifacts registered by this run.", ""]
+    return lines
+
+
+def _section_leaderboard(ctx: _Ctx) -> list[str]:
+    lines = ["## Scores", ""]
+    rows = ctx.rows(_LEADERBOARD_SQL)
+    if not rows:
+        return lines + ["No evaluation results for this run's models or any baseline yet "
+                        "(`defsentflow eval MODEL --tasks ...`).", ""]
+    lines += ["STS columns: Spearman x 100 between cosine similarity and gold, all subsets of a year "
+              "concatenated ('all' setting). `avg_sts` averages the `n_avg` of the 7 tasks present "
+              "(sts12-16, stsb_test, sickr; STS-B dev is not in it). Revdict columns: MRR in [0, 1] "
+              "(head and cosine modes). Baselines are models no run produced.", "",
+              markdown_table(_LB_COLS, [[r.get(c) for c in _LB_COLS] for r in rows]), ""]
+    chart = [r for r in rows if r["role"] != "PST candidate"][:10]
+    for r in chart:
+        r["label"] = f"{r['model_id']} [{r['pooling']}]" if r.get("pooling") else r["model_id"]
+    plot_scores(chart, ctx.image("img/scores.png"))
+    lines += ["![Scores of the run's models and the baselines](img/scores.png)", ""]
+    return lines
+
+
+def _section_pst(ctx: _Ctx, analyse_missing: bool) -> list[str]:
+    steps = ctx.rows("SELECT * FROM pst_progress WHERE run_id = $run_id")
+    if not steps:
+        return []
+    lines = ["## PST progress", ""]
+    summary = ctx.rows("SELECT * FROM pst_runs WHERE run_id = $run_id")
+    if summary:
+        s = summary[0]
+        lines += [f"Winner: step {s.get('winner_step')} (`{s.get('winner_model_id')}`), "
+                  f"{s.get('selection_metric')} = {_cell(s.get('selection_score'))}. {s.get('reason') or ''}", ""]
+    if analyse_missing:
+        from defsentflow.report.entry_space import analyse_entry_matrix
+
+        done = set()
+        for r in steps:
+            path = r.get("entry_matrix_path")
+            if r.get("matrix_key") is None and path and Path(path).is_file() and (r["step"], path) not in done:
+                done.add((r["step"], path))
+                analyse_entry_matrix(path, run_id=ctx.run_id, step=r["step"], seed=r.get("seed"), catalog=ctx.cat)
+        if done:
+            steps = ctx.rows("SELECT * FROM pst_progress WHERE run_id = $run_id")
+    cols = ["step", "seed", "model_id", "chosen", "selection_metric", "selection_score", "lr", "n_entries",
+            "avg_cosine", "top1_var_share", "isoscore", "partition_isotropy", "stsb_dev"]
+    lines += [markdown_table(cols, [[r.get(c) for c in cols] for r in steps]), ""]
+    plot_pst_progress(steps, ctx.image("img/pst_progress.png"))
+    lines += ["![Selection score per PST step](img/pst_progress.png)", "", "### Entry space per step", "",
+              "Left: the entry matrix on its top two singular directions (uncentred: an anisotropic space "
+              "sits far from the origin). Right: the first two principal components, whitened.", ""]
+    seen = set()
+    for r in steps:
+        src = r.get("plot_path")
+        if not src or not Path(src).is_file() or src in seen:
+            continue
+        seen.add(src)
+        rel = f"img/entry_space/step-{int(r['step']):02d}-{len(seen)}.png"  # source names repeat across steps
+        shutil.copyfile(src, ctx.image(rel))
+        label = f"step {r['step']}" + ("" if r.get("seed") is None else f", seed {r['seed']}")
+        lines += [f"#### {label}", "", f"![Entry space, {label}]({rel})", ""]
+    if not seen:
+        lines += ["No entry-space plots (no entry matrix files recorded for this run).", ""]
+    return lines
+
+
+def _section_harvest(ctx: _Ctx) -> list[str]:
+    rows = ctx.rows("SELECT h.*, a.path AS pairs_path FROM harvest_stats AS h "
+                    "LEFT JOIN artifacts AS a USING (artifact_key) WHERE h.run_id = $run_id ORDER BY h.created_at")
+    if not rows:
+        return []
+    lines = ["## Harvested pairs", ""]
+    table = []
+    for i, r in enumerate(rows):
+        q = r.get("quantiles")
+        q = json.loads(q) if isinstance(q, str) else (q or {})
+        table.append([r.get("corpus"), r.get("n_pairs"), r.get("n_neighbour"), r.get("n_random"), r.get("mean"),
+                      r.get("std"), q.get("q05"), q.get("q50"), q.get("q95"), _short(r["artifact_key"], 16)])
+    lines += [markdown_table(["corpus", "pairs", "neighbour", "random", "mean", "std", "q05", "median", "q95", "key"],
+                             table), ""]
+    for i, r in enumerate(rows):
+        rel = f"img/labels-{i + 1}.png"
+        title = f"labels: {r.get('corpus') or r['artifact_key'][:12]}"
+        path = r.get("pairs_path")
+        if path and Path(path).is_file():
+            import pyarrow.parquet as pq
+
+            t = pq.read_table(path, columns=["score", "kind"])
+            scores = t.column("score").to_numpy(zero_copy_only=False)
+            kinds = np.asarray(t.column("kind").to_pylist(), dtype=object)
+            groups = {k: scores[kinds == k] for k in sorted(set(kinds.tolist()))}
+            plot_label_histogram(ctx.image(rel), values=groups, title=title)
+        else:
+            hist = r.get("histogram")
+            hist = json.loads(hist) if isinstance(hist, str) else hist
+            if not hist or "edges" not in hist or "counts" not in hist:
+                continue
+            plot_label_histogram(ctx.image(rel), edges=hist["edges"], counts=hist["counts"], title=title)
+        lines += [f"![Label histogram, {title}]({rel})", ""]
+    return lines
+
+
+_HTML = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>
+body {{ font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 72rem;
+       padding: 0 1rem; color: #222; line-height: 1.45; }}
+table {{ border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.85rem; display: block; overflow-x: auto; }}
+th, td {{ border: 1px solid #ccc; padding: 0.2rem 0.5rem; text-align: left; }}
+th {{ background: #f3f3f3; }}
+td {{ font-variant-numeric: tabular-nums; }}
+img {{ max-width: 100%; height: auto; }}
+pre {{ background: #f6f8fa; padding: 0.75rem; overflow-x: auto; font-size: 0.8rem; }}
+code {{ font-size: 0.85em; }}
+</style>
+</head>
+<body>
+{body}
+</body>
+</html>
+"""
+
+
+def build_report(run_id: str, *, out_dir: str | os.PathLike | None = None, catalog: Any = None,
+                 analyse_missing: bool = True, register: bool = True) -> RunReport:
+    """Write the report of ``run_id`` (``report.md``, ``report.html``, ``img/``).
+
+    Args:
+        run_id: a run in the catalog's ``runs`` table.
+        out_dir: default ``<data root>/reports/<run_id>``.
+        catalog: a :class:`~defsentflow.storage.Catalog` (default: the data root's).
+        analyse_missing: compute and record entry-space statistics/plots for PST steps lacking them.
+        register: record the report folder as an artifact of kind ``report``.
+
+    Example:
+        >>> build_report("3f2a9c1b0d4e").html_path
+    """
+    import markdown
+
+    from defsentflow.storage import Catalog, atomic_dir, hash_path
+
+    cat = catalog if catalog is not None else Catalog()
+    with cat.connect():  # a writable open applies the DDL: a catalog from older code gains the views
+        pass
+    runs = cat.query("SELECT * FROM runs WHERE run_id = ?", [run_id])
+    if not runs:
+        raise ValueError(f"no run {run_id!r} in the catalog {cat.path}")
+    final = Path(out_dir) if out_dir is not None else report_dir(run_id, cat.root)
+    with atomic_dir(final) as tmp:
+        ctx = _Ctx(cat, run_id, tmp)
+        lines = _section_run(ctx, runs[0])
+        lines += _section_lineage(ctx)
+        lines += _section_leaderboard(ctx)
+        lines += _section_pst(ctx, analyse_missing)
+        lines += _section_harvest(ctx)
+        text = "\n".join(lines).rstrip() + "\n"
+        (tmp / "report.md").write_text(text, encoding="utf-8")
+        body = markdown.markdown(text, extensions=["tables", "fenced_code"], output_format="html")
+        (tmp / "report.html").write_text(_HTML.format(title=html.escape(f"Run report {run_id}"), body=body),
+                                         encoding="utf-8")
+        images = tuple(ctx.images)
+    if register:
+        content = hash_path(final)
+        # one key per run: a regenerated report replaces the record of the previous one
+        cat.register_artifact(f"report-{run_id}", "report", final, content, name=f"report-{run_id}",
+                              run_id=run_id, meta={"images": list(images)})
+    return RunReport(run_id, final, final / "report.md", final / "report.html", images, text)

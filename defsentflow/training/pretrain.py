@@ -1,0 +1,493 @@
+"""Masked-LM pretraining of a raw BERT encoder: the positive control for DefSent / DefSent+.
+
+The DefSent papers' large gains are on raw pretrained encoders (BERT, RoBERTa). This stage builds
+one here: a small BERT with random weights is trained by masked-language modelling on corpus
+sentences (and, optionally, a dictionary's usage examples, never its glosses), then saved with
+its MLM head (``BertForMaskedLM``, safetensors) plus the sentence-transformers files (mean
+pooling), so ``AutoModelForMaskedLM``, ``AutoModel`` and ``SentenceTransformer`` all load it.
+
+Masking is transformers' own 80/10/10 (``DataCollatorForLanguageModeling.torch_mask_tokens``,
+on the global torch RNG, so the checkpoint's RNG state replays it exactly); the MLM head runs
+only at the masked positions. Training reuses the project's one loop
+(:func:`~defsentflow.training.loop.run_loop`): resumable mid-epoch checkpoints, progress bar.
+
+The model lives under ``<data root>/models/pretrain/<key>``; the key hashes the corpus and
+dictionary artifact keys, the tokenizer, the config and the code version, so an unchanged
+re-run is skipped.
+
+Example:
+    >>> from defsentflow.training.pretrain_config import PretrainSection
+    >>> section = PretrainSection(corpora=[{"name": "bbc", "paths": ["../shared/data/corpus/bbc"]}], max_steps=300)
+    >>> out = run_pretrain(section)
+    >>> out.model_id, out.final_loss
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from defsentflow.training.config import TrainConfig
+
+__all__ = [
+    "PretrainConfig",
+    "PretrainOutcome",
+    "PretrainResult",
+    "PretrainTexts",
+    "build_mlm_model",
+    "corpus_sources",
+    "ensure_corpora",
+    "gather_texts",
+    "mask_batch",
+    "mlm_loss",
+    "pretrain_key",
+    "pretrain_mlm",
+    "run_pretrain",
+]
+
+log = logging.getLogger(__name__)
+
+# Settings that do not change the numbers a run computes: not part of the key or the fingerprint.
+_RESUME_NEUTRAL = ("device", "checkpoint_every")
+
+
+@dataclass(frozen=True)
+class PretrainConfig:
+    """Architecture and optimisation of one masked-LM pretraining run.
+
+    Example:
+        >>> PretrainConfig(hidden=128, layers=2, heads=2, intermediate=512, max_steps=300)
+    """
+
+    hidden: int = 256
+    layers: int = 4
+    heads: int = 4
+    intermediate: int = 1024
+    max_length: int = 64
+    max_position_embeddings: int = 512
+    dropout: float = 0.1
+    batch_size: int = 128
+    lr: float = 5e-4
+    weight_decay: float = 0.01
+    warmup_steps: int = 200
+    epochs: int = 1
+    max_steps: int | None = None
+    mask_prob: float = 0.15
+    grad_clip: float | None = 1.0
+    seed: int = 0
+    device: str = "auto"
+    autocast: str = "none"
+    checkpoint_every: int = 100
+    bucket_batches: int = 50  # batches per length-sorted chunk (see batching.length_bucketed_batches)
+
+    def __post_init__(self) -> None:
+        for name in ("hidden", "layers", "heads", "intermediate", "max_length", "batch_size", "epochs",
+                     "checkpoint_every", "bucket_batches"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+        if self.hidden % self.heads:
+            raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
+        if self.max_position_embeddings < self.max_length:
+            raise ValueError(f"max_position_embeddings ({self.max_position_embeddings}) < max_length ({self.max_length})")
+        if not 0.0 < self.mask_prob < 1.0:
+            raise ValueError(f"mask_prob must be in (0, 1), got {self.mask_prob!r}")
+        if self.lr <= 0 or self.warmup_steps < 0 or (self.max_steps is not None and self.max_steps < 1):
+            raise ValueError("lr must be > 0, warmup_steps >= 0 and max_steps >= 1 (or None)")
+        if self.autocast not in ("none", "bf16", "fp16"):
+            raise ValueError(f"autocast must be one of ('none', 'bf16', 'fp16'), got {self.autocast!r}")
+
+    def identity(self) -> dict[str, Any]:
+        """The settings that change the trained weights."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in _RESUME_NEUTRAL}
+
+
+@dataclass
+class PretrainResult:
+    """What :func:`pretrain_mlm` did; ``model_dir`` holds the model only when ``completed``."""
+
+    model_dir: Path
+    steps: int
+    total_steps: int
+    final_loss: float
+    first_loss: float
+    losses: list[float]
+    seconds: float  # this call's training time
+    total_seconds: float  # across resumes
+    completed: bool
+    resumed_from: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+# -- model, masking, loss --------------------------------------------------------------------------
+def build_mlm_model(config: PretrainConfig, tokenizer: Any) -> torch.nn.Module:
+    """A randomly initialised ``BertForMaskedLM`` sized for ``tokenizer`` (seed torch first)."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    cfg = BertConfig(vocab_size=len(tokenizer), hidden_size=config.hidden, num_hidden_layers=config.layers,
+                     num_attention_heads=config.heads, intermediate_size=config.intermediate,
+                     max_position_embeddings=config.max_position_embeddings, hidden_dropout_prob=config.dropout,
+                     attention_probs_dropout_prob=config.dropout,
+                     pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
+    return BertForMaskedLM(cfg)
+
+
+def _masker(tokenizer: Any, mask_prob: float) -> Any:
+    from transformers import DataCollatorForLanguageModeling
+
+    # seed=None: masks come from the global torch RNG, which the checkpoint captures and restores.
+    return DataCollatorForLanguageModeling(tokenizer=tokenizer, mlm=True, mlm_probability=mask_prob,
+                                           mask_replace_prob=0.8, random_replace_prob=0.1, seed=None)
+
+
+def mask_batch(masker: Any, seqs: Sequence[Sequence[int]], pad_id: int, special_ids: torch.Tensor,
+               device: torch.device) -> dict[str, torch.Tensor]:
+    """Pad ``seqs`` to their longest and mask them 80/10/10; ``labels`` is -100 off the masked positions.
+
+    Special tokens ([CLS], [SEP], padding) are never masked.
+    """
+    from defsentflow.encoders.encoding import pad_batch
+
+    batch = pad_batch(seqs, pad_id, torch.device("cpu"))
+    special = torch.isin(batch["input_ids"], special_ids)
+    input_ids, labels = masker.torch_mask_tokens(batch["input_ids"].clone(), special_tokens_mask=special)
+    return {"input_ids": input_ids.to(device), "attention_mask": batch["attention_mask"].to(device),
+            "labels": labels.to(device)}
+
+
+def mlm_loss(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Cross-entropy of the MLM head, computed only at the masked positions.
+
+    A batch with no masked token (possible only for tiny batches) gives a zero loss that still
+    reaches every parameter, so the loop's step stays well defined.
+    """
+    hidden = model.bert(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                        return_dict=True).last_hidden_state
+    labels = batch["labels"]
+    selected = labels != -100
+    if not bool(selected.any()):
+        return hidden.sum() * 0.0
+    logits = model.cls(hidden[selected])
+    return F.cross_entropy(logits.float(), labels[selected])
+
+
+def _plan(lengths: np.ndarray, config: PretrainConfig):
+    """The per-epoch batch plan, cut so that the whole run has ``max_steps`` steps at most."""
+    from defsentflow.training.batching import length_bucketed_batches
+
+    def full(epoch: int) -> list[np.ndarray]:
+        return length_bucketed_batches(lengths, config.batch_size, seed=config.seed, epoch=epoch,
+                                       chunk_batches=config.bucket_batches)
+
+    per_epoch = len(full(0))  # the same for every epoch: only the order changes
+    total = config.epochs * per_epoch
+    if config.max_steps is not None:
+        total = min(total, config.max_steps)
+    epochs = math.ceil(total / per_epoch)
+
+    def plan(epoch: int) -> list[np.ndarray]:
+        return full(epoch)[: max(0, total - epoch * per_epoch)]
+
+    return plan, epochs, total
+
+
+def pretrain_mlm(config: PretrainConfig, texts: Sequence[str], tokenizer: str | os.PathLike, *,
+                 out_dir: str | os.PathLike, checkpoint_dir: str | os.PathLike, stop_after_steps: int | None = None,
+                 meta: dict[str, Any] | None = None) -> PretrainResult:
+    """Pretrain a fresh BERT by masked-LM on ``texts``; save it (MLM head kept) to ``out_dir``.
+
+    Args:
+        config: architecture and optimisation.
+        texts: training sentences (one example each, truncated to ``config.max_length`` tokens).
+        tokenizer: tokenizer directory, hub id or ``minilm`` (the bundled MiniLM tokenizer).
+        out_dir: the final model (Hugging Face ``BertForMaskedLM`` + tokenizer + sentence-transformers
+            modules with mean pooling + ``defsentflow.json``), written atomically.
+        checkpoint_dir: resumable checkpoint (latest only); removed once the model is written.
+        stop_after_steps: stop after this many optimizer steps (counted from the run's start),
+            leaving a checkpoint and no model; call again to finish.
+        meta: extra entries for ``defsentflow.json``.
+
+    Example:
+        >>> res = pretrain_mlm(PretrainConfig(hidden=64, layers=2, heads=2, intermediate=128, max_steps=50),
+        ...                    sentences, "minilm", out_dir="raw", checkpoint_dir="ck")
+    """
+    from transformers import AutoTokenizer
+
+    from defsentflow.encoders.encoding import tokenize_sorted
+    from defsentflow.encoders.export import save_encoder
+    from defsentflow.encoders.loading import model_content_hash, pick_device, resolve_model_path
+    from defsentflow.storage.hashing import code_version, combine_hashes, hash_config, hash_text
+    from defsentflow.training.checkpoint import remove_checkpoint, seed_everything
+    from defsentflow.training.loop import build_optimizer, linear_schedule, run_loop
+
+    texts = [t for t in texts if t and t.strip()]
+    if not texts:
+        raise ValueError("no training text")
+    tok_path = resolve_model_path(tokenizer)
+    tok = AutoTokenizer.from_pretrained(tok_path)
+    if tok.mask_token_id is None:
+        raise ValueError(f"tokenizer {tokenizer!r} has no mask token")
+    device = pick_device(config.device)
+    seed_everything(config.seed)
+    model = build_mlm_model(config, tok).to(device)
+    ids, _ = tokenize_sorted(tok, texts, config.max_length)
+    lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+    plan, epochs, total_steps = _plan(lengths, config)
+    pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
+    special = torch.as_tensor(sorted(set(tok.all_special_ids)), dtype=torch.long)
+    masker = _masker(tok, config.mask_prob)
+
+    # BERT's own optimizer, which is DefSent+'s: AdamW (eps 1e-6), no decay on biases and LayerNorm.
+    optimizer = build_optimizer(TrainConfig(method="defsent_plus", lr=config.lr, weight_decay=config.weight_decay),
+                                model)
+    # Warm-up counted in steps: the +0.5 makes int(total * ratio) exactly warmup_steps.
+    warmup = min(config.warmup_steps, total_steps)
+    ratio = (warmup + 0.5) / total_steps if warmup else 0.0
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_schedule(total_steps, ratio, decay=True))
+    fingerprint = combine_hashes(["pretrain", hash_config(config.identity()), model_content_hash(tok_path),
+                                  hash_text("\x1e".join(texts))])
+    outcome = run_loop(
+        model, lambda batch: mlm_loss(model, batch), plan=plan,
+        collate=lambda idx: mask_batch(masker, [ids[i] for i in idx], pad_id, special, device),
+        optimizer=optimizer, scheduler=scheduler, epochs=epochs, device=device, checkpoint_dir=checkpoint_dir,
+        checkpoint_every=config.checkpoint_every, grad_clip=config.grad_clip, autocast=config.autocast,  # type: ignore[arg-type]
+        stop_after_steps=stop_after_steps, fingerprint=fingerprint, desc="pretrain")
+    losses = outcome.losses
+    tail = losses[-max(1, min(100, len(losses) // 10)):]
+    head = losses[: max(1, min(100, len(losses) // 10))]
+    final_loss = float(np.mean(tail)) if tail else float("nan")
+    first_loss = float(np.mean(head)) if head else float("nan")
+    info = {
+        "method": "pretrain", "objective": "mlm", "pooling": "mean", "use_pooler": False, "pooler": None,
+        "family": "bert", "tokenizer": str(tokenizer), "config": dataclasses.asdict(config),
+        "n_texts": len(texts), "tokens": int(lengths.sum()), "steps": outcome.steps, "total_steps": total_steps,
+        "epochs_run": epochs, "final_loss": final_loss, "first_loss": first_loss, "losses": losses,
+        "train_seconds": outcome.total_seconds, "completed": outcome.completed, "code_version": code_version(),
+        **(meta or {}),
+    }
+    if outcome.completed:
+        model.eval()
+        save_encoder(model, tok, out_dir, pooling="mean", max_seq_length=config.max_length, meta=info)
+        remove_checkpoint(checkpoint_dir)
+    return PretrainResult(model_dir=Path(out_dir), steps=outcome.steps, total_steps=total_steps, final_loss=final_loss,
+                          first_loss=first_loss, losses=losses, seconds=outcome.seconds,
+                          total_seconds=outcome.total_seconds, completed=outcome.completed,
+                          resumed_from=outcome.resumed_from, meta=info)
+
+
+# -- inputs: corpora and usage examples ---------------------------------------------------------------
+@dataclass(frozen=True)
+class PretrainTexts:
+    """The training text: de-duplicated, in source order, with per-source counts."""
+
+    texts: list[str]
+    counts: dict[str, int]
+    duplicates: int
+
+
+def corpus_sources(section: Any) -> list[tuple[str, list[Path]]]:
+    """``(name, resolved paths)`` per corpus of a :class:`PretrainSection`; no paths: use the catalog's.
+
+    Raises:
+        FileNotFoundError: a path is missing (relative paths: cwd, then the repository root).
+    """
+    from defsentflow.config import resolve_path
+
+    return [(c.name, [resolve_path(p) for p in c.paths]) for c in section.corpora]
+
+
+def ensure_corpora(section: Any, *, root: str | os.PathLike | None = None, run_id: str | None = None) -> list[str]:
+    """The corpus artifact keys of a section: ingested from their paths (a cache hit when unchanged)
+    or, for a corpus without paths, its newest ingest.
+
+    Raises:
+        FileNotFoundError: a source path is missing.
+        LookupError: a corpus without paths was never ingested.
+    """
+    from defsentflow.corpus import ingest_corpus, resolve_corpus
+
+    keys = []
+    for name, paths in corpus_sources(section):
+        if paths:
+            keys.append(ingest_corpus(paths, name, root=root, run_id=run_id).key)
+        else:
+            keys.append(resolve_corpus(name, root)["artifact_key"])
+    return keys
+
+
+def gather_texts(corpus_keys: Sequence[str], dictionary: str | None = None,
+                 splits: Sequence[str] = ("train", "dev", "test"), *,
+                 root: str | os.PathLike | None = None) -> PretrainTexts:
+    """Every sentence of the corpora, then the dictionary's usage examples (never its definitions).
+
+    Texts are stripped; empty ones and exact repeats are dropped (first occurrence kept).
+    """
+    from defsentflow.corpus import load_sentences, resolve_corpus
+
+    seen: set[str] = set()
+    texts: list[str] = []
+    counts: dict[str, int] = {}
+    duplicates = 0
+
+    def add(source: str, items: Sequence[str]) -> None:
+        nonlocal duplicates
+        n = 0
+        for t in items:
+            t = (t or "").strip()
+            if not t:
+                continue
+            if t in seen:
+                duplicates += 1
+                continue
+            seen.add(t)
+            texts.append(t)
+            n += 1
+        counts[source] = counts.get(source, 0) + n
+
+    for key in corpus_keys:
+        name = resolve_corpus(key, root)["name"]
+        add(f"corpus:{name}", load_sentences(key, root=root).column("text").to_pylist())
+    if dictionary is not None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from defsentflow.dictionary import load_examples
+
+        table = load_examples(dictionary, root=root)
+        table = table.filter(pc.is_in(table.column("split"), value_set=pa.array(list(splits), pa.string())))
+        add(f"examples:{dictionary}", table.column("example").to_pylist())
+    return PretrainTexts(texts=texts, counts=counts, duplicates=duplicates)
+
+
+def pretrain_key(corpus_keys: Sequence[str], dictionary_key: str | None, splits: Sequence[str], tokenizer_hash: str,
+                 config: PretrainConfig) -> str:
+    """The model's content key: input artifact keys + tokenizer + config + code version."""
+    from defsentflow.storage import code_version, combine_hashes, hash_config
+
+    return combine_hashes(["pretrain", *corpus_keys, dictionary_key or "-", ",".join(sorted(splits)) if dictionary_key else "-",
+                           tokenizer_hash, hash_config(config.identity()), code_version()])
+
+
+# -- the stage -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PretrainOutcome:
+    """The stage's result: the registered model (``model_dir`` empty while not completed)."""
+
+    model_id: str
+    model_dir: str
+    key: str
+    cached: bool
+    completed: bool
+    steps: int
+    total_steps: int
+    final_loss: float
+    first_loss: float
+    seconds: float
+    n_texts: int
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PretrainOutcome:
+        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
+
+
+def _from_meta(model_id: str, path: Path, key: str, meta: dict[str, Any]) -> PretrainOutcome:
+    return PretrainOutcome(model_id=model_id, model_dir=str(path), key=key, cached=True, completed=True,
+                           steps=int(meta.get("steps", 0)), total_steps=int(meta.get("total_steps", 0)),
+                           final_loss=float(meta.get("final_loss", float("nan"))),
+                           first_loss=float(meta.get("first_loss", float("nan"))),
+                           seconds=float(meta.get("train_seconds", 0.0)), n_texts=int(meta.get("n_texts", 0)),
+                           counts=dict(meta.get("counts", {})))
+
+
+def run_pretrain(section: Any, *, run_id: str | None = None, root: str | os.PathLike | None = None,
+                 corpus_keys: Sequence[str] | None = None, stop_after_steps: int | None = None) -> PretrainOutcome:
+    """Ingest the corpora if needed, pretrain (or find) the model, register it in the catalog.
+
+    Args:
+        section: a :class:`~defsentflow.training.pretrain_config.PretrainSection`.
+        run_id: write a ``runs`` row under this id (None: the caller keeps the run record).
+        corpus_keys: the corpus artifact keys when the caller already has them (the flow ingests
+            them as their own cached tasks); None: :func:`ensure_corpora`.
+        stop_after_steps: leave a checkpoint after this many steps and return ``completed=False``.
+
+    Returns:
+        A :class:`PretrainOutcome`; ``cached`` when the model was already registered.
+    """
+    import json
+
+    from defsentflow.dictionary import resolve_dictionary
+    from defsentflow.encoders.loading import model_content_hash, resolve_model_path
+    from defsentflow.storage import Catalog, hash_config, hash_path
+    from defsentflow.storage.locks import artifact_lock
+
+    t0 = time.perf_counter()
+    cat = Catalog(root)
+    if run_id is not None:
+        cat.start_run("pretrain", config=section.model_dump(mode="json"), config_hash=hash_config(section), run_id=run_id)
+    try:
+        config = section.to_config()
+        dict_key = resolve_dictionary(section.dictionary, root)[0] if section.dictionary else None  # fail fast
+        keys = list(corpus_keys) if corpus_keys is not None else ensure_corpora(section, root=root, run_id=run_id)
+        tok_hash = model_content_hash(resolve_model_path(section.tokenizer))
+        key = pretrain_key(keys, dict_key, section.dictionary_splits, tok_hash, config)
+        model_id = f"{section.name}-{key[:10]}"
+        out = cat.root / "models" / "pretrain" / key
+        ckpt = cat.root / "checkpoints" / "pretrain" / key
+        with artifact_lock(key, root):  # a second run of the same key waits, then finds the model
+            found = cat.artifact(key)
+            if found is not None:
+                outcome = _from_meta(model_id, out, key, found.get("meta") or {})
+                cat.register_model(model_id, found["path"], base_model=None, method="pretrain", pooling="mean",
+                                   run_id=run_id, artifact_key=key, meta=found.get("meta"))
+            else:
+                data = gather_texts(keys, section.dictionary, section.dictionary_splits, root=root)
+                inputs = {"corpora": keys, "dictionary": dict_key, "tokenizer": tok_hash}
+                if (out / "defsentflow.json").is_file():  # finished but never registered (killed in between)
+                    info = json.loads((out / "defsentflow.json").read_text())
+                    res = None
+                else:
+                    res = pretrain_mlm(config, data.texts, section.tokenizer, out_dir=out, checkpoint_dir=ckpt,
+                                       stop_after_steps=stop_after_steps,
+                                       meta={"inputs": inputs, "counts": data.counts, "duplicates": data.duplicates,
+                                             "model_id": model_id})
+                    info = res.meta
+                if res is not None and not res.completed:
+                    outcome = PretrainOutcome(model_id=model_id, model_dir="", key=key, cached=False, completed=False,
+                                              steps=res.steps, total_steps=res.total_steps, final_loss=res.final_loss,
+                                              first_loss=res.first_loss, seconds=res.seconds, n_texts=len(data.texts),
+                                              counts=data.counts)
+                else:
+                    small = {k: info[k] for k in ("steps", "total_steps", "final_loss", "first_loss", "train_seconds",
+                                                  "n_texts", "counts", "tokens") if k in info}
+                    with cat.transaction() as con:
+                        cat.register_artifact(key, "model", out, hash_path(out), name=model_id, input_hashes=inputs,
+                                              config=section.model_dump(mode="json"), run_id=run_id, meta=small, con=con)
+                    cat.register_model(model_id, out, base_model=None, method="pretrain", pooling="mean", run_id=run_id,
+                                       artifact_key=key, meta=small)
+                    shutil.rmtree(ckpt, ignore_errors=True)
+                    outcome = dataclasses.replace(_from_meta(model_id, out, key, small), cached=False,
+                                                  seconds=res.seconds if res is not None else 0.0)
+    except BaseException as exc:
+        if run_id is not None:
+            cat.end_run(run_id, "failed", note=f"{type(exc).__name__}: {exc}"[:500])
+        raise
+    if run_id is not None:
+        note = f"pretrained {model_id}" if outcome.completed else f"stopped at step {outcome.steps}/{outcome.total_steps}"
+        cat.end_run(run_id, "completed" if outcome.completed else "stopped", note=note)
+    log.info("pretrain %s: %s in %.1fs", model_id, "cached" if outcome.cached else f"{outcome.steps} steps",
+             time.perf_counter() - t0)
+    return outcome

@@ -1,0 +1,146 @@
+"""Boundary config of the masked-LM pretraining stage (the ``pretrain:`` section of a pipeline config).
+
+Inside the library the section becomes a frozen :class:`~defsentflow.training.pretrain.PretrainConfig`
+(:meth:`PretrainSection.to_config`); the corpora and the dictionary name say where the text comes from.
+
+Example:
+    >>> section = PretrainSection(corpora=[{"name": "bbc", "paths": ["../shared/data/corpus/bbc"]}],
+    ...                           dictionary="oewn", max_steps=300)
+    >>> section.architecture.hidden
+    256
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+__all__ = ["ArchitectureSection", "CorpusSource", "PretrainSection", "load_pretrain_section"]
+
+AutocastName = Literal["none", "bf16", "fp16"]
+DictionarySplit = Literal["train", "dev", "test"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CorpusSource(_Section):
+    """A corpus to read sentences from: ingested from ``paths`` if given (a cache hit when unchanged),
+    else the newest ingest of ``name`` already in the catalog."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+    paths: list[str] = Field(default_factory=list, description="files or directories (relative: cwd, then the repo root)")
+
+
+class ArchitectureSection(_Section):
+    """A BERT encoder built from scratch (random weights)."""
+
+    hidden: int = Field(256, ge=8)
+    layers: int = Field(4, ge=1)
+    heads: int = Field(4, ge=1)
+    intermediate: int = Field(1024, ge=8)
+    max_length: int = Field(64, ge=8, le=512, description="tokens per training sentence (longer ones are truncated)")
+    max_position_embeddings: int = Field(512, ge=8, description="positions the model accepts (evaluation may use > max_length)")
+    dropout: float = Field(0.1, ge=0.0, lt=1.0)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ArchitectureSection:
+        if self.hidden % self.heads:
+            raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
+        if self.max_position_embeddings < self.max_length:
+            raise ValueError(f"max_position_embeddings ({self.max_position_embeddings}) < max_length ({self.max_length})")
+        return self
+
+
+class PretrainSection(_Section):
+    """Masked-LM pretraining of a raw encoder (the positive control for DefSent / DefSent+).
+
+    Text: every sentence of ``corpora`` plus, when ``dictionary`` is set, that dictionary's usage
+    examples (never its definitions, so the glosses DefSent trains on stay unseen).
+    """
+
+    name: str = Field("raw", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$", description="model id prefix")
+    corpora: list[CorpusSource] = Field(min_length=1)
+    dictionary: str | None = Field(None, description="dictionary dataset whose usage examples are added; None: none")
+    dictionary_splits: list[DictionarySplit] = Field(default_factory=lambda: ["train", "dev", "test"], min_length=1)
+    architecture: ArchitectureSection = ArchitectureSection()
+    tokenizer: str = Field("minilm", description="tokenizer directory or id; 'minilm' = the bundled MiniLM tokenizer")
+    batch_size: int = Field(128, ge=1)
+    lr: float = Field(5e-4, gt=0)
+    weight_decay: float = Field(0.01, ge=0)
+    warmup_steps: int = Field(200, ge=0)
+    epochs: int = Field(1, ge=1)
+    max_steps: int | None = Field(None, ge=1, description="cap on optimizer steps (the schedule decays to it)")
+    mask_prob: float = Field(0.15, gt=0, lt=1)
+    grad_clip: float | None = Field(1.0, gt=0)
+    seed: int = 0
+    device: str = "auto"
+    autocast: AutocastName = "none"
+    checkpoint_every: int = Field(100, ge=1)
+
+    @field_validator("corpora")
+    @classmethod
+    def _unique(cls, v: list[CorpusSource]) -> list[CorpusSource]:
+        names = [c.name for c in v]
+        if len(set(names)) != len(names):
+            raise ValueError(f"corpus names must be distinct, got {names}")
+        return v
+
+    def to_config(self) -> Any:
+        """The library's frozen :class:`~defsentflow.training.pretrain.PretrainConfig`."""
+        from defsentflow.training.pretrain import PretrainConfig
+
+        a = self.architecture
+        return PretrainConfig(
+            hidden=a.hidden, layers=a.layers, heads=a.heads, intermediate=a.intermediate, max_length=a.max_length,
+            max_position_embeddings=a.max_position_embeddings, dropout=a.dropout, batch_size=self.batch_size,
+            lr=self.lr, weight_decay=self.weight_decay, warmup_steps=self.warmup_steps, epochs=self.epochs,
+            max_steps=self.max_steps, mask_prob=self.mask_prob, grad_clip=self.grad_clip, seed=self.seed,
+            device=self.device, autocast=self.autocast, checkpoint_every=self.checkpoint_every)
+
+
+def _errors(exc: ValidationError, prefix: str) -> str:
+    return "; ".join(f"{'.'.join(str(x) for x in (prefix, *e['loc']))}: {e['msg']}" for e in exc.errors())
+
+
+def load_pretrain_section(path: str | os.PathLike) -> PretrainSection:
+    """The ``pretrain:`` section of a YAML config.
+
+    The whole file is validated as a pipeline config when ``defsentflow.config`` accepts it; a file
+    it rejects (e.g. one whose pipeline sections are incomplete) is still used, with the
+    ``pretrain:`` section validated on its own.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: not a YAML mapping, no ``pretrain:`` section, or an invalid one (the message
+            names the file and the keys).
+    """
+    import yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"config not found: {p}")
+    try:
+        from defsentflow.config import load_config
+
+        section = getattr(load_config(p), "pretrain", None)
+    except (ImportError, ValueError):
+        section = None
+    if isinstance(section, PretrainSection):
+        return section
+    try:
+        raw = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{p}: not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ValueError(f"{p}: expected a mapping at the top level")
+    if raw.get("pretrain") is None:
+        raise ValueError(f"{p}: no 'pretrain:' section (top-level keys: {sorted(raw)})")
+    try:
+        return PretrainSection.model_validate(raw["pretrain"])
+    except ValidationError as exc:
+        raise ValueError(f"{p}: invalid 'pretrain:' section: {_errors(exc, 'pretrain')}") from None

@@ -1,0 +1,118 @@
+-- Evaluation: entry-space statistics per PST step, and the leaderboard / PST progress views.
+-- Idempotent: applied on every open.
+
+-- Declared identically in 030_training.sql (whichever file runs first creates it); the views
+-- below read it, so it must exist even when the training DDL is absent.
+CREATE TABLE IF NOT EXISTS pst_steps (
+    run_id            VARCHAR,
+    step              INTEGER,                 -- 0 = the untrained encoder
+    seed              INTEGER,
+    model_id          VARCHAR,
+    selection_metric  VARCHAR,                 -- stsb-dev | revdict-mrr
+    selection_score   DOUBLE,
+    chosen            BOOLEAN,                 -- the best candidate of its step
+    entry_matrix_path VARCHAR,
+    lr                DOUBLE,
+    pooling           VARCHAR,
+    entry_encoding    VARCHAR,                 -- ac | amp
+    use_pooler        BOOLEAN,
+    note              VARCHAR,
+    created_at        TIMESTAMP DEFAULT current_timestamp
+);
+
+-- Geometry of one entry matrix [n_entries, dim] (defsentflow.report.isotropy.entry_space_stats).
+CREATE TABLE IF NOT EXISTS entry_space_stats (
+    run_id             VARCHAR NOT NULL,
+    step               INTEGER NOT NULL,
+    matrix_key         VARCHAR NOT NULL,       -- artifact key (or content hash) of the matrix
+    seed               INTEGER,
+    matrix_path        VARCHAR,
+    n_entries          BIGINT NOT NULL,
+    dim                INTEGER NOT NULL,
+    avg_cosine         DOUBLE,                 -- mean cosine of random pairs of rows
+    top1_var_share     DOUBLE,                 -- share of variance on the first principal component
+    isoscore           DOUBLE,                 -- IsoScore (Rudman et al. 2022), 0 .. 1
+    partition_isotropy DOUBLE,                 -- min/max of the partition function (Mu & Viswanath 2018)
+    effective_rank     DOUBLE,                 -- exp(entropy of the normalised singular values)
+    mean_norm          DOUBLE,
+    plot_path          VARCHAR,                -- PNG: 2-D SVD and whitened PCA scatter
+    created_at         TIMESTAMP DEFAULT current_timestamp,
+    PRIMARY KEY (run_id, step, matrix_key)
+);
+
+-- One row per (model, pooling): the newest value of each headline metric, one column per task.
+-- STS columns are Spearman x 100 in the 'all' setting; revdict columns are MRR in [0, 1].
+-- avg_sts is the mean over the 7-task columns present (sts12-16, stsb_test, sickr); n_avg says
+-- how many that is, so a partial average is never mistaken for the 7-task one.
+CREATE OR REPLACE VIEW leaderboard AS
+WITH latest AS (
+    SELECT * FROM metrics
+    QUALIFY row_number() OVER (
+        PARTITION BY model_id, coalesce(pooling, ''), task, setting, metric ORDER BY created_at DESC
+    ) = 1
+), wide AS (
+    SELECT
+        l.model_id,
+        l.pooling,
+        max(l.value) FILTER (WHERE l.task = 'sts12'     AND l.setting = 'all' AND l.metric = 'spearman') AS sts12,
+        max(l.value) FILTER (WHERE l.task = 'sts13'     AND l.setting = 'all' AND l.metric = 'spearman') AS sts13,
+        max(l.value) FILTER (WHERE l.task = 'sts14'     AND l.setting = 'all' AND l.metric = 'spearman') AS sts14,
+        max(l.value) FILTER (WHERE l.task = 'sts15'     AND l.setting = 'all' AND l.metric = 'spearman') AS sts15,
+        max(l.value) FILTER (WHERE l.task = 'sts16'     AND l.setting = 'all' AND l.metric = 'spearman') AS sts16,
+        max(l.value) FILTER (WHERE l.task = 'stsb-dev'  AND l.setting = 'all' AND l.metric = 'spearman') AS stsb_dev,
+        max(l.value) FILTER (WHERE l.task = 'stsb-test' AND l.setting = 'all' AND l.metric = 'spearman') AS stsb_test,
+        max(l.value) FILTER (WHERE l.task = 'sickr'     AND l.setting = 'all' AND l.metric = 'spearman') AS sickr,
+        max(l.value) FILTER (WHERE l.task = 'revdict'   AND l.setting = 'head'   AND l.metric = 'mrr') AS revdict_mrr,
+        max(l.value) FILTER (WHERE l.task = 'revdict'   AND l.setting = 'cosine' AND l.metric = 'mrr') AS revdict_mrr_cosine,
+        max(l.created_at) AS evaluated_at
+    FROM latest AS l
+    GROUP BY l.model_id, l.pooling
+)
+SELECT
+    w.model_id,
+    w.pooling,
+    m.method,
+    m.base_model,
+    w.sts12, w.sts13, w.sts14, w.sts15, w.sts16, w.stsb_dev, w.stsb_test, w.sickr,
+    (coalesce(w.sts12, 0) + coalesce(w.sts13, 0) + coalesce(w.sts14, 0) + coalesce(w.sts15, 0)
+        + coalesce(w.sts16, 0) + coalesce(w.stsb_test, 0) + coalesce(w.sickr, 0))
+        / nullif(n.n_avg, 0) AS avg_sts,
+    n.n_avg,
+    w.revdict_mrr,
+    w.revdict_mrr_cosine,
+    m.run_id,
+    w.evaluated_at
+FROM wide AS w
+CROSS JOIN LATERAL (
+    SELECT (w.sts12 IS NOT NULL)::INTEGER + (w.sts13 IS NOT NULL)::INTEGER + (w.sts14 IS NOT NULL)::INTEGER
+         + (w.sts15 IS NOT NULL)::INTEGER + (w.sts16 IS NOT NULL)::INTEGER
+         + (w.stsb_test IS NOT NULL)::INTEGER + (w.sickr IS NOT NULL)::INTEGER AS n_avg
+) AS n
+LEFT JOIN models AS m ON m.model_id = w.model_id;
+
+-- Per PST run and step: every candidate with its selection score, the geometry of the entry
+-- matrix it was trained against (matched by path, else by seed) and its STS-B dev score.
+CREATE OR REPLACE VIEW pst_progress AS
+WITH matched AS (
+    SELECT
+        p.run_id, p.step, p.seed, p.model_id, p.chosen, p.selection_metric, p.selection_score, p.lr,
+        p.pooling, p.entry_encoding, p.use_pooler, p.entry_matrix_path, p.note, p.created_at,
+        e.matrix_key, e.n_entries, e.dim, e.avg_cosine, e.top1_var_share, e.isoscore,
+        e.partition_isotropy, e.effective_rank, e.plot_path
+    FROM pst_steps AS p
+    LEFT JOIN entry_space_stats AS e
+        ON e.run_id = p.run_id AND e.step = p.step
+       AND (e.matrix_path = p.entry_matrix_path OR e.seed IS NOT DISTINCT FROM p.seed)
+    QUALIFY row_number() OVER (
+        PARTITION BY p.run_id, p.step, p.seed, p.model_id, p.created_at
+        ORDER BY (e.matrix_path = p.entry_matrix_path) DESC NULLS LAST, e.created_at DESC NULLS LAST
+    ) = 1
+)
+SELECT
+    x.*,
+    lb.stsb_dev,
+    lb.avg_sts
+FROM matched AS x
+LEFT JOIN leaderboard AS lb
+    ON lb.model_id = x.model_id AND coalesce(lb.pooling, '') = coalesce(x.pooling, '')
+ORDER BY x.run_id, x.step, x.chosen DESC, x.selection_score DESC NULLS LAST;

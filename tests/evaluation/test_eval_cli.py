@@ -1,0 +1,78 @@
+"""The evaluation suite and the ``eval`` / ``leaderboard`` commands, on a tiny model and fixture data."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from defsentflow.cli import main
+from defsentflow.evaluation.suite import (
+    EvalConfig,
+    EvaluateSection,
+    _evaluate_revdict,
+    evaluation_inputs_hash,
+    resolve_model,
+)
+
+
+def test_config_validates_tasks_and_revdict_needs_a_dictionary(sts_data_dir):
+    assert EvalConfig(tasks="sts12, stsb-dev").tasks == ("sts12", "stsb-dev")
+    with pytest.raises(ValueError, match="unknown task.*'sts-b'"):
+        EvalConfig(tasks=("sts-b",))
+    with pytest.raises(ValueError, match="needs a dictionary"):
+        EvalConfig(tasks=("revdict",))
+    with pytest.raises(ValueError, match="Extra inputs are not permitted"):
+        EvaluateSection(model="m", pooling_mode="cls")
+    with pytest.raises(ValueError, match="pooling"):
+        EvaluateSection(model="m", pooling="avg")
+
+
+def test_inputs_hash_follows_the_data_files(sts_data_dir):
+    cfg = EvalConfig(tasks=("sts13", "sickr"), data_dir=str(sts_data_dir))
+    before = evaluation_inputs_hash(cfg)
+    assert evaluation_inputs_hash(cfg) == before
+    gs = sts_data_dir / "sts" / "STS13-en-test" / "STS.gs.FNWN.txt"
+    gs.write_text("0.125\n" + gs.read_text().split("\n", 1)[1])
+    assert evaluation_inputs_hash(cfg) != before
+
+
+def test_revdict_task_without_the_module_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "defsentflow.evaluation.revdict", None)
+    with pytest.raises(RuntimeError, match="task 'revdict' needs defsentflow.evaluation.revdict"):
+        _evaluate_revdict()
+
+
+def test_eval_command_prints_records_and_feeds_the_leaderboard(home, tiny_bert_dir, sts_data_dir, capsys):
+    rc = main(["--quiet", "eval", str(tiny_bert_dir), "--tasks", "sts12,stsb-dev,sickr", "--data-dir", str(sts_data_dir),
+               "--pooling", "cls", "--model-id", "tiny", "--per-subset"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "sts12/MSRpar" in out and "avg of 2/7: sts12,sickr" in out and "recorded" in out
+    from defsentflow.storage import Catalog
+
+    cat = Catalog()
+    rows = cat.query("SELECT task, setting FROM metrics WHERE model_id = 'tiny' ORDER BY task, setting")
+    assert ("sts12", "mean") in {(r["task"], r["setting"]) for r in rows} and len(rows) == 9
+    (run,) = cat.query("SELECT run_id, status FROM runs WHERE flow = 'evaluate'")
+    assert run["status"] == "completed"
+    assert cat.query("SELECT count(*) AS n FROM metrics WHERE run_id = ?", [run["run_id"]])[0]["n"] == 9
+    assert main(["leaderboard"]) == 0
+    board = capsys.readouterr().out
+    assert "tiny" in board and "cls" in board
+    # a registered model is found by id and its results are filed under that id
+    cat.register_model("registered", tiny_bert_dir, method="base")
+    assert resolve_model(cat, "registered") == ("registered", str(tiny_bert_dir))
+    assert resolve_model(cat, str(tiny_bert_dir))[0] == "registered"
+
+
+def test_eval_command_errors_exit_2(home, sts_data_dir, tmp_path, capsys):
+    assert main(["eval", "minilm", "--tasks", "sts99", "--data-dir", str(sts_data_dir)]) == 2
+    assert "unknown task" in capsys.readouterr().err
+    assert main(["eval", "minilm", "--tasks", "sts12", "--data-dir", str(tmp_path / "nowhere")]) == 2
+    assert "data directory not found" in capsys.readouterr().err
+    assert main(["eval", "minilm", "--tasks", "revdict"]) == 2
+    assert "needs a dictionary" in capsys.readouterr().err
+    assert main(["eval", "minilm", "--pooling", "avg", "--data-dir", str(sts_data_dir)]) == 2
+    assert main(["leaderboard"]) == 0
+    assert "no evaluation results yet" in capsys.readouterr().out

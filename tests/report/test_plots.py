@@ -1,0 +1,61 @@
+"""Figures are written as readable PNGs (and nothing is left under a temporary name)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from matplotlib.image import imread
+
+from defsentflow.report.plots import (
+    plot_entry_space,
+    plot_label_histogram,
+    plot_pst_progress,
+    plot_scores,
+    svd_2d,
+    whitened_pca_2d,
+)
+
+
+def _is_png(path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_projections():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(500, 6)) * np.r_[5.0, 2.0, 1, 1, 1, 1] + 10.0
+    w = whitened_pca_2d(x)
+    np.testing.assert_allclose(w.std(0, ddof=1), [1.0, 1.0], rtol=1e-9)
+    np.testing.assert_allclose(w.mean(0), [0.0, 0.0], atol=1e-9)
+    s = svd_2d(x)
+    assert abs(s[:, 0].mean()) > 5 * s[:, 0].std()  # uncentred: the offset dominates the first direction
+
+
+def test_entry_space_plot(tmp_path):
+    rng = np.random.default_rng(1)
+    out = plot_entry_space(rng.normal(size=(7000, 8)) + 1.0, tmp_path / "a" / "step-01.png", "PST step 1",
+                           stats={"avg_cosine": 0.5, "top1_var_share": 0.2, "isoscore": 0.7})
+    assert out.is_file() and _is_png(out)
+    h, w, _ = imread(out).shape
+    assert w > 600 and h > 300
+    assert [p.name for p in out.parent.iterdir()] == ["step-01.png"]
+    with pytest.raises(ValueError, match="plot_entry_space needs"):
+        plot_entry_space(np.ones((2, 3)), tmp_path / "bad.png", "x")
+
+
+def test_score_histogram_and_progress_plots(tmp_path):
+    rows = [{"model_id": "minilm", "sts12": 72.4, "sts13": 80.6, "stsb_dev": 86.7, "avg_sts": 76.5},
+            {"model_id": "pst-1", "label": "pst-1 [cls]", "sts12": 60.0, "sts13": None, "avg_sts": 60.0}]
+    assert _is_png(plot_scores(rows, tmp_path / "scores.png"))
+    assert _is_png(plot_scores([], tmp_path / "empty.png"))
+    rng = np.random.default_rng(2)
+    assert _is_png(plot_label_histogram(tmp_path / "h1.png", values={"neighbour": rng.uniform(0.5, 1, 200),
+                                                                    "random": rng.uniform(0, 0.6, 200)}))
+    assert _is_png(plot_label_histogram(tmp_path / "h2.png", edges=[0, 0.5, 1], counts=[3, 5]))
+    with pytest.raises(ValueError, match="len\\(edges\\) == len\\(counts\\) \\+ 1"):
+        plot_label_histogram(tmp_path / "h3.png", edges=[0, 1], counts=[3, 5])
+    steps = [{"step": 0, "selection_score": 70.0, "chosen": True, "selection_metric": "stsb-dev"},
+             {"step": 1, "selection_score": 74.0, "chosen": False, "isoscore": 0.2},
+             {"step": 1, "selection_score": 76.0, "chosen": True, "isoscore": 0.3}]
+    assert _is_png(plot_pst_progress(steps, tmp_path / "p.png"))
+    assert _is_png(plot_pst_progress([], tmp_path / "p0.png"))

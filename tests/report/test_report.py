@@ -1,0 +1,153 @@
+"""The run report from a fabricated catalog: every section, images on disk, HTML a browser opens."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from defsentflow.cli import main
+
+RUN = "run-fixture"
+
+
+def _fabricate(root: Path) -> None:
+    from defsentflow.report import analyse_entry_matrix
+    from defsentflow.storage import Catalog, hash_path
+
+    cat = Catalog()
+    cat.start_run("pipeline", config={"base_model": "minilm", "pst": {"steps": 2}}, config_hash="c0ffee", run_id=RUN)
+    cat.record_stage(RUN, "ingest-dictionary", "completed", cache_key="k-ingest", seconds=1.5)
+    cat.record_stage(RUN, "harvest-pairs", "cached", cache_key="k-harvest", note="cache hit")
+    cat.end_run(RUN, "completed")
+    cat.start_run("pipeline", run_id="other-run")
+    # harvested pairs: one set with its Parquet, one known only by its histogram
+    pairs = root / "pairs" / "pairs.parquet"
+    pairs.parent.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    pq.write_table(pa.table({"score": pa.array(np.r_[rng.uniform(0.5, 1, 300), rng.uniform(0, 0.6, 300)], pa.float32()),
+                             "kind": ["neighbour"] * 300 + ["random"] * 300}), pairs)
+    cat.register_artifact("pairs-key-1", "pairs", pairs, hash_path(pairs), name="bbc-pairs", run_id=RUN,
+                          input_hashes={"corpus": "abcdef0123456789", "scorer": "0123456789abcdef"})
+    ins = ("INSERT INTO harvest_stats (artifact_key, run_id, corpus, n_pairs, n_neighbour, n_random, mean, std, "
+           "quantiles, histogram) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+    cat.execute(ins, ["pairs-key-1", RUN, "bbc", 600, 300, 300, 0.55, 0.25, json.dumps({"q05": 0.1, "q50": 0.55, "q95": 0.95}),
+                      None])
+    cat.execute(ins, ["pairs-key-2", RUN, "austen", 10, 5, 5, 0.5, 0.2, None,
+                      json.dumps({"edges": [0.0, 0.25, 0.5, 0.75, 1.0], "counts": [1, 3, 4, 2]})])
+    # models: this run's PST winner, a model of another run, and baselines (no run)
+    cat.register_model(f"pst-{RUN}", root / "models" / "pst", method="pst", base_model="minilm", pooling="cls", run_id=RUN)
+    cat.register_model("foreign", root / "models" / "foreign", method="defsent", run_id="other-run")
+    m = lambda t, v, s="all", metric="spearman": {"task": t, "setting": s, "metric": metric, "value": v, "n": 10}  # noqa: E731
+    cat.record_metrics("minilm", [dict(m(t, v), pooling="mean") for t, v in
+                                  [("sts12", 72.37), ("sts13", 80.6), ("sts14", 75.59), ("sts15", 85.39), ("sts16", 78.99),
+                                   ("stsb-dev", 86.7)]])
+    cat.record_metrics("minilm", [dict(m(t, v), pooling="sbert_wk") for t, v in [("sts12", 60.1), ("stsb-dev", 70.2)]])
+    cat.record_metrics(f"pst-{RUN}", [dict(m(t, v), pooling="cls") for t, v in [("sts12", 65.0), ("stsb-dev", 80.0)]]
+                       + [dict(m("revdict", 0.4, "head", "mrr"), pooling="cls")], run_id=RUN)
+    cat.record_metrics("foreign", [dict(m("sts12", 1.0), pooling="mean")])
+    cat.record_metrics("minilm-bare", [dict(m("sts12", 70.0), pooling="mean")])
+    # PST: step 0 (untrained), steps 1 and 2 with entry matrices; step 1 analysed during training
+    mats = {}
+    for step, scale in ((1, 5.0), (2, 1.5)):
+        x = rng.normal(size=(400, 16)) * np.r_[scale, np.ones(15)] + (2.0 if step == 1 else 0.3)
+        mats[step] = root / "pst" / f"m{step}" / "matrix.npy"
+        mats[step].parent.mkdir(parents=True)
+        np.save(mats[step], x.astype(np.float32))
+    ins = ("INSERT INTO pst_steps (run_id, step, seed, model_id, selection_metric, selection_score, chosen, "
+           "entry_matrix_path, pooling) VALUES (?, ?, ?, ?, 'stsb-dev', ?, ?, ?, 'cls')")
+    cat.execute(ins, [RUN, 0, None, "minilm", 75.0, True, None])
+    cat.execute(ins, [RUN, 1, 0, "s1-seed0", 77.0, False, str(mats[1])])
+    cat.execute(ins, [RUN, 1, 1, f"pst-{RUN}", 80.0, True, str(mats[1])])
+    cat.execute(ins, [RUN, 2, 0, "s2-seed0", 79.0, True, str(mats[2])])
+    analyse_entry_matrix(mats[1], run_id=RUN, step=1, catalog=cat)
+
+
+class _Checker(HTMLParser):
+    VOID = {"img", "br", "hr", "meta", "link", "input"}
+
+    def __init__(self):
+        super().__init__()
+        self.stack, self.images, self.errors = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "img":
+            self.images.append(dict(attrs))
+        elif tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"unexpected </{tag}> with open {self.stack[-3:]}")
+        else:
+            self.stack.pop()
+
+
+def test_report_from_a_fabricated_run(home):
+    from defsentflow.report import build_report
+    from defsentflow.storage import Catalog
+
+    _fabricate(home)
+    rep = build_report(RUN)
+    assert rep.dir == home / "reports" / RUN and rep.markdown_path.is_file() and rep.html_path.is_file()
+    md = rep.markdown_path.read_text()
+    for heading in ("# Run report: `run-fixture`", "## Configuration", "## Lineage", "### Stages", "### Artifacts",
+                    "## Scores", "## PST progress", "### Entry space per step", "## Harvested pairs"):
+        assert heading in md
+    assert "2 stage records, 1 taken from the cache." in md and "| harvest-pairs | cached |" in md
+    assert "corpus:abcdef01" in md  # artifact inputs with their hashes
+    assert '"steps": 2' in md
+    # the run's models beside the baselines; another run's model stays out
+    scores = md.split("## Scores")[1].split("## PST progress")[0]
+    assert "| untrained (PST step 0) | minilm | mean |" in scores
+    assert "| baseline (SBERT-WK) | minilm | sbert_wk |" in scores
+    assert f"| this run | pst-{RUN} | cls | pst |" in scores
+    assert "| baseline | minilm-bare | mean |" in scores
+    assert "foreign" not in md
+    # images: scores, PST progress, one entry-space plot per step matrix, two label histograms
+    assert set(rep.images) == {"img/scores.png", "img/pst_progress.png", "img/entry_space/step-01-1.png",
+                               "img/entry_space/step-02-2.png", "img/labels-1.png", "img/labels-2.png"}
+    for rel in rep.images:
+        assert (rep.dir / rel).read_bytes()[:4] == b"\x89PNG" and f"]({rel})" in md
+    # step 2 had no statistics: the report computed and recorded them
+    rows = Catalog().query("SELECT step, isoscore FROM entry_space_stats WHERE run_id = ? ORDER BY step", [RUN])
+    assert [r["step"] for r in rows] == [1, 2] and all(0 <= r["isoscore"] <= 1 for r in rows)
+    # HTML: a complete document, balanced tags, relative image paths that exist
+    html = rep.html_path.read_text()
+    assert html.startswith("<!DOCTYPE html>") and '<meta charset="utf-8">' in html
+    chk = _Checker()
+    chk.feed(html)
+    chk.close()
+    assert not chk.errors and not chk.stack
+    assert {i["src"] for i in chk.images} == set(rep.images)
+    assert all(not Path(i["src"]).is_absolute() and i.get("alt") for i in chk.images)
+    assert "<table>" in html and "<pre><code" in html
+    # registered as an artifact of the run; regenerating replaces it
+    build_report(RUN)
+    assert len(Catalog().query("SELECT * FROM artifacts WHERE kind = 'report' AND run_id = ?", [RUN])) == 1
+
+
+def test_report_of_a_bare_run_and_the_cli(home, tmp_path, capsys):
+    from defsentflow.storage import Catalog
+
+    Catalog().start_run("evaluate", run_id="bare")
+    out = tmp_path / "out"
+    assert main(["report", "bare", "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert "No stages recorded" in md and "No evaluation results" in md and "## PST progress" not in md
+    assert (out / "report.html").is_file()
+    assert main(["report", "missing-run"]) == 2
+    assert "no run 'missing-run'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value,cell", [(None, ""), (True, "yes"), (0.12345, "0.1235"), (72.371, "72.37"),
+                                        ("a|b\nc", "a\\|b c")])
+def test_markdown_cells(value, cell):
+    from defsentflow.report import markdown_table
+
+    assert markdown_table(["x"], [[value]]).splitlines()[2] == f"| {cell} |"
