@@ -15,7 +15,7 @@ export TRANSFORMERS_OFFLINE := 1
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[model,test]'
+	$(PY) -m pip install -q -e '.[model,test,cli]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -90,10 +90,16 @@ def _is_our_server(pid: int) -> bool:
 
 def _flush_api_logs() -> None:
     try:
-        from prefect.logging.handlers import APILogHandler
+        from prefect.logging.handlers import APILogWorker
 
-        APILogHandler.flush()
+        APILogWorker.drain_all(timeout=10)
     except Exception:  # noqa: BLE001 - best effort before the server goes away
+        pass
+    try:
+        from prefect.events.worker import EventsWorker
+
+        EventsWorker.drain_all(timeout=10)
+    except Exception:  # noqa: BLE001
         pass
 
 

@@ -14,7 +14,7 @@ import sys
 __all__ = ["main", "build_parser"]
 
 # Modules under defsentflow.cli, each registering one or more sub-commands.
-_GROUPS = ("catalog", "ingest", "encode", "train", "evaluate", "harvest", "pipeline", "report")
+_GROUPS = ("catalog", "ingest", "encode", "train", "pretrain", "evaluate", "harvest", "pipeline", "report")
 
 
 class UserError(Exception):
@@ -38,10 +38,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_transformers() -> None:
+    """transformers 5 prints a progress bar for every weight load; keep the terminal for our bars."""
+    import os
+
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    for noisy in ("httpx", "httpcore", "urllib3", "filelock"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    _quiet_transformers()
     if args.home:
         import os
 

@@ -24,6 +24,7 @@ from defsentflow.storage.paths import data_root, sql_dir
 
 __all__ = ["Catalog", "CatalogLockedError"]
 
+STORAGE_COMPATIBILITY = "v1.4.0"
 _LOCK_MARKERS = ("Could not set lock", "Conflicting lock", "database is locked", "lock on file")
 
 
@@ -59,9 +60,12 @@ class Catalog:
         key = str(self.path)
         deadline = time.monotonic() + self.lock_timeout
         delay = 0.05
+        # A new file is written in a storage format that the DuckDB 1.4+ CLI (PyPI: duckdb-cli)
+        # also reads, so `duckdb storage/catalog.duckdb -c "..."` works from a shell.
+        config = {} if self.path.exists() else {"storage_compatibility_version": STORAGE_COMPATIBILITY}
         while True:
             try:
-                con = duckdb.connect(key, read_only=read_only)
+                con = duckdb.connect(key, read_only=read_only, config=config)
                 break
             except duckdb.Error as exc:  # IOException when another process holds the lock
                 if not any(m in str(exc) for m in _LOCK_MARKERS) or time.monotonic() > deadline:
@@ -128,10 +132,13 @@ class Catalog:
         )
         return run_id
 
-    def end_run(self, run_id: str, status: str = "completed", note: str | None = None) -> None:
+    def end_run(self, run_id: str, status: str = "completed", note: str | None = None, *, flow: str | None = None) -> None:
+        """Close a run. A pipeline run is closed only by the pipeline (``flow="pipeline"``): stage
+        flows that share its run id (so lineage stays one run) cannot end it early."""
         self.execute(
-            "UPDATE runs SET status = ?, ended_at = current_timestamp, note = coalesce(?, note) WHERE run_id = ?",
-            [status, note, run_id],
+            "UPDATE runs SET status = ?, ended_at = current_timestamp, note = coalesce(?, note) "
+            "WHERE run_id = ? AND (flow = ? OR (? IS NULL AND flow <> 'pipeline'))",
+            [status, note, run_id, flow, flow],
         )
 
     def record_stage(self, run_id: str, stage: str, status: str, cache_key: str | None = None,

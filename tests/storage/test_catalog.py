@@ -63,3 +63,19 @@ def test_lock_timeout_is_a_clear_error(home):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_catalog_opens_in_the_duckdb_shell(home):
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    shell = shutil.which("duckdb") or str(Path(sys.executable).parent / "duckdb")
+    if not Path(shell).exists():
+        pytest.skip("the duckdb shell (extra 'cli') is not installed")
+    cat = Catalog()
+    cat.start_run("x", run_id="from-python")
+    out = subprocess.run([shell, str(cat.path), "-csv", "-c", "SELECT run_id FROM runs"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "from-python" in out.stdout
