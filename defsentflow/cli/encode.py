@@ -1,0 +1,161 @@
+"""``defsentflow encode`` (sentences -> Parquet of vectors) and ``defsentflow revdict`` (definition -> entries)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("encode", help="encode sentences into a Parquet file of vectors",
+                       description="Encode one sentence per line (.txt), a JSONL/CSV/TSV field or a Parquet column "
+                                   "into FILE.parquet with columns text and embedding (fixed-size float32 list).")
+    p.add_argument("model", help="model directory, Hugging Face id or 'minilm' (the bundled MiniLM)")
+    p.add_argument("--input", required=True, help="sentences: .txt (one per line), .jsonl, .csv, .tsv or .parquet")
+    p.add_argument("--out", required=True, help="output .parquet file (written atomically)")
+    p.add_argument("--field", default="text",
+                   help="field/column holding the sentence for jsonl/csv/tsv/parquet (default: text)")
+    p.add_argument("--pooling", default=None,
+                   help="cls, mean, max, prompt or sbert_wk (default: the model's training pooling, else mean)")
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--max-length", type=int, default=128)
+    p.add_argument("--autocast", default="none", choices=["none", "bf16", "fp16"])
+    p.add_argument("--normalize", action="store_true", help="L2-normalise the vectors")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--cache", action="store_true", help="use the data root's embedding cache")
+    p.set_defaults(func=_encode)
+
+    p = sub.add_parser("revdict", help="reverse dictionary: the entries that best match a definition",
+                       description="Print the top-k entries for a definition, from a faiss index over the entry "
+                                   "embeddings of a dictionary dataset (built once, then cached).")
+    p.add_argument("model", help="model directory, Hugging Face id or 'minilm'")
+    p.add_argument("definition", nargs="+", help="one or more definitions (quote each)")
+    p.add_argument("--dictionary", default=None,
+                   help="dictionary dataset to search (default: the one the model was trained on, else 'sample')")
+    p.add_argument("-k", type=int, default=10, help="how many entries to print (default 10)")
+    p.add_argument("--mode", default="auto", choices=["auto", "head", "cosine"],
+                   help="head: the training-time pooler output against the frozen entry space; cosine: pooled "
+                        "vectors, normalised (auto: head for DefSent+/PST models)")
+    p.add_argument("--pooling", default=None, help="override the model's pooling")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--rebuild", action="store_true", help="rebuild the cached index")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_revdict)
+
+
+def read_sentences(path: Path, field: str) -> list[str]:
+    """Sentences from a text/JSONL/CSV/TSV/Parquet file; a bad record is an error naming file and line."""
+    from defsentflow.cli import UserError
+
+    if not path.is_file():
+        raise UserError(f"input not found: {path}")
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path)
+        if field not in table.column_names:
+            raise UserError(f"{path}: no column {field!r} (columns: {table.column_names})")
+        texts = table.column(field).to_pylist()
+        bad = next((i for i, t in enumerate(texts) if not isinstance(t, str) or not t.strip()), None)
+        if bad is not None:
+            raise UserError(f"{path}: row {bad}: {field!r} is empty or not a string")
+        return texts
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise UserError(f"{path}:{line}: not valid UTF-8") from None
+    lines = raw.splitlines()
+    if suffix == ".jsonl":
+        texts = []
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise UserError(f"{path}:{n}: invalid JSON: {exc.msg}") from None
+            if not isinstance(rec, dict) or not isinstance(rec.get(field), str) or not rec[field].strip():
+                raise UserError(f"{path}:{n}: no non-empty string field {field!r}")
+            texts.append(rec[field])
+        return texts
+    if suffix in (".csv", ".tsv"):
+        import csv
+
+        reader = csv.DictReader(lines, delimiter="\t" if suffix == ".tsv" else ",")
+        if reader.fieldnames is None or field not in reader.fieldnames:
+            raise UserError(f"{path}:1: header has no column {field!r} (columns: {reader.fieldnames})")
+        texts = []
+        for n, rec in enumerate(reader, 2):
+            if not (rec.get(field) or "").strip():
+                raise UserError(f"{path}:{n}: empty {field!r}")
+            texts.append(rec[field])
+        return texts
+    return [line for line in lines if line.strip()]
+
+
+def _encode(args: argparse.Namespace) -> int:
+    import numpy as np
+    import pyarrow as pa
+
+    from defsentflow.cli import UserError
+    from defsentflow.encoders import encode_texts, load_encoder, validate_pooling
+    from defsentflow.evaluation.revdict import model_meta
+    from defsentflow.storage import write_parquet
+
+    out = Path(args.out)
+    if out.suffix.lower() != ".parquet":
+        raise UserError(f"--out must be a .parquet file, got {out}")
+    texts = read_sentences(Path(args.input), args.field)
+    if not texts:
+        raise UserError(f"{args.input}: no sentences")
+    pooling = args.pooling or model_meta(args.model).get("pooling") or "mean"
+    try:
+        validate_pooling(pooling)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    t0 = time.perf_counter()
+    enc = load_encoder(args.model, device=args.device)
+    vecs = encode_texts(enc, texts, pooling=pooling, batch_size=args.batch_size, max_length=args.max_length,
+                        autocast=args.autocast, normalize=args.normalize, cache=args.cache)
+    dim = int(vecs.shape[1])
+    schema = pa.schema([pa.field("text", pa.string(), nullable=False),
+                        pa.field("embedding", pa.list_(pa.float32(), dim), nullable=False)],
+                       metadata={"model": str(args.model), "pooling": pooling, "normalized": str(args.normalize)})
+    flat = pa.array(np.ascontiguousarray(vecs, dtype=np.float32).ravel(), pa.float32())
+    table = pa.Table.from_arrays([pa.array(texts, pa.string()), pa.FixedSizeListArray.from_arrays(flat, dim)],
+                                 schema=schema)
+    write_parquet(table, out)
+    secs = time.perf_counter() - t0
+    print(f"wrote {len(texts)} vectors ({dim} dims, {pooling} pooling) to {out} in {secs:.1f}s "
+          f"({len(texts) / max(secs, 1e-9):.0f} sentences/s)")
+    return 0
+
+
+def _revdict(args: argparse.Namespace) -> int:
+    from defsentflow.cli import UserError
+    from defsentflow.cli.table import print_table
+    from defsentflow.evaluation.revdict import model_meta
+    from defsentflow.revdict import build_revdict_index
+
+    if args.k < 1:
+        raise UserError("-k must be >= 1")
+    dictionary = args.dictionary or model_meta(args.model).get("dictionary") or "sample"
+    try:
+        index = build_revdict_index(args.model, dictionary, mode=args.mode, pooling=args.pooling, device=args.device,
+                                    rebuild=args.rebuild)
+    except (KeyError, LookupError) as exc:
+        raise UserError(f"dictionary {dictionary!r}: {exc}") from None
+    results = index.search(args.definition, k=args.k, device=args.device)
+    if args.json:
+        print(json.dumps([{"definition": d, "entries": [{"entry": e, "score": s} for e, s in hits]}
+                          for d, hits in zip(args.definition, results)], indent=2))
+        return 0
+    for d, hits in zip(args.definition, results):
+        print(f"{d!r}  ({index.meta['mode']} mode, {index.meta['n_entries']} entries of {dictionary!r})")
+        print_table(["rank", "entry", "score"], [(i + 1, e, round(s, 4)) for i, (e, s) in enumerate(hits)])
+        print()
+    return 0

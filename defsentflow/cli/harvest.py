@@ -1,0 +1,133 @@
+"""``defsentflow harvest CONFIG`` (contextual pair harvest) and ``defsentflow train-surrogate CONFIG``."""
+
+from __future__ import annotations
+
+import argparse
+import time
+import uuid
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("harvest", help="harvest sentence pairs labelled by contextual similarity",
+                       description="Train the context scorer, choose context sets and label sentence pairs for a "
+                                   "harvest config (e.g. configs/harvest-bbc.yaml). Finished batches are kept, so a "
+                                   "killed harvest resumes where it stopped.")
+    p.add_argument("config", help="YAML config")
+    _common(p)
+    p.add_argument("--dask-address", metavar="ADDR", help="run the batches on this Dask scheduler (implies --prefect)")
+    p.add_argument("--local-workers", type=int, metavar="N",
+                   help="run the batches on a local Dask cluster of N workers (implies --prefect)")
+    p.set_defaults(func=_harvest)
+
+    p = sub.add_parser("train-surrogate", help="train the surrogate encoder on a config's harvested pairs",
+                       description="Harvest (cached stages are skipped), then train a Siamese encoder whose cosine "
+                                   "regresses the pair labels; registered in the catalog's models table.")
+    p.add_argument("config", help="YAML config")
+    _common(p)
+    p.set_defaults(func=_train_surrogate)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--run-id", default=None, help="run id (default: a new one)")
+    p.add_argument("--prefect", action="store_true",
+                   help="run as a Prefect flow (a temporary local API unless PREFECT_API_URL is set)")
+
+
+def _config(args: argparse.Namespace):
+    from defsentflow.cli import UserError
+    from defsentflow.scoring.config import load_harvest_config
+
+    try:
+        cfg = load_harvest_config(args.config)
+    except (FileNotFoundError, ValueError) as exc:
+        raise UserError(str(exc)) from None
+    dask = {}
+    if getattr(args, "dask_address", None):
+        dask["address"] = args.dask_address
+    if getattr(args, "local_workers", None):
+        dask["local_workers"] = args.local_workers
+    if dask:
+        cfg = cfg.model_copy(update={"dask": cfg.dask.model_copy(update=dask)})
+    return cfg
+
+
+def _uses_dask(cfg) -> bool:
+    return bool(cfg.dask.address or cfg.dask.local_workers)
+
+
+def _harvest(args: argparse.Namespace) -> int:
+    from defsentflow.storage import Catalog
+
+    cfg = _config(args)
+    run_id = args.run_id or f"harvest-{uuid.uuid4().hex[:8]}"
+    t0 = time.perf_counter()
+    cat = Catalog(cfg.root)
+    cat.start_run("harvest-pairs", config=cfg.model_dump(mode="json"), run_id=run_id)
+    try:
+        if args.prefect or _uses_dask(cfg):
+            from flows.harvest_pairs import run_harvest_flow
+            from flows.runtime import local_api
+
+            with local_api():
+                result = run_harvest_flow(cfg.model_dump(mode="json"), run_id=run_id)
+        else:
+            from defsentflow.scoring.stages import run_harvest
+
+            result = run_harvest(cfg, run_id=run_id)
+    except BaseException:
+        cat.end_run(run_id, "failed")
+        raise
+    cat.end_run(run_id, "completed")
+    _print_harvest(cat, result, time.perf_counter() - t0, run_id)
+    return 0
+
+
+def _print_harvest(cat, result: dict, seconds: float, run_id: str) -> None:
+    import json
+
+    from defsentflow.cli.table import print_table
+
+    rows = cat.query("SELECT * FROM harvest_stats WHERE artifact_key = ?", [result["key"]])
+    if rows:
+        r = rows[0]
+        q = json.loads(r["quantiles"]) if isinstance(r["quantiles"], str) else r["quantiles"]
+        print_table(["pairs", "neighbour", "random", "mean", "std", "min", "q25", "median", "q75", "max"],
+                    [[r["n_pairs"], r["n_neighbour"], r["n_random"], f"{r['mean']:.4f}", f"{r['std']:.4f}",
+                      f"{q['q00']:.4f}", f"{q['q25']:.4f}", f"{q['q50']:.4f}", f"{q['q75']:.4f}", f"{q['q100']:.4f}"]])
+        h = json.loads(r["histogram"]) if isinstance(r["histogram"], str) else r["histogram"]
+        peak = max(h["counts"]) or 1
+        for lo, hi, n in zip(h["edges"], h["edges"][1:], h["counts"]):
+            print(f"  [{lo:7.4f}, {hi:7.4f})  {n:7d}  {'#' * int(round(40 * n / peak))}")
+    metrics = result.get("scorer_metrics") or (result.get("refs") or {}).get("scorer", {}).get("metrics") or {}
+    if metrics:
+        print(f"context scorer held-out accuracy: {metrics['heldout_accuracy']:.3f}")
+    if "batches_computed" in result:
+        print(f"batches computed this run: {result['batches_computed']}")
+    print(f"pairs: {result['path']}")
+    print(f"run {run_id} done in {seconds:.1f}s")
+
+
+def _train_surrogate(args: argparse.Namespace) -> int:
+    cfg = _config(args)
+    run_id = args.run_id or f"surrogate-{uuid.uuid4().hex[:8]}"
+    t0 = time.perf_counter()
+    if args.prefect:
+        from flows.runtime import local_api
+        from flows.train_surrogate import train_surrogate_flow
+
+        with local_api():
+            result = train_surrogate_flow(cfg.model_dump(mode="json"), run_id=run_id)
+    else:
+        from defsentflow.training.surrogate import run_surrogate_config
+
+        result = run_surrogate_config(cfg, run_id=run_id)
+    _print_surrogate(result, time.perf_counter() - t0, run_id)
+    return 0
+
+
+def _print_surrogate(result: dict, seconds: float, run_id: str) -> None:
+    how = "cached" if result.get("cached") else f"trained in {result.get('seconds', 0):.1f}s"
+    print(f"surrogate {result['model_id']} ({how}; {result.get('n_pairs')} pairs, {result.get('steps')} steps, "
+          f"train loss {result.get('train_loss')})")
+    print(f"model: {result['path']}  (SentenceTransformer(path) loads it)")
+    print(f"run {run_id} done in {seconds:.1f}s")

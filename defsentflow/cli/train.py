@@ -1,0 +1,129 @@
+"""``defsentflow train pst|defsent|surrogate CONFIG``: training runs from a YAML config."""
+
+from __future__ import annotations
+
+import argparse
+import time
+import uuid
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="train encoders: pst, defsent, surrogate")
+    tsub = p.add_subparsers(dest="train_command", required=True, metavar="KIND")
+
+    q = tsub.add_parser("pst", help="Progressive Separate Training (DefSent+) from the config's 'pst:' section",
+                        description="Run PST: step 0 scores the untrained encoder; each later step rebuilds the "
+                                    "entry matrix with the previous step's best encoder and trains fresh copies "
+                                    "of the original weights. Cached: an unchanged re-run recomputes nothing.")
+    _common(q)
+    q.set_defaults(func=_pst)
+
+    q = tsub.add_parser("defsent", help="one DefSent / DefSent+ run from the config's 'defsent:' section")
+    _common(q)
+    q.set_defaults(func=_defsent)
+
+    q = tsub.add_parser("surrogate", help="train the surrogate encoder on harvested pairs (alias of train-surrogate)")
+    q.add_argument("config", help="YAML config")
+    q.set_defaults(func=_surrogate)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("config", help="YAML config")
+    p.add_argument("--run-id", default=None, help="run id (default: a new one)")
+    p.add_argument("--prefect", action="store_true",
+                   help="run as a Prefect flow (a temporary local API unless PREFECT_API_URL is set)")
+
+
+def _load(path: str, key: str):
+    from defsentflow.cli import UserError
+    from defsentflow.training.pst_config import load_section
+
+    try:
+        return load_section(path, key)  # type: ignore[arg-type]
+    except (FileNotFoundError, ValueError) as exc:
+        raise UserError(str(exc)) from None
+
+
+def _check_dictionary(name: str) -> None:
+    """Fail early, with the command that fixes it, when the dictionary dataset is not ingested."""
+    from defsentflow.cli import UserError
+    from defsentflow.dictionary import resolve_dictionary
+
+    try:
+        resolve_dictionary(name)
+    except KeyError as exc:
+        hint = ""
+        if name == "sample":
+            hint = (" (ingest the embedded sample: defsentflow ingest dictionary --source jsonl "
+                    "defsentflow/sample/dictionary/oewn-sample.jsonl --name sample)")
+        raise UserError(f"{str(exc).strip(chr(34) + chr(39))}{hint}") from None
+
+
+def _print_step(step) -> None:
+    from defsentflow.cli.table import print_table
+
+    how = "cached" if step.cached else f"{step.seconds:.1f}s"
+    print(f"step {step.step} ({how}):")
+    print_table(["candidate", "model_id", step.best.metric or "score", "best"],
+                [(c.label, c.model_id, c.score, "*" if c is step.best or c == step.best else "")
+                 for c in step.candidates])
+    print()
+
+
+def _pst(args: argparse.Namespace) -> int:
+    section = _load(args.config, "pst")
+    _check_dictionary(section.dictionary)
+    run_id = args.run_id or f"pst-{uuid.uuid4().hex[:8]}"
+    t0 = time.perf_counter()
+    if args.prefect:
+        from flows.pst import pst_flow
+        from flows.runtime import local_api
+
+        with local_api():
+            result = pst_flow(section.model_dump(mode="json"), run_id=run_id)
+        for step in result.steps:
+            _print_step(step)
+    else:
+        from defsentflow.training.pst import run_pst
+
+        result = run_pst(section, run_id=run_id, on_step=_print_step)
+    if result.selection.note:
+        print(f"note: {result.selection.note}")
+    print(f"{result.stop_note}")
+    print(f"winner: {result.reason}")
+    print(f"model: {result.model_id} -> {result.model_dir}")
+    print(f"run {run_id} done in {time.perf_counter() - t0:.1f}s (record: {result.record_path})")
+    return 0
+
+
+def _defsent(args: argparse.Namespace) -> int:
+    section = _load(args.config, "defsent")
+    _check_dictionary(section.dictionary)
+    run_id = args.run_id or f"{section.method.replace('_', '-')}-{uuid.uuid4().hex[:8]}"
+    t0 = time.perf_counter()
+    if args.prefect:
+        from flows.runtime import local_api
+        from flows.train_defsent import train_defsent_flow
+
+        with local_api():
+            result = train_defsent_flow(section.model_dump(mode="json"), run_id=run_id)
+    else:
+        from defsentflow.training.pst import run_defsent
+
+        result = run_defsent(section, run_id=run_id)
+    print(f"{result.method}: {result.n_definitions} training definitions -> {result.model_id} ({result.model_dir})")
+    print(f"run {run_id} done in {time.perf_counter() - t0:.1f}s")
+    return 0
+
+
+def _surrogate(args: argparse.Namespace) -> int:
+    from defsentflow.cli import UserError
+
+    try:
+        from defsentflow.training.surrogate import run_surrogate_cli
+    except ImportError as exc:
+        raise UserError(f"surrogate training is not available ({exc})") from None
+    summary = run_surrogate_cli(args.config)
+    for key, value in (summary or {}).items():
+        print(f"{key}: {value}")
+    return 0

@@ -1,0 +1,170 @@
+"""The harvest/surrogate YAML config: pydantic models with ``extra="forbid"`` (the boundary).
+
+Inside the library the sections become frozen dataclasses (:class:`HarvestSettings`,
+:class:`~defsentflow.scoring.discriminative.DiscriminativeConfig`, ...).
+
+Example:
+    >>> cfg = load_harvest_config("configs/harvest-bbc.yaml")
+    >>> cfg.pairs.n_pairs
+    20000
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+__all__ = ["HarvestConfig", "RetrievalKind", "load_harvest_config", "resolve_input_path"]
+
+RetrievalKind = Literal["bm25", "tfidf", "dense"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CorpusSection(_Section):
+    name: str = Field(..., description="corpus name in the catalog (a plain name like 'bbc')")
+    paths: list[str] = Field(default_factory=list, description="sources to ingest; empty: use the ingested corpus")
+    fmt: Literal["auto", "text", "jsonl", "parquet"] = "auto"
+    chunk_sentences: int = Field(8, ge=1)
+
+
+class RetrievalSection(_Section):
+    kind: RetrievalKind = "bm25"
+    top_n: int = Field(100, ge=1, description="chunks retrieved per sentence")
+
+
+class ContextSection(_Section):
+    k: int = Field(1, ge=1, le=8, description="sentences on each side of a slot")
+    set_size: int = Field(50, ge=1, description="|C_s|")
+    max_jaccard: float = Field(0.5, gt=0.0, le=1.0)
+
+
+class DiscriminativeSection(_Section):
+    encoder: str = "bundled:all-MiniLM-L6-v2"
+    hidden: int = Field(256, ge=4)
+    dropout: float = Field(0.1, ge=0.0, lt=1.0)
+    epochs: int = Field(8, ge=1)
+    batch_size: int = Field(256, ge=8)
+    lr: float = Field(1e-3, gt=0)
+    heldout_share: float = Field(0.1, gt=0.0, lt=0.5)
+    seed: int = 0
+    min_accuracy: float | None = Field(None, ge=0.0, le=1.0, description="fail when held-out accuracy is lower")
+
+
+class WeightsSection(_Section):
+    l1: float = 1.0
+    l2: float = 0.0
+    l3: float = 0.0
+    l4: float = 0.0
+
+
+class ScorerSection(_Section):
+    weights: WeightsSection = WeightsSection()
+    lm: str | None = Field(None, description="causal LM (path or Hugging Face name) for the l2..l4 terms")
+    lm_batch_size: int = Field(16, ge=1)
+    lm_device: str = "cpu"
+    discriminative: DiscriminativeSection = DiscriminativeSection()
+
+    @model_validator(mode="after")
+    def _lm_needed(self) -> ScorerSection:
+        w = self.weights
+        if (w.l2 or w.l3 or w.l4) and not self.lm:
+            raise ValueError("scorer.weights l2..l4 are non-zero but scorer.lm is not set")
+        if not (w.l1 or w.l2 or w.l3 or w.l4):
+            raise ValueError("scorer.weights are all zero")
+        return self
+
+
+class PairsSection(_Section):
+    n_pairs: int = Field(20000, ge=1)
+    neighbour_share: float = Field(0.5, ge=0.0, le=1.0, description="share of retrieval-neighbour pairs; rest random")
+    pairs_per_sentence: float = Field(4.0, gt=0, description="pairs per seed sentence (sets the number of seeds)")
+    neighbour_chunks: int = Field(5, ge=1, description="neighbours come from this many top other-document chunks")
+    min_words: int = Field(4, ge=1)
+    max_words: int = Field(60, ge=1)
+    extra_sentences: str | None = Field(None, description="text file (one per line) or Parquet with a 'text' column")
+    similarity: Literal["cosine", "centered_cosine"] = "cosine"
+
+
+class DaskSection(_Section):
+    address: str | None = Field(None, description="a running Dask scheduler, e.g. tcp://host:8786")
+    local_workers: int = Field(0, ge=0, description="start a local cluster with this many workers (0: sequential)")
+    processes: bool = False
+    threads_per_worker: int = Field(1, ge=1)
+
+
+class SurrogateSection(_Section):
+    base_encoder: str = "bundled:all-MiniLM-L6-v2"
+    name: str = Field("surrogate", description="model id prefix in the catalog")
+    epochs: int = Field(1, ge=1)
+    batch_size: int = Field(32, ge=2)
+    lr: float = Field(2e-5, gt=0)
+    warmup_ratio: float = Field(0.1, ge=0.0, lt=1.0)
+    max_pairs: int | None = Field(None, ge=1)
+    max_seq_length: int = Field(128, ge=8)
+    save_steps: int = Field(200, ge=1, description="checkpoint every this many steps (for resume)")
+    seed: int = 0
+    device: str = "auto"
+    threads: int | None = Field(None, ge=1, description="torch CPU threads while training (None: as the process)")
+
+
+class HarvestConfig(_Section):
+    """The whole ``harvest-*.yaml`` file."""
+
+    corpus: CorpusSection
+    retrieval: RetrievalSection = RetrievalSection()
+    contexts: ContextSection = ContextSection()
+    scorer: ScorerSection = ScorerSection()
+    pairs: PairsSection = PairsSection()
+    batch_size: int = Field(500, ge=1, description="seed sentences per batch (one Parquet part each)")
+    seed: int = 0
+    threads: int | None = Field(None, ge=1, description="torch CPU threads for scorer training and scoring "
+                                "(None: torch's default; 1 is faster for this small MLP on a busy machine)")
+    dask: DaskSection = DaskSection()
+    surrogate: SurrogateSection = SurrogateSection()
+    root: str | None = Field(None, description="data root (default $DEFSENTFLOW_HOME or ./storage)")
+
+    @model_validator(mode="after")
+    def _sizes(self) -> HarvestConfig:
+        if self.retrieval.top_n < self.contexts.set_size:
+            raise ValueError(f"retrieval.top_n ({self.retrieval.top_n}) must be >= contexts.set_size "
+                             f"({self.contexts.set_size}): C_s takes at most one context per chunk")
+        if self.pairs.min_words > self.pairs.max_words:
+            raise ValueError("pairs.min_words must be <= pairs.max_words")
+        return self
+
+
+def resolve_input_path(path: str | os.PathLike, what: str) -> Path:
+    """An existing input path; a relative one is tried from the current directory, then the repository root."""
+    from defsentflow.storage import repo_root
+
+    p = Path(path).expanduser()
+    candidates = [p] if p.is_absolute() else [Path.cwd() / p, repo_root() / p]
+    for c in candidates:
+        if c.exists():
+            return c.resolve()
+    raise FileNotFoundError(f"{what}: not found: {path}")
+
+
+def load_harvest_config(path: str | os.PathLike) -> HarvestConfig:
+    """Read and validate a YAML config; errors name the file and the offending key."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"config not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping at the top level")
+    try:
+        return HarvestConfig.model_validate(data)
+    except ValidationError as exc:
+        lines = [f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors()]
+        raise ValueError(f"{path}: invalid config: " + "; ".join(lines)) from exc

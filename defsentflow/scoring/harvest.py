@@ -1,0 +1,317 @@
+"""Harvesting labelled sentence pairs: seeds -> neighbours -> context sets -> pair similarities.
+
+The seed sentences are split into batches; a batch is self-contained (its own seeds, their
+retrieval neighbours, random pairs among its sentences), so batches can run in any order, in
+parallel, and a finished batch is never recomputed: its pairs are one Parquet part, written
+atomically, and a part that exists is skipped.
+
+Per batch:
+
+1. retrieve ``top_n`` chunks for every seed;
+2. neighbour pairs: for a seed, the sentences of its first ``neighbour_chunks`` retrieved chunks
+   from *other* documents, ranked by word-set Jaccard with the seed (ties: retrieval rank, id);
+   the seed is paired with the best ones (distinct texts, eligible lengths);
+3. retrieve for the neighbours, then score every slot of every retrieved chunk of every batch
+   sentence and choose each sentence's context set (:func:`select_context_set`);
+4. random pairs: uniformly among the batch's sentences, distinct from the pairs so far;
+5. label every pair (:func:`pair_similarities`) and write the part.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Literal, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from defsentflow.scoring.context_sets import select_context_set
+from defsentflow.scoring.contexts import CorpusLayout, jaccard, word_set
+from defsentflow.scoring.pair_similarity import ScoreCache, pair_similarities
+from defsentflow.scoring.scorer import ContextualScorer
+
+__all__ = ["HarvestSettings", "BatchSpec", "HarvestResources", "PAIRS_SCHEMA", "plan_batches", "eligible_sentences",
+           "harvest_batch", "part_path", "collect_parts", "label_stats", "relabel_parts"]
+
+SearchFn = Callable[[list[str], int], tuple[np.ndarray, np.ndarray]]
+Similarity = Literal["cosine", "centered_cosine"]
+
+PAIRS_SCHEMA = pa.schema([
+    ("batch", pa.int32()),
+    ("pair_idx", pa.int32()),
+    ("s1_id", pa.int64()),
+    ("s2_id", pa.int64()),
+    ("s1", pa.string()),
+    ("s2", pa.string()),
+    ("score", pa.float32()),
+    ("kind", pa.string()),  # neighbour | random
+    ("s1_contexts", pa.list_(pa.int64())),
+    ("s2_contexts", pa.list_(pa.int64())),
+    ("scorer_version", pa.string()),
+])
+
+
+@dataclass(frozen=True)
+class HarvestSettings:
+    """What a harvest does, independent of where its inputs come from."""
+
+    k: int = 1
+    context_set_size: int = 50
+    max_jaccard: float = 0.5
+    top_n: int = 100
+    n_pairs: int = 20000
+    neighbour_share: float = 0.5
+    pairs_per_sentence: float = 4.0
+    neighbour_chunks: int = 5
+    min_words: int = 4
+    max_words: int = 60
+    batch_size: int = 500
+    similarity: Similarity = "cosine"
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class BatchSpec:
+    """One batch: its index, seed sentence ids and how many pairs of each kind it makes."""
+
+    index: int
+    seeds: tuple[int, ...]
+    n_neighbour: int
+    n_random: int
+
+
+@dataclass
+class HarvestResources:
+    """Everything a batch reads; loaded once per process.
+
+    Attributes:
+        layout: the corpus layout (contexts are its slots).
+        texts: sentence texts by id: corpus sentences, then extra sentences.
+        vectors: the discriminative encoder's vectors, same rows as ``texts``.
+        scorer: ``S(s, c)``.
+        search: ``search(queries, top_n) -> (chunk ids [Q, n], scores [Q, n])``; ids < 0 are padding.
+        doc_of: per sentence id, its document's first sentence id (-1 for extra sentences).
+    """
+
+    layout: CorpusLayout
+    texts: Sequence[str]
+    vectors: np.ndarray
+    scorer: ContextualScorer
+    search: SearchFn
+    doc_of: np.ndarray = field(init=False)
+    _words: dict[int, frozenset[str]] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        n = self.layout.n_sentences
+        if len(self.texts) != len(self.vectors) or len(self.texts) < n:
+            raise ValueError("texts and vectors must hold the corpus sentences (then any extras), row-aligned")
+        self.doc_of = np.concatenate([self.layout.doc_start, np.full(len(self.texts) - n, -1, dtype=np.int64)])
+
+    def words(self, sentence_id: int) -> frozenset[str]:
+        w = self._words.get(sentence_id)
+        if w is None:
+            w = self._words[sentence_id] = word_set(self.texts[sentence_id])
+        return w
+
+    def previous_words(self, context_id: int) -> frozenset[str]:
+        lay = self.layout
+        return self.words(context_id - 1) if context_id > lay.doc_start[context_id] else frozenset()
+
+    def score_ids(self, sentence_ids: np.ndarray, context_ids: np.ndarray, k: int) -> np.ndarray:
+        return self.scorer.score_ids(self.layout, self.vectors, self.texts, sentence_ids, context_ids, k)
+
+
+def eligible_sentences(texts: Sequence[str], min_words: int, max_words: int) -> np.ndarray:
+    """Ids of sentences with ``min_words..max_words`` whitespace-separated words."""
+    counts = np.fromiter((len(t.split()) for t in texts), dtype=np.int64, count=len(texts))
+    return np.flatnonzero((counts >= min_words) & (counts <= max_words))
+
+
+def plan_batches(eligible: np.ndarray, settings: HarvestSettings) -> list[BatchSpec]:
+    """Draw the seeds (seeded) and split them and the pair budget into batches."""
+    n_seeds = min(len(eligible), int(np.ceil(settings.n_pairs / settings.pairs_per_sentence)))
+    if n_seeds < 2:
+        raise ValueError(f"only {len(eligible)} eligible sentences: too few to make pairs")
+    seeds = np.random.default_rng(settings.seed).permutation(np.asarray(eligible, dtype=np.int64))[:n_seeds]
+    bounds = list(range(0, n_seeds, settings.batch_size)) + [n_seeds]
+    if len(bounds) > 2 and bounds[-1] - bounds[-2] < settings.batch_size / 2:
+        del bounds[-2]  # a short last batch joins the one before: too few sentences to pair at random
+    # pairs per batch in proportion to its seeds, summing exactly to n_pairs
+    cum = np.round(np.asarray(bounds, dtype=np.float64) / n_seeds * settings.n_pairs).astype(np.int64)
+    specs = []
+    for b in range(len(bounds) - 1):
+        total = int(cum[b + 1] - cum[b])
+        n_nb = int(round(total * settings.neighbour_share))
+        specs.append(BatchSpec(b, tuple(int(x) for x in seeds[bounds[b]:bounds[b + 1]]), n_nb, total - n_nb))
+    return specs
+
+
+def part_path(parts_dir: str | os.PathLike, index: int, what: str = "pairs") -> Path:
+    return Path(parts_dir) / f"{what}-{index:05d}.parquet"
+
+
+def _retrieve(res: HarvestResources, ids: np.ndarray, top_n: int) -> dict[int, np.ndarray]:
+    if not len(ids):
+        return {}
+    chunk_ids, _ = res.search([res.texts[i] for i in ids], top_n)
+    out = {}
+    for i, row in zip(ids.tolist(), np.asarray(chunk_ids)):
+        row = row[row >= 0]
+        out[i] = row[np.sort(np.unique(row, return_index=True)[1])]  # first occurrence, rank order kept
+    return out
+
+
+def _neighbours(res: HarvestResources, seed: int, chunks: np.ndarray, want: int, settings: HarvestSettings,
+                eligible: set[int]) -> list[int]:
+    lay = res.layout
+    own_doc = res.doc_of[seed]
+    own_text = " ".join(res.texts[seed].lower().split())
+    other = [c for c in chunks.tolist() if lay.doc_start[lay.chunk_first[c]] != own_doc][: settings.neighbour_chunks]
+    cands = []
+    seen = {own_text}
+    mine = res.words(seed)
+    for rank, c in enumerate(other):
+        for sid in range(int(lay.chunk_first[c]), int(lay.chunk_last[c]) + 1):
+            text = " ".join(res.texts[sid].lower().split())
+            if sid in eligible and text not in seen:
+                seen.add(text)
+                cands.append((-jaccard(mine, res.words(sid)), rank, sid))
+    return [sid for _, _, sid in sorted(cands)[:want]]
+
+
+def _spread(total: int, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``total`` split over ``n`` slots as evenly as possible, the remainder to random slots."""
+    out = np.full(n, total // n, dtype=np.int64)
+    out[rng.permutation(n)[: total % n]] += 1
+    return out
+
+
+def _neighbour_pairs(res: HarvestResources, seeds: np.ndarray, retrieved: dict[int, np.ndarray], n_neighbour: int,
+                     settings: HarvestSettings, eligible: set[int], rng: np.random.Generator) -> list[tuple[int, int]]:
+    pairs, seen = [], set()
+    for seed, want in zip(seeds.tolist(), _spread(n_neighbour, len(seeds), rng).tolist()):
+        for nb in _neighbours(res, seed, retrieved[seed], want, settings, eligible) if want else ():
+            key = (min(seed, nb), max(seed, nb))
+            if key not in seen:
+                seen.add(key)
+                pairs.append((seed, nb))
+    return pairs
+
+
+def _random_pairs(members: np.ndarray, n: int, taken: list[tuple[int, int]], rng: np.random.Generator,
+                  batch: int) -> list[tuple[int, int]]:
+    seen = {(min(a, b), max(a, b)) for a, b in taken}
+    if n > len(members) * (len(members) - 1) // 2 - len(seen):
+        raise ValueError(f"batch {batch}: {len(members)} sentences cannot make {n} more distinct pairs; "
+                         "raise batch_size or lower pairs.pairs_per_sentence")
+    pairs = []
+    while len(pairs) < n:
+        a, b = members[rng.integers(0, len(members), size=2)].tolist()
+        key = (min(a, b), max(a, b))
+        if a != b and key not in seen:
+            seen.add(key)
+            pairs.append((a, b))
+    return pairs
+
+
+def _context_sets(res: HarvestResources, members: np.ndarray, retrieved: dict[int, np.ndarray], cache: ScoreCache,
+                  score_fn: Callable, settings: HarvestSettings) -> dict[int, np.ndarray]:
+    """Score every slot of every retrieved chunk of each member (one vectorised call), then choose ``C_s``."""
+    slots = [res.layout.slots(retrieved[m]) for m in members.tolist()]
+    sids = np.repeat(members, [len(cids) for cids, _ in slots])
+    scores = cache.get_or_score(sids, np.concatenate([cids for cids, _ in slots]), score_fn)
+    out, start = {}, 0
+    for m, (cids, owner) in zip(members.tolist(), slots):
+        out[m] = select_context_set(cids, owner, scores[start:start + len(cids)], settings.context_set_size,
+                                    previous_words=res.previous_words, max_jaccard=settings.max_jaccard)
+        start += len(cids)
+    return out
+
+
+def harvest_batch(res: HarvestResources, spec: BatchSpec, settings: HarvestSettings, parts_dir: str | os.PathLike,
+                  eligible: np.ndarray, *, scorer_version: str | None = None) -> dict:
+    """Run one batch and write its parts; a batch whose pairs part exists is skipped.
+
+    Returns:
+        ``{"index", "path", "scores_path", "n_pairs", "computed", "n_scored"}``.
+    """
+    from defsentflow.storage import write_parquet
+
+    out = part_path(parts_dir, spec.index)
+    scores_out = part_path(parts_dir, spec.index, "scores")
+    if out.exists():
+        return {"index": spec.index, "path": str(out), "scores_path": str(scores_out),
+                "n_pairs": pq.read_metadata(out).num_rows, "computed": False, "n_scored": 0}
+    version = scorer_version or res.scorer.version
+    rng = np.random.default_rng([settings.seed, spec.index])
+    seeds = np.asarray(spec.seeds, dtype=np.int64)
+    retrieved = _retrieve(res, seeds, settings.top_n)  # 1
+    neighbour = _neighbour_pairs(res, seeds, retrieved, spec.n_neighbour, settings,  # 2
+                                 set(np.asarray(eligible).tolist()), rng)
+    members = np.unique(np.asarray([s for p in neighbour for s in p] + seeds.tolist(), dtype=np.int64))
+    retrieved.update(_retrieve(res, np.setdiff1d(members, seeds), settings.top_n))
+    cache = ScoreCache(version)
+    score_fn = lambda s, c: res.score_ids(s, c, settings.k)  # noqa: E731
+    context_sets = _context_sets(res, members, retrieved, cache, score_fn, settings)  # 3
+    # neighbours that could not be found are made up with random pairs
+    random = _random_pairs(members, spec.n_neighbour + spec.n_random - len(neighbour), neighbour, rng, spec.index)  # 4
+    arr = np.asarray(neighbour + random, dtype=np.int64).reshape(-1, 2)
+    scores = pair_similarities(arr, context_sets, cache, score_fn, center=settings.similarity == "centered_cosine")  # 5
+    first, second = arr[:, 0].tolist(), arr[:, 1].tolist()
+    table = pa.table({
+        "batch": np.full(len(arr), spec.index, dtype=np.int32),
+        "pair_idx": np.arange(len(arr), dtype=np.int32),
+        "s1_id": arr[:, 0], "s2_id": arr[:, 1],
+        "s1": [res.texts[i] for i in first], "s2": [res.texts[i] for i in second],
+        "score": scores, "kind": ["neighbour"] * len(neighbour) + ["random"] * len(random),
+        "s1_contexts": [context_sets[i].tolist() for i in first],
+        "s2_contexts": [context_sets[i].tolist() for i in second],
+        "scorer_version": [version] * len(arr),
+    }, schema=PAIRS_SCHEMA)
+    cache.save(scores_out)  # scores first: the pairs part marks the batch as done
+    write_parquet(table, out)
+    return {"index": spec.index, "path": str(out), "scores_path": str(scores_out), "n_pairs": len(arr),
+            "computed": True, "n_scored": cache.misses}
+
+
+def collect_parts(parts_dir: str | os.PathLike, n_batches: int) -> pa.Table:
+    """All pairs parts ``0..n_batches-1`` in order; an error names any that is missing."""
+    paths = [part_path(parts_dir, b) for b in range(n_batches)]
+    missing = [p.name for p in paths if not p.exists()]
+    if missing:
+        raise FileNotFoundError(f"{parts_dir}: {len(missing)} batch parts missing ({', '.join(missing[:5])})")
+    return pa.concat_tables([pq.read_table(p, schema=PAIRS_SCHEMA) for p in paths])
+
+
+def relabel_parts(pairs: pa.Table, score_paths: Sequence[str | os.PathLike], *, similarity: Similarity = "cosine") -> np.ndarray:
+    """Labels recomputed from stored context sets and cached scores only (no scorer needed)."""
+    version = pairs.column("scorer_version")[0].as_py() if pairs.num_rows else ""
+    cache = ScoreCache.load(version, score_paths)
+    s1 = pairs.column("s1_id").to_numpy()
+    s2 = pairs.column("s2_id").to_numpy()
+    sets: dict[int, np.ndarray] = {}
+    for col, ids in (("s1_contexts", s1), ("s2_contexts", s2)):
+        lists = pairs.column(col).combine_chunks()
+        flat = lists.values.to_numpy()
+        offs = lists.offsets.to_numpy()
+        for j, i in enumerate(ids.tolist()):
+            if i not in sets:
+                sets[i] = flat[offs[j]:offs[j + 1]]
+    return pair_similarities(np.stack([s1, s2], axis=1), sets, cache, None, center=similarity == "centered_cosine")
+
+
+def label_stats(scores: np.ndarray, bins: int = 20) -> dict:
+    """Mean, std, quantiles and a histogram of the labels (JSON-friendly)."""
+    s = np.asarray(scores, dtype=np.float64)
+    if not len(s):
+        return {"n_pairs": 0}
+    qs = [0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0]
+    counts, edges = np.histogram(s, bins=bins)
+    return {
+        "n_pairs": int(len(s)), "mean": float(s.mean()), "std": float(s.std()),
+        "quantiles": {f"q{int(round(q * 100)):02d}": float(v) for q, v in zip(qs, np.quantile(s, qs))},
+        "histogram": {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]},
+    }

@@ -1,0 +1,341 @@
+"""The harvest's stages, from a validated :class:`HarvestConfig` to a registered pairs artifact.
+
+Each stage takes and returns small JSON-friendly references (dicts of keys and paths), so the
+same functions serve the CLI (called in a row), Prefect tasks and Dask workers. Heavy inputs
+(the corpus layout, vectors, scorer, index) are loaded once per process by
+:func:`load_resources`.
+
+Artifacts:
+
+* sentence vectors ``<root>/cache/sentence_vectors/<hash>.npy`` (content-addressed by the
+  encoder's content hash and the texts; no code version, so an edit elsewhere does not force
+  a re-encode of the corpus);
+* the discriminative scorer ``<root>/models/scorers/<key>/`` (kind ``scorer``);
+* the pairs ``<root>/parquet/harvest/<corpus>/<key>/pairs.parquet`` with ``parts/`` (kind
+  ``pairs``) and a ``harvest_stats`` row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from defsentflow.scoring.config import HarvestConfig, resolve_input_path
+from defsentflow.scoring.contexts import CorpusLayout
+from defsentflow.scoring.discriminative import DiscriminativeConfig, DiscriminativeScorer, train_discriminator
+from defsentflow.scoring.harvest import (
+    BatchSpec,
+    HarvestResources,
+    HarvestSettings,
+    collect_parts,
+    eligible_sentences,
+    harvest_batch,
+    label_stats,
+    plan_batches,
+)
+from defsentflow.scoring.scorer import ContextualScorer, ScorerWeights
+from defsentflow.scoring.vectors import cached_sentence_vectors
+
+__all__ = ["apply_threads", "prepare_corpus", "prepare_extras", "prepare_scorer", "prepare_index", "plan_harvest", "run_batch",
+           "finalize_harvest", "run_harvest", "load_resources", "harvest_settings", "discriminative_config"]
+
+log = logging.getLogger(__name__)
+
+
+def harvest_settings(cfg: HarvestConfig) -> HarvestSettings:
+    c, p = cfg.contexts, cfg.pairs
+    return HarvestSettings(k=c.k, context_set_size=c.set_size, max_jaccard=c.max_jaccard, top_n=cfg.retrieval.top_n,
+                           n_pairs=p.n_pairs, neighbour_share=p.neighbour_share, pairs_per_sentence=p.pairs_per_sentence,
+                           neighbour_chunks=p.neighbour_chunks, min_words=p.min_words, max_words=p.max_words,
+                           batch_size=cfg.batch_size, similarity=p.similarity, seed=cfg.seed)
+
+
+def apply_threads(cfg: HarvestConfig) -> None:
+    """Set torch's CPU threads when the config asks for a number (a process-wide setting)."""
+    if cfg.threads:
+        import torch
+
+        torch.set_num_threads(cfg.threads)
+
+
+def discriminative_config(cfg: HarvestConfig) -> DiscriminativeConfig:
+    d = cfg.scorer.discriminative
+    return DiscriminativeConfig(encoder=d.encoder, k=cfg.contexts.k, hidden=d.hidden, dropout=d.dropout, epochs=d.epochs,
+                                batch_size=d.batch_size, lr=d.lr, heldout_share=d.heldout_share, seed=d.seed)
+
+
+# -- stage 1: corpus ---------------------------------------------------------------------------
+def prepare_corpus(cfg: HarvestConfig, run_id: str | None = None) -> dict:
+    """Ingest ``corpus.paths`` (a cache hit when unchanged), or find the corpus already ingested."""
+    from defsentflow.corpus import ingest_corpus, resolve_corpus
+
+    c = cfg.corpus
+    if c.paths:
+        paths = [resolve_input_path(p, f"corpus.paths ({c.name})") for p in c.paths]
+        res = ingest_corpus(paths, c.name, fmt=c.fmt, root=cfg.root, chunk_sentences=c.chunk_sentences, run_id=run_id)
+        return {"name": c.name, "key": res.key, "path": str(res.path)}
+    art = resolve_corpus(c.name, cfg.root)
+    return {"name": c.name, "key": art["artifact_key"], "path": str(art["path"])}
+
+
+@lru_cache(maxsize=4)
+def _layout(corpus_path: str) -> CorpusLayout:
+    from defsentflow.corpus.schemas import CHUNKS_SCHEMA, SENTENCES_SCHEMA
+
+    p = Path(corpus_path)
+    return CorpusLayout.from_tables(pq.read_table(p / "sentences.parquet", schema=SENTENCES_SCHEMA),
+                                    pq.read_table(p / "chunks.parquet", schema=CHUNKS_SCHEMA))
+
+
+def prepare_extras(cfg: HarvestConfig) -> dict | None:
+    """The optional extra sentences (dictionary definitions/examples...): a text file or Parquet ``text`` column."""
+    src = cfg.pairs.extra_sentences
+    if not src:
+        return None
+    from defsentflow.storage import hash_path
+
+    path = resolve_input_path(src, "pairs.extra_sentences")
+    return {"path": str(path), "hash": hash_path(path)}
+
+
+@lru_cache(maxsize=4)
+def _extra_texts(path: str) -> tuple[str, ...]:
+    p = Path(path)
+    if p.suffix == ".parquet":
+        t = pq.read_table(p)
+        if "text" not in t.column_names:
+            raise ValueError(f"{p}: no 'text' column (columns: {', '.join(t.column_names)})")
+        texts = t.column("text").to_pylist()
+    else:
+        texts = p.read_text(encoding="utf-8").splitlines()
+    bad = [i + 1 for i, t in enumerate(texts) if t is None]
+    if bad:
+        raise ValueError(f"{p}: empty text at record {bad[0]}")
+    return tuple(" ".join(t.split()) for t in texts if t and t.strip())
+
+
+def _all_texts(corpus: dict, extras: dict | None) -> list[str]:
+    texts = list(_layout(corpus["path"]).texts)
+    if extras:
+        texts += _extra_texts(extras["path"])
+    return texts
+
+
+# -- stage 2: the discriminative scorer ---------------------------------------------------------
+def _vectors_path(root: Path, encoder: str, texts: list[str]) -> Path:
+    from defsentflow.encoders import model_content_hash, resolve_model_path
+    from defsentflow.storage import combine_hashes, hash_text
+
+    key = combine_hashes(["vectors", model_content_hash(resolve_model_path(encoder)), hash_text("\n".join(texts))])
+    return root / "cache" / "sentence_vectors" / f"{key}.npy"
+
+
+def prepare_scorer(cfg: HarvestConfig, corpus: dict, extras: dict | None = None, run_id: str | None = None) -> dict:
+    """Encode the sentences (cached) and train the discriminative head (artifact kind ``scorer``)."""
+    from defsentflow.encoders import model_content_hash, resolve_model_path
+    from defsentflow.storage import Catalog, atomic_dir, code_version, combine_hashes, hash_config, hash_path
+
+    apply_threads(cfg)
+    cat = Catalog(cfg.root)
+    dcfg = discriminative_config(cfg)
+    texts = _all_texts(corpus, extras)
+    vec_path = _vectors_path(cat.root, dcfg.encoder, texts)
+    key = combine_hashes(["scorer", corpus["key"], model_content_hash(resolve_model_path(dcfg.encoder)),
+                          hash_config(dcfg), code_version()])
+    final = cat.root / "models" / "scorers" / key
+    art = cat.artifact(key)
+    if art is None or not (final / "scorer.json").exists():
+        t0 = time.perf_counter()
+        vectors = cached_sentence_vectors(vec_path, dcfg.encoder, texts)
+        layout = _layout(corpus["path"])
+        scorer = train_discriminator(layout, vectors[:layout.n_sentences], dcfg, version=key)
+        with atomic_dir(final) as tmp:
+            scorer.save(tmp)
+        meta = {**scorer.metrics, "seconds": time.perf_counter() - t0}
+        cat.register_artifact(key, "scorer", final, hash_path(final), name=f"{corpus['name']}-discriminative",
+                              input_hashes={"corpus": corpus["key"]}, config=dataclasses.asdict(dcfg), run_id=run_id,
+                              meta=meta)
+        log.info("context scorer %s: held-out accuracy %.3f", key, scorer.metrics["heldout_accuracy"])
+    elif not vec_path.exists():
+        cached_sentence_vectors(vec_path, dcfg.encoder, texts)  # extras changed: only the vectors are new
+    metrics = json.loads((final / "scorer.json").read_text())["metrics"]
+    need = cfg.scorer.discriminative.min_accuracy
+    if need is not None and metrics["heldout_accuracy"] < need:
+        raise ValueError(f"context scorer held-out accuracy {metrics['heldout_accuracy']:.3f} < required {need}")
+    return {"key": key, "path": str(final), "vectors_path": str(vec_path), "metrics": metrics}
+
+
+# -- stage 3: the retrieval index ----------------------------------------------------------------
+def _dense_encoder(encoder: str, known: dict[str, np.ndarray] | None = None) -> Callable[[list[str]], np.ndarray]:
+    """Texts -> vectors with the scorer's encoder; texts in ``known`` (cached corpus vectors) are not re-encoded."""
+    from defsentflow.scoring.vectors import encode_sentences
+
+    def encode(texts: list[str]) -> np.ndarray:
+        rows = [known.get(t) if known else None for t in texts]
+        todo = [t for t, r in zip(texts, rows) if r is None]
+        new = iter(encode_sentences(encoder, todo) if todo else ())
+        return np.stack([r if r is not None else next(new) for r in rows]).astype(np.float32)
+
+    return encode
+
+
+def _dense_encoder_id(encoder: str) -> str:
+    from defsentflow.encoders import model_content_hash, resolve_model_path
+
+    return f"{model_content_hash(resolve_model_path(encoder))}:mean:l2"
+
+
+def prepare_index(cfg: HarvestConfig, corpus: dict, run_id: str | None = None) -> dict:
+    """Build (or find) the corpus's chunk index of ``retrieval.kind`` (dense: the scorer's encoder)."""
+    from defsentflow.retrieval import build_index
+
+    kind = cfg.retrieval.kind
+    kwargs = {}
+    if kind == "dense":
+        enc = cfg.scorer.discriminative.encoder
+        kwargs = {"encoder": _dense_encoder(enc), "encoder_id": _dense_encoder_id(enc)}
+    art = build_index(kind, corpus["key"], root=cfg.root, run_id=run_id, **kwargs)
+    return {"kind": kind, "key": art.key, "path": str(art.path)}
+
+
+# -- resources, loaded once per process ------------------------------------------------------------
+@lru_cache(maxsize=2)
+def _resources(corpus_json: str, scorer_json: str, index_json: str, extras_json: str, scorer_cfg_json: str,
+               root: str | None) -> HarvestResources:
+    from defsentflow.scoring.config import ScorerSection
+
+    corpus, scorer_ref, index, extras = (json.loads(x) for x in (corpus_json, scorer_json, index_json, extras_json))
+    sc = ScorerSection.model_validate_json(scorer_cfg_json)
+    layout = _layout(corpus["path"])
+    texts = _all_texts(corpus, extras)
+    vectors = np.load(scorer_ref["vectors_path"])
+    disc = DiscriminativeScorer.load(scorer_ref["path"])
+    gen = None
+    if sc.lm:
+        from defsentflow.scoring.generative import GenerativeScorer
+
+        gen = GenerativeScorer(sc.lm, batch_size=sc.lm_batch_size, device=sc.lm_device)
+    w = sc.weights
+    scorer = ContextualScorer(ScorerWeights(w.l1, w.l2, w.l3, w.l4), discriminative=disc, generative=gen)
+    from defsentflow.retrieval import load_index
+
+    encoder = None
+    if index["kind"] == "dense":  # queries are harvest sentences: reuse their cached vectors
+        encoder = _dense_encoder(sc.discriminative.encoder, dict(zip(texts, vectors)))
+    search = load_index(index["key"], root=root, encoder=encoder).search
+    return HarvestResources(layout, texts, vectors, scorer, search)
+
+
+def load_resources(cfg: HarvestConfig, refs: dict) -> HarvestResources:
+    """The corpus layout, texts, vectors, scorer and search function for ``refs`` (cached per process)."""
+    apply_threads(cfg)
+    return _resources(json.dumps(refs["corpus"], sort_keys=True), json.dumps(refs["scorer"], sort_keys=True),
+                      json.dumps(refs["index"], sort_keys=True), json.dumps(refs.get("extras"), sort_keys=True),
+                      cfg.scorer.model_dump_json(), cfg.root)
+
+
+# -- stage 4: plan, batches, finalize ------------------------------------------------------------------
+def plan_harvest(cfg: HarvestConfig, refs: dict) -> dict:
+    """The harvest's key and directory and its batches (as dicts)."""
+    from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config
+
+    res = load_resources(cfg, refs)
+    settings = harvest_settings(cfg)
+    key = combine_hashes(["pairs", refs["corpus"]["key"], res.scorer.version, refs["index"]["key"],
+                          (refs.get("extras") or {}).get("hash", "-"), hash_config(settings), code_version()])
+    out_dir = Catalog(cfg.root).root / "parquet" / "harvest" / refs["corpus"]["name"] / key
+    eligible = eligible_sentences(res.texts, settings.min_words, settings.max_words)
+    specs = plan_batches(eligible, settings)
+    return {"key": key, "dir": str(out_dir), "parts_dir": str(out_dir / "parts"), "scorer_version": res.scorer.version,
+            "batches": [dataclasses.asdict(s) for s in specs]}
+
+
+def run_batch(cfg: HarvestConfig, refs: dict, plan: dict, batch: dict) -> dict:
+    """One batch (skipped when its part exists); returns the part's reference."""
+    res = load_resources(cfg, refs)
+    settings = harvest_settings(cfg)
+    spec = BatchSpec(batch["index"], tuple(batch["seeds"]), batch["n_neighbour"], batch["n_random"])
+    eligible = _eligible(cfg, refs)
+    return harvest_batch(res, spec, settings, plan["parts_dir"], eligible, scorer_version=plan["scorer_version"])
+
+
+def _eligible(cfg: HarvestConfig, refs: dict) -> np.ndarray:
+    res = load_resources(cfg, refs)
+    return eligible_sentences(res.texts, cfg.pairs.min_words, cfg.pairs.max_words)
+
+
+def finalize_harvest(cfg: HarvestConfig, refs: dict, plan: dict, run_id: str | None = None,
+                     seconds: float | None = None) -> dict:
+    """Concatenate the parts into ``pairs.parquet``, register it and its label statistics."""
+    from defsentflow.storage import Catalog, hash_path, write_json, write_parquet
+
+    cat = Catalog(cfg.root)
+    art = cat.artifact(plan["key"])
+    if art is not None:  # already finalized: idempotent
+        meta = art.get("meta") or {}
+        return {"key": plan["key"], "path": art["path"], "n_pairs": meta.get("n_pairs"), "mean": meta.get("mean"),
+                "std": meta.get("std"), "cached": True}
+    out_dir = Path(plan["dir"])
+    final = out_dir / "pairs.parquet"
+    table = collect_parts(plan["parts_dir"], len(plan["batches"]))
+    write_parquet(table, final)
+    scores = table.column("score").to_numpy()
+    kinds = np.asarray(table.column("kind").to_pylist())
+    stats = label_stats(scores)
+    stats["by_kind"] = {k: label_stats(scores[kinds == k]) for k in ("neighbour", "random")}
+    write_json({"config": cfg.model_dump(mode="json"), "refs": refs, "stats": stats}, out_dir / "manifest.json")
+    with cat.transaction() as con:
+        cat.register_artifact(plan["key"], "pairs", final, hash_path(final), name=f"{refs['corpus']['name']}-pairs",
+                              input_hashes={"corpus": refs["corpus"]["key"], "scorer": refs["scorer"]["key"],
+                                            "index": refs["index"]["key"]},
+                              config=cfg.model_dump(mode="json"), run_id=run_id, meta=stats, con=con)
+        con.execute(
+            "INSERT OR REPLACE INTO harvest_stats (artifact_key, run_id, corpus, corpus_key, scorer_version, n_pairs, "
+            "n_neighbour, n_random, n_batches, context_set_size, mean, std, quantiles, histogram, seconds) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [plan["key"], run_id, refs["corpus"]["name"], refs["corpus"]["key"], plan["scorer_version"], stats["n_pairs"],
+             int((kinds == "neighbour").sum()), int((kinds == "random").sum()), len(plan["batches"]),
+             cfg.contexts.set_size, stats.get("mean"), stats.get("std"), json.dumps(stats.get("quantiles")),
+             json.dumps(stats.get("histogram")), seconds],
+        )
+    return {"key": plan["key"], "path": str(final), "n_pairs": stats["n_pairs"], "mean": stats.get("mean"),
+            "std": stats.get("std"), "cached": False}
+
+
+def run_harvest(cfg: HarvestConfig, *, run_id: str | None = None,
+                map_batches: Callable[[Callable[[dict], dict], list[dict]], list[dict]] | None = None) -> dict:
+    """All stages in a row (the CLI); ``map_batches(fn, batches)`` may run the batches elsewhere."""
+    t0 = time.perf_counter()
+    corpus = prepare_corpus(cfg, run_id)
+    extras = prepare_extras(cfg)
+    refs = {"corpus": corpus, "extras": extras, "scorer": prepare_scorer(cfg, corpus, extras, run_id),
+            "index": prepare_index(cfg, corpus, run_id)}
+    plan = plan_harvest(cfg, refs)
+    from defsentflow.storage import Catalog
+
+    art = Catalog(cfg.root).artifact(plan["key"])
+    if art is not None:  # this exact harvest is complete: nothing to redo
+        meta = art.get("meta") or {}
+        return {"key": plan["key"], "path": art["path"], "n_pairs": meta.get("n_pairs"), "mean": meta.get("mean"),
+                "std": meta.get("std"), "refs": refs, "scorer_metrics": refs["scorer"]["metrics"], "cached": True,
+                "batches_computed": 0, "seconds_prepare": time.perf_counter() - t0, "seconds_batches": 0.0}
+    t1 = time.perf_counter()
+    fn = lambda b: run_batch(cfg, refs, plan, b)  # noqa: E731
+    if map_batches is None:
+        from defsentflow.progress import progress
+
+        parts = [fn(b) for b in progress(plan["batches"], desc="harvest batches", unit="batch")]
+    else:
+        parts = map_batches(fn, plan["batches"])
+    result = finalize_harvest(cfg, refs, plan, run_id, seconds=time.perf_counter() - t1)
+    result.update(refs=refs, scorer_metrics=refs["scorer"]["metrics"], batches_computed=sum(p["computed"] for p in parts),
+                  seconds_prepare=t1 - t0, seconds_batches=time.perf_counter() - t1)
+    return result

@@ -1,0 +1,56 @@
+"""One training loop for DefSent and DefSent+, entry embeddings, backbone adapters and heads."""
+
+from __future__ import annotations
+
+from defsentflow.training.adapters import ADAPTERS, BackboneAdapter, PreparedBackbone, adapter_for, prepare_backbone
+from defsentflow.training.batching import TokenizedExamples, length_bucketed_batches, tokenize_examples
+from defsentflow.training.checkpoint import capture_rng, load_checkpoint, restore_rng, save_checkpoint, seed_everything
+from defsentflow.training.config import (
+    ENTRY_ENCODINGS,
+    METHODS,
+    EntryEncoding,
+    Method,
+    TrainConfig,
+    paper_config,
+)
+from defsentflow.training.entry_embeddings import EntryMatrix, build_entry_embeddings, entry_means, ica_transform
+from defsentflow.training.heads import DefinitionClassifier, head_vector, sentence_head_vectors
+from defsentflow.training.loop import LoopOutcome, TrainResult, build_optimizer, linear_schedule, run_loop, train_encoder
+from defsentflow.training.targets import entry_targets, single_token_targets
+
+__all__ = [
+    "ADAPTERS",
+    "BackboneAdapter",
+    "DefinitionClassifier",
+    "ENTRY_ENCODINGS",
+    "EntryEncoding",
+    "EntryMatrix",
+    "LoopOutcome",
+    "METHODS",
+    "Method",
+    "PreparedBackbone",
+    "TokenizedExamples",
+    "TrainConfig",
+    "TrainResult",
+    "adapter_for",
+    "build_entry_embeddings",
+    "build_optimizer",
+    "capture_rng",
+    "entry_means",
+    "entry_targets",
+    "head_vector",
+    "ica_transform",
+    "length_bucketed_batches",
+    "linear_schedule",
+    "load_checkpoint",
+    "paper_config",
+    "prepare_backbone",
+    "restore_rng",
+    "run_loop",
+    "save_checkpoint",
+    "seed_everything",
+    "sentence_head_vectors",
+    "single_token_targets",
+    "tokenize_examples",
+    "train_encoder",
+]

@@ -1,0 +1,199 @@
+"""Backbone adapters: the only place where BERT and RoBERTa differ.
+
+A backbone differs in three ways that matter to DefSent and DefSent+: where its pretrained
+word-prediction layer (masked-LM head) lives, which activation its pooler uses, and whether the
+pooler was ever trained. BERT's pooler (dense + tanh) was trained by next-sentence prediction;
+RoBERTa's never was, so DefSent+ initialises it from the MLM head's dense layer and uses GELU,
+as that dense layer was trained with GELU.
+
+:func:`prepare_backbone` loads a checkpoint once for training or head-mode encoding; the device
+is always passed in.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Literal
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from defsentflow.encoders.loading import LoadedEncoder, has_mlm_head, load_encoder, resolve_model_path
+
+__all__ = [
+    "ADAPTERS",
+    "BackboneAdapter",
+    "Decoder",
+    "PreparedBackbone",
+    "activation_fn",
+    "adapter_for",
+    "checkpoint_has_pooler",
+    "prepare_backbone",
+]
+
+log = logging.getLogger(__name__)
+
+PoolerActivation = Literal["tanh", "gelu"]
+Decoder = Literal["mlm_head", "input_embeddings"]
+
+_ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"tanh": torch.tanh, "gelu": F.gelu}
+
+
+def activation_fn(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The pooler activation called ``name`` (``tanh`` or ``gelu``)."""
+    if name not in _ACTIVATIONS:
+        raise ValueError(f"pooler activation must be one of {tuple(_ACTIVATIONS)}, got {name!r}")
+    return _ACTIVATIONS[name]
+
+
+@dataclass(frozen=True)
+class BackboneAdapter:
+    """What differs between backbone families.
+
+    Attributes:
+        family: ``config.model_type`` this adapter serves.
+        mlm_head_attr: attribute of the ``*ForMaskedLM`` model holding the word-prediction
+            layer (transform + decoder tied to the word embeddings + bias).
+        pooler_activation: activation applied after the pooler's dense layer.
+        pooler_from_mlm_dense: whether the pooler is initialised from the MLM head's dense layer.
+    """
+
+    family: str
+    mlm_head_attr: str
+    pooler_activation: PoolerActivation
+    pooler_from_mlm_dense: bool
+
+    def word_prediction_layer(self, mlm_model: nn.Module) -> nn.Module:
+        return getattr(mlm_model, self.mlm_head_attr)
+
+    def mlm_dense(self, mlm_model: nn.Module) -> nn.Linear:
+        head = self.word_prediction_layer(mlm_model)
+        return head.transform.dense if hasattr(head, "transform") else head.dense
+
+    def copy_mlm_dense_into_pooler(self, backbone: nn.Module, mlm_model: nn.Module) -> None:
+        dense = self.mlm_dense(mlm_model)
+        with torch.no_grad():
+            backbone.pooler.dense.weight.copy_(dense.weight)
+            backbone.pooler.dense.bias.copy_(dense.bias)
+
+
+_BERT = BackboneAdapter("bert", "cls", "tanh", False)
+_ROBERTA = BackboneAdapter("roberta", "lm_head", "gelu", True)
+ADAPTERS: dict[str, BackboneAdapter] = {
+    "bert": _BERT,
+    "roberta": _ROBERTA,
+    "xlm-roberta": BackboneAdapter("xlm-roberta", "lm_head", "gelu", True),
+    "camembert": BackboneAdapter("camembert", "lm_head", "gelu", True),
+}
+
+
+def adapter_for(family: str) -> BackboneAdapter:
+    """The adapter for a ``config.model_type``; an unknown family is an error naming the known ones."""
+    try:
+        return ADAPTERS[family]
+    except KeyError:
+        raise ValueError(f"no backbone adapter for model type {family!r}; supported: {sorted(ADAPTERS)}") from None
+
+
+def checkpoint_has_pooler(path: str | os.PathLike) -> bool:
+    """Whether the checkpoint's safetensors weights include trained pooler weights."""
+    p = Path(resolve_model_path(path))
+    files = list(p.glob("*.safetensors")) if p.is_dir() else []
+    if not files:
+        return False
+    from safetensors import safe_open
+
+    for f in files:
+        with safe_open(str(f), "pt") as fh:
+            if any(".pooler." in f".{k}" for k in fh.keys()):
+                return True
+    return False
+
+
+@dataclass
+class PreparedBackbone:
+    """A backbone ready for DefSent/DefSent+ training or head-mode encoding.
+
+    Attributes:
+        encoder: the trainable backbone (``AutoModel`` with its pooler) and tokenizer.
+        adapter: the family adapter.
+        word_head: the frozen word-prediction layer, when asked for (``None`` otherwise).
+        decoder: ``mlm_head`` or ``input_embeddings`` (checkpoint without an MLM head: the
+            frozen input word-embedding matrix serves as a bias-free decoder).
+        pooler_source: ``checkpoint``, ``mlm_dense`` (RoBERTa) or ``random`` (no trained pooler).
+    """
+
+    encoder: LoadedEncoder
+    adapter: BackboneAdapter
+    word_head: nn.Module | None
+    decoder: Decoder | None
+    pooler_source: str
+
+    @property
+    def backbone(self) -> nn.Module:
+        return self.encoder.model
+
+    def pooler_dense(self) -> nn.Linear:
+        pooler = getattr(self.backbone, "pooler", None)
+        if pooler is None:
+            raise ValueError(f"{self.encoder.path}: the backbone has no pooler; use use_pooler=False")
+        return pooler.dense
+
+
+class EmbeddingDecoder(nn.Module):
+    """A frozen bias-free decoder ``logits = h . E^T`` from the input word-embedding matrix."""
+
+    def __init__(self, weight: torch.Tensor):
+        super().__init__()
+        self.register_buffer("weight", weight.detach().clone())
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return hidden @ self.weight.to(hidden.dtype).T
+
+
+def prepare_backbone(base_model: str | os.PathLike, *, device: torch.device, word_head: bool,
+                     use_pooler: bool) -> PreparedBackbone:
+    """Load ``base_model`` for training.
+
+    Args:
+        base_model: a model directory, hub id or bundled alias.
+        device: where the backbone and the frozen head live.
+        word_head: load the frozen word-prediction layer (DefSent).
+        use_pooler: the pooler will be used; RoBERTa-like backbones then get theirs from the MLM
+            head's dense layer.
+    """
+    enc = load_encoder(base_model, device=device)
+    adapter = adapter_for(enc.family)
+    mlm_available = has_mlm_head(enc.path)
+    need_mlm = word_head or (use_pooler and adapter.pooler_from_mlm_dense)
+    mlm_model = None
+    if need_mlm and mlm_available:
+        from transformers import AutoModelForMaskedLM
+
+        mlm_model = AutoModelForMaskedLM.from_pretrained(enc.path, use_safetensors=True)
+    pooler_source = "checkpoint" if checkpoint_has_pooler(enc.path) else "random"
+    if use_pooler and adapter.pooler_from_mlm_dense:
+        if getattr(enc.model, "pooler", None) is None:
+            raise ValueError(f"{enc.path}: the backbone has no pooler; use use_pooler=False")
+        if mlm_model is not None:
+            adapter.copy_mlm_dense_into_pooler(enc.model, mlm_model)
+            pooler_source = "mlm_dense"
+    if use_pooler and pooler_source == "random":
+        log.warning("%s has no trained pooler weights: the pooler starts from random weights", enc.path)
+    head: nn.Module | None = None
+    decoder: Decoder | None = None
+    if word_head:
+        if mlm_model is not None:
+            head, decoder = adapter.word_prediction_layer(mlm_model), "mlm_head"
+        else:
+            head = EmbeddingDecoder(enc.model.get_input_embeddings().weight)
+            decoder = "input_embeddings"
+            log.info("%s has no MLM head: its frozen input word embeddings serve as the decoder", enc.path)
+        head.requires_grad_(False)
+        head.eval()
+        head.to(enc.device)
+    return PreparedBackbone(encoder=enc, adapter=adapter, word_head=head, decoder=decoder, pooler_source=pooler_source)

@@ -1,0 +1,119 @@
+"""The trained sentence vector and the frozen prediction heads on top of it.
+
+Both methods score a definition's sentence vector ``h`` against a frozen head and minimise the
+cross-entropy with the defined word: DefSent's head is the pretrained word-prediction layer
+(targets are vocabulary ids), DefSent+'s the entry matrix (targets are entry rows,
+``logits = h . entry(e')``, no bias). :func:`head_vector` is the one definition of ``h`` used for
+training and for the reverse dictionary's head mode (:func:`sentence_head_vectors`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from defsentflow.encoders.encoding import encode_texts
+from defsentflow.encoders.loading import Autocast, pick_device
+from defsentflow.encoders.pooling import pool
+from defsentflow.training.adapters import activation_fn, adapter_for, prepare_backbone
+
+__all__ = ["DefinitionClassifier", "head_vector", "sentence_head_vectors"]
+
+
+def head_vector(pooled: torch.Tensor, pooler_dense: nn.Linear | None, activation: str) -> torch.Tensor:
+    """``h = activation(dense(pooled))`` through the pooler, or ``pooled`` itself without one."""
+    if pooler_dense is None:
+        return pooled
+    return activation_fn(activation)(pooler_dense(pooled))
+
+
+class DefinitionClassifier(nn.Module):
+    """Backbone + pooling (+ pooler) + a frozen head: logits over words or entries.
+
+    Exactly one of ``word_head`` (a frozen module ``[B, H] -> [B, V]``) and ``matrix`` (a frozen
+    ``[N, H]`` array scored as ``h . matrix^T``) is given. ``normalize`` turns the matrix scores
+    into cosines; logits are divided by ``temperature``.
+    """
+
+    def __init__(self, backbone: nn.Module, *, pooling: str, pooler_dense: nn.Linear | None, activation: str,
+                 word_head: nn.Module | None = None, matrix: torch.Tensor | None = None,
+                 temperature: float = 1.0, normalize: bool = False):
+        super().__init__()
+        if (word_head is None) == (matrix is None):
+            raise ValueError("give exactly one of word_head and matrix")
+        if normalize and matrix is None:
+            raise ValueError("normalize_logits needs a matrix head (DefSent+ or the input-embedding decoder)")
+        self.backbone = backbone
+        self.pooling = pooling
+        self.pooler_dense = pooler_dense
+        self.activation = activation
+        self.word_head = word_head
+        self.temperature = float(temperature)
+        self.normalize = normalize
+        if matrix is not None:
+            matrix = matrix.detach().float()
+            self.register_buffer("matrix", F.normalize(matrix, dim=-1) if normalize else matrix, persistent=False)
+        else:
+            self.matrix = None
+
+    def sentence_vectors(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        out = self.backbone(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], return_dict=True)
+        pooled = pool(out.last_hidden_state, batch["attention_mask"], self.pooling)
+        return head_vector(pooled, self.pooler_dense, self.activation)
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        h = self.sentence_vectors(batch)
+        if self.word_head is not None:
+            logits = self.word_head(h)
+        else:
+            if self.normalize:
+                h = F.normalize(h, dim=-1)
+            logits = h @ self.matrix.to(h.dtype).T
+        return logits.float() / self.temperature
+
+    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return F.cross_entropy(self(batch), batch["labels"])
+
+
+def _pooler_activation(model_dir: Path, family: str) -> str:
+    meta_file = model_dir / "defsentflow.json"
+    if meta_file.is_file():
+        meta = json.loads(meta_file.read_text())
+        if "pooler_activation" in meta:
+            return str(meta["pooler_activation"])
+    return adapter_for(family).pooler_activation
+
+
+def sentence_head_vectors(model_dir: str | os.PathLike, texts: Sequence[str], pooling: str, use_pooler: bool, *,
+                          batch_size: int = 128, max_length: int = 64, autocast: Autocast = "none",
+                          device: str = "auto") -> np.ndarray:
+    """Head-mode sentence vectors for the reverse dictionary: pooled, then through the pooler.
+
+    A model trained here carries its pooler activation in ``defsentflow.json`` (GELU for
+    RoBERTa); an untrained checkpoint gets what training would start from (RoBERTa's pooler
+    from its MLM head's dense layer).
+
+    Example:
+        >>> h = sentence_head_vectors("storage/models/defsent-plus", ["a young dog"], "mean", True)
+    """
+    dev = pick_device(device)
+    path = Path(str(model_dir))
+    trained = (path / "defsentflow.json").is_file()
+    prepared = prepare_backbone(model_dir, device=dev, word_head=False, use_pooler=use_pooler and not trained)
+    pooled = encode_texts(prepared.encoder, texts, pooling=pooling, batch_size=batch_size, max_length=max_length,
+                          autocast=autocast)
+    if not use_pooler:
+        return pooled
+    dense = prepared.pooler_dense()
+    activation = _pooler_activation(path, prepared.encoder.family) if path.is_dir() else prepared.adapter.pooler_activation
+    with torch.inference_mode():
+        x = torch.from_numpy(pooled).to(dev)
+        out = [head_vector(x[i:i + 4096], dense, activation) for i in range(0, len(x), 4096)]
+    return torch.cat(out).float().cpu().numpy() if out else np.zeros_like(pooled)

@@ -1,0 +1,248 @@
+"""Boundary configs for Progressive Separate Training (``pst:``) and single DefSent runs (``defsent:``).
+
+These are the pydantic models a YAML config is validated against (``extra="forbid"``: a typo is an
+error naming the key). Inside the library the sections are turned into frozen
+:class:`~defsentflow.training.config.TrainConfig` objects, one per training candidate.
+
+Example:
+    >>> section = PstSection(base_model="minilm", dictionary="sample", steps=2, seeds=[0])
+    >>> section.lr_for_step(2)
+    2e-05
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "DEFAULT_GRID",
+    "DefSentSection",
+    "GridPoint",
+    "PstSection",
+    "SelectionMetric",
+    "load_section",
+    "resolve_data_dir",
+]
+
+TrainPooling = Literal["cls", "mean", "max"]
+EvalPooling = Literal["cls", "mean", "max", "prompt"]
+EntryEncoding = Literal["ac", "amp"]
+SelectionMetric = Literal["stsb-dev", "revdict-mrr"]
+RevdictMode = Literal["head", "cosine"]
+AutocastName = Literal["none", "bf16", "fp16"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GridPoint(_Section):
+    """One training combination: how definitions are pooled and how entries are encoded."""
+
+    pooling: TrainPooling = "mean"
+    entry_encoding: EntryEncoding = "amp"
+
+    @property
+    def label(self) -> str:
+        return f"{self.pooling}-{self.entry_encoding}"
+
+
+# The DefSent+ paper's four combinations, searched at step 1.
+DEFAULT_GRID: tuple[GridPoint, ...] = (
+    GridPoint(pooling="cls", entry_encoding="amp"),
+    GridPoint(pooling="mean", entry_encoding="amp"),
+    GridPoint(pooling="cls", entry_encoding="ac"),
+    GridPoint(pooling="mean", entry_encoding="ac"),
+)
+
+
+class _TrainingCommon(_Section):
+    base_model: str = Field("minilm", description="path, Hugging Face id or 'minilm' (the bundled MiniLM)")
+    dictionary: str = Field("sample", description="dictionary dataset name (or artifact key)")
+    use_pooler: bool = True
+    batch_size: int | None = Field(None, ge=1,
+                                   description="None: the paper's (DefSent 16; DefSent+ 32, 16 below 20k definitions)")
+    max_length: int = Field(64, ge=8, le=512)
+    max_train_entries: int | None = Field(None, ge=2, description="deterministic subset of training entries")
+    device: str = "auto"
+    autocast: AutocastName = "none"
+    temperature: float = Field(1.0, gt=0)
+    normalize_logits: bool = False
+    checkpoint_every: int = Field(200, ge=1)
+    entry_batch_size: int = Field(128, ge=1)
+
+
+class PstSection(_TrainingCommon):
+    """Progressive Separate Training settings (the ``pst:`` section of a pipeline config).
+
+    Step 1 builds the entry matrix with ``base_model`` and trains fresh copies of it, one per
+    (grid point, seed); step k > 1 rebuilds the entry matrix with step k-1's best encoder and again
+    trains fresh copies of ``base_model``. The untrained model is candidate "step 0".
+
+    Example:
+        >>> PstSection(steps="auto", max_steps=4, lr_per_step=[3e-5, 2e-5, 1e-5])
+    """
+
+    steps: int | Literal["auto"] = 2
+    max_steps: int = Field(5, ge=1, description="upper bound when steps is 'auto'")
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    grid: list[GridPoint] = Field(default_factory=lambda: list(DEFAULT_GRID), min_length=1)
+    lr: float = Field(2e-5, gt=0)
+    lr_per_step: list[float] | None = None
+    ica_last_step: bool = False
+    selection: SelectionMetric = "stsb-dev"
+    selection_pooling: EvalPooling | None = Field(None, description="None: each candidate's training pooling")
+    selection_revdict_mode: RevdictMode = "cosine"
+    selection_max_queries: int = Field(2000, ge=1)
+    data_dir: str | None = Field("../shared/data", description="STS data (relative: cwd, then the repo root)")
+
+    @field_validator("steps")
+    @classmethod
+    def _steps_positive(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and v < 1:
+            raise ValueError("steps must be >= 1 or 'auto'")
+        return v
+
+    @field_validator("seeds")
+    @classmethod
+    def _unique_seeds(cls, v: list[int]) -> list[int]:
+        if len(set(v)) != len(v):
+            raise ValueError(f"seeds must be distinct, got {v}")
+        return v
+
+    @field_validator("grid")
+    @classmethod
+    def _unique_grid(cls, v: list[GridPoint]) -> list[GridPoint]:
+        labels = [g.label for g in v]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"grid points must be distinct, got {labels}")
+        return v
+
+    @field_validator("lr_per_step")
+    @classmethod
+    def _non_increasing(cls, v: list[float] | None) -> list[float] | None:
+        if v is None:
+            return v
+        if not v:
+            raise ValueError("lr_per_step must not be empty (leave it out to use lr for every step)")
+        if any(x <= 0 for x in v):
+            raise ValueError(f"lr_per_step must be positive, got {v}")
+        for k in range(1, len(v)):
+            if v[k] > v[k - 1]:
+                raise ValueError(
+                    f"lr_per_step must be non-increasing: step {k + 1} has {v[k]:g} > step {k}'s {v[k - 1]:g}"
+                )
+        return v
+
+    @model_validator(mode="after")
+    def _lr_agrees(self) -> PstSection:
+        if self.lr_per_step and "lr" in self.model_fields_set and self.lr != self.lr_per_step[0]:
+            raise ValueError(f"lr ({self.lr:g}) and lr_per_step[0] ({self.lr_per_step[0]:g}) disagree; set one of them")
+        return self
+
+    @property
+    def total_steps(self) -> int:
+        """The number of steps to run (the upper bound when ``steps`` is 'auto')."""
+        return self.max_steps if self.steps == "auto" else int(self.steps)
+
+    def lr_for_step(self, step: int) -> float:
+        """Learning rate of step ``step`` (1-based); the last listed value repeats."""
+        if step < 1:
+            raise ValueError("PST steps are numbered from 1")
+        if not self.lr_per_step:
+            return self.lr
+        return self.lr_per_step[min(step, len(self.lr_per_step)) - 1]
+
+
+class DefSentSection(_TrainingCommon):
+    """One DefSent or DefSent+ training run (the ``defsent:`` section).
+
+    DefSent predicts the defined word with the frozen word-prediction layer (single-token entries
+    only); DefSent+ predicts the entry with a frozen entry-embedding head built by ``base_model``.
+
+    Example:
+        >>> DefSentSection(method="defsent", pooling="cls", batch_size=16, warmup_ratio=0.1)
+    """
+
+    method: Literal["defsent", "defsent_plus"] = "defsent_plus"
+    pooling: TrainPooling = "mean"
+    entry_encoding: EntryEncoding = "amp"
+    lr: float = Field(2e-5, gt=0)
+    epochs: int = Field(1, ge=1)
+    seed: int = 0
+    warmup_ratio: float | None = Field(None, ge=0.0, lt=1.0, description="None: the paper's (DefSent 0.1, DefSent+ 0)")
+    ica: bool = False
+
+
+def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path | None:
+    """An existing data directory for ``data_dir``, or None when it is unset or missing.
+
+    A relative path is looked up from the current directory first, then from the repository root
+    (configs say ``../shared/data``, meaning beside the checkout).
+    """
+    if not data_dir:
+        return None
+    p = Path(data_dir).expanduser()
+    if p.is_absolute():
+        return p if p.is_dir() else None
+    for base in (Path.cwd(), _repo_root()):
+        if (base / p).is_dir():
+            return (base / p).resolve()
+    return None
+
+
+def _repo_root() -> Path:
+    from defsentflow.storage.paths import repo_root
+
+    return repo_root()
+
+
+_SECTIONS: dict[str, type[_Section]] = {"pst": PstSection, "defsent": DefSentSection}
+
+
+def load_section(path: str | os.PathLike, key: Literal["pst", "defsent"]) -> Any:
+    """Read a YAML config and validate its ``key`` section.
+
+    ``pst``: the whole pipeline file is validated by ``defsentflow.config.load_config`` (when that
+    module is present), so a PST config is a pipeline config. ``defsent``: a training config whose
+    ``defsent:`` section is validated on its own (other top-level keys, e.g. ``name`` and
+    ``dictionary``, are tolerated).
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        ValueError: the file is not a YAML mapping, lacks the section, or the section is invalid
+            (the message names the file and the offending keys).
+    """
+    import yaml
+    from pydantic import ValidationError
+
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"config not found: {p}")
+    if key == "pst":
+        try:
+            from defsentflow.config import load_config
+        except ImportError:
+            pass
+        else:
+            return load_config(p).pst
+    try:
+        raw = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{p}: not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ValueError(f"{p}: expected a mapping at the top level")
+    if key not in raw or raw[key] is None:
+        raise ValueError(f"{p}: no '{key}:' section (top-level keys: {sorted(raw)})")
+    try:
+        return _SECTIONS[key].model_validate(raw[key])
+    except ValidationError as exc:
+        lines = [f"{p}: invalid '{key}:' section"]
+        for err in exc.errors():
+            loc = ".".join(str(x) for x in (key, *err["loc"]))
+            lines.append(f"  {loc}: {err['msg']}")
+        raise ValueError("\n".join(lines)) from None

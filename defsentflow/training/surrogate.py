@@ -1,0 +1,221 @@
+"""The surrogate encoder: a Siamese sentence encoder whose cosine regresses the harvested labels.
+
+sentence-transformers does the work: a ``SentenceTransformer`` (transformer + mean pooling over
+the last layer) trained with ``CosineSimilarityLoss`` (MSE between ``cos(u, v)`` and the pair's
+score) by its own ``SentenceTransformerTrainer``. Checkpoints go to a work directory every
+``save_steps`` steps; a run that finds one there resumes from the last. The finished model is
+written atomically and loads with ``SentenceTransformer(path)``.
+
+Example:
+    >>> res = train_surrogate("storage/parquet/harvest/bbc/<key>/pairs.parquet", "out/surrogate",
+    ...                       SurrogateConfig(base_encoder="minilm", epochs=1))
+    >>> SentenceTransformer(str(res.path)).encode(["a sentence"]).shape
+    (1, 384)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["SurrogateConfig", "SurrogateResult", "build_surrogate_model", "load_pair_dataset", "train_surrogate",
+           "run_surrogate", "run_surrogate_config", "run_surrogate_cli"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SurrogateConfig:
+    """How the surrogate is trained."""
+
+    base_encoder: str = "bundled:all-MiniLM-L6-v2"
+    epochs: int = 1
+    batch_size: int = 32
+    lr: float = 2e-5
+    warmup_ratio: float = 0.1
+    max_pairs: int | None = None
+    max_seq_length: int = 128
+    save_steps: int = 200
+    seed: int = 0
+    device: str = "auto"
+    threads: int | None = None  # torch CPU threads while training (None: leave the process's setting)
+
+
+@dataclass(frozen=True)
+class SurrogateResult:
+    path: Path
+    n_pairs: int
+    steps: int
+    seconds: float
+    train_loss: float | None
+    resumed_from: str | None
+
+
+def build_surrogate_model(base_encoder: str, *, max_seq_length: int = 128, device: str | None = None):
+    """A ``SentenceTransformer`` over ``base_encoder`` with mean pooling over the last layer.
+
+    A sentence-transformers directory keeps its modules when it already pools by mean (the
+    bundled MiniLM: Transformer, mean Pooling, Normalize); anything else (a plain Hugging Face
+    model, or CLS pooling) gets ``Transformer + Pooling("mean")``.
+    """
+    from sentence_transformers import SentenceTransformer, models
+
+    from defsentflow.encoders import resolve_model_path
+
+    path = resolve_model_path(base_encoder)
+    if (Path(path) / "modules.json").exists():
+        model = SentenceTransformer(path, device=device)
+        pools = [m for m in model if isinstance(m, models.Pooling)]
+        if pools and _pooling_mode(pools[0]) == "mean":
+            model.max_seq_length = max_seq_length
+            return model
+    word = models.Transformer(path, max_seq_length=max_seq_length)
+    pool = models.Pooling(word.get_embedding_dimension(), pooling_mode="mean")
+    return SentenceTransformer(modules=[word, pool], device=device)
+
+
+def _pooling_mode(pooling) -> str:
+    mode = pooling.get_config_dict().get("pooling_mode")
+    return mode[0] if isinstance(mode, (list, tuple)) and len(mode) == 1 else str(mode)
+
+
+def load_pair_dataset(pairs_path: str | os.PathLike, *, max_pairs: int | None = None, seed: int = 0):
+    """``datasets.Dataset`` with ``sentence1``, ``sentence2``, ``score`` from a harvest's pairs Parquet."""
+    import datasets
+    import pyarrow.parquet as pq
+
+    path = Path(pairs_path)
+    if not path.is_file():
+        raise FileNotFoundError(f"pairs file not found: {path}")
+    t = pq.read_table(path, columns=["s1", "s2", "score"])
+    if t.num_rows == 0:
+        raise ValueError(f"{path}: no pairs")
+    idx = np.arange(t.num_rows)
+    if max_pairs is not None and max_pairs < t.num_rows:
+        idx = np.sort(np.random.default_rng(seed).permutation(t.num_rows)[:max_pairs])
+    t = t.take(idx)
+    scores = t.column("score").to_numpy().astype(np.float32)
+    if not np.isfinite(scores).all():
+        bad = int(np.flatnonzero(~np.isfinite(scores))[0])
+        raise ValueError(f"{path}: non-finite score at row {int(idx[bad])}")
+    return datasets.Dataset.from_dict({"sentence1": t.column("s1").to_pylist(), "sentence2": t.column("s2").to_pylist(),
+                                       "score": scores.tolist()})
+
+
+def _last_checkpoint(work_dir: Path) -> str | None:
+    from transformers.trainer_utils import get_last_checkpoint
+
+    return get_last_checkpoint(str(work_dir)) if work_dir.is_dir() else None
+
+
+def train_surrogate(pairs_path: str | os.PathLike, out_dir: str | os.PathLike, config: SurrogateConfig, *,
+                    work_dir: str | os.PathLike | None = None) -> SurrogateResult:
+    """Train on the pairs and save the model to ``out_dir`` (atomically); resume from ``work_dir``'s last checkpoint.
+
+    Args:
+        pairs_path: a harvest's ``pairs.parquet`` (columns ``s1``, ``s2``, ``score``).
+        out_dir: where the finished ``SentenceTransformer`` goes.
+        config: the training settings.
+        work_dir: checkpoints (default ``<out_dir>.checkpoints``); removed after success.
+    """
+    import torch
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments, losses
+
+    from defsentflow.encoders import pick_device
+    from defsentflow.progress import quiet
+    from defsentflow.storage import atomic_dir
+
+    t0 = time.perf_counter()
+    out_dir = Path(out_dir)
+    work = Path(work_dir) if work_dir else out_dir.with_name(out_dir.name + ".checkpoints")
+    device = pick_device(config.device)
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    data = load_pair_dataset(pairs_path, max_pairs=config.max_pairs, seed=config.seed)
+    torch.manual_seed(config.seed)
+    model = build_surrogate_model(config.base_encoder, max_seq_length=config.max_seq_length, device=str(device))
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(work), num_train_epochs=config.epochs, per_device_train_batch_size=config.batch_size,
+        learning_rate=config.lr, warmup_steps=float(config.warmup_ratio), seed=config.seed, data_seed=config.seed,
+        save_strategy="steps", save_steps=config.save_steps, save_total_limit=2, logging_steps=50,
+        report_to="none", disable_tqdm=quiet(), use_cpu=device.type == "cpu",
+    )
+    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=data,
+                                         loss=losses.CosineSimilarityLoss(model))
+    resume = _last_checkpoint(work)
+    if resume:
+        log.info("surrogate: resuming from %s", resume)
+    out = trainer.train(resume_from_checkpoint=resume)
+    with atomic_dir(out_dir) as tmp:
+        model.save(str(tmp))
+        (tmp / "defsentflow.json").write_text(json.dumps({"method": "surrogate", "pooling": "mean",
+                                                           "config": asdict(config), "pairs": str(pairs_path)}, indent=2))
+    shutil.rmtree(work, ignore_errors=True)
+    return SurrogateResult(out_dir, len(data), int(out.global_step), time.perf_counter() - t0,
+                           float(out.training_loss) if out.training_loss is not None else None, resume)
+
+
+def _surrogate_config(cfg) -> SurrogateConfig:
+    s = cfg.surrogate
+    return SurrogateConfig(base_encoder=s.base_encoder, epochs=s.epochs, batch_size=s.batch_size, lr=s.lr,
+                           warmup_ratio=s.warmup_ratio, max_pairs=s.max_pairs, max_seq_length=s.max_seq_length,
+                           save_steps=s.save_steps, seed=s.seed, device=s.device, threads=s.threads)
+
+
+def run_surrogate(cfg, pairs: dict, *, run_id: str | None = None) -> dict:
+    """Train (or find) the surrogate for a harvest's pairs and register it (catalog ``models``, method 'surrogate').
+
+    Args:
+        cfg: a :class:`~defsentflow.scoring.config.HarvestConfig`.
+        pairs: the harvest's reference (``{"key", "path", ...}``).
+    """
+    from defsentflow.encoders import model_content_hash, resolve_model_path
+    from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config, hash_path
+
+    scfg = _surrogate_config(cfg)
+    cat = Catalog(cfg.root)
+    key = combine_hashes(["surrogate", pairs["key"], model_content_hash(resolve_model_path(scfg.base_encoder)),
+                          hash_config(scfg), code_version()])
+    model_id = f"{cfg.surrogate.name}-{key[:10]}"
+    final = cat.root / "models" / "surrogate" / key
+    art = cat.artifact(key)
+    if art is not None:
+        return {"model_id": model_id, "key": key, "path": str(final), "cached": True, **(art.get("meta") or {})}
+    res = train_surrogate(pairs["path"], final, scfg, work_dir=cat.root / "cache" / "surrogate-checkpoints" / key)
+    meta = {"n_pairs": res.n_pairs, "steps": res.steps, "seconds": res.seconds, "train_loss": res.train_loss,
+            "resumed_from": res.resumed_from, "pairs_key": pairs["key"]}
+    with cat.transaction() as con:
+        cat.register_artifact(key, "model", final, hash_path(final), name=model_id, input_hashes={"pairs": pairs["key"]},
+                              config=asdict(scfg), run_id=run_id, meta=meta, con=con)
+    cat.register_model(model_id, final, base_model=scfg.base_encoder, method="surrogate", pooling="mean", run_id=run_id,
+                       artifact_key=key, meta=meta)
+    return {"model_id": model_id, "key": key, "path": str(final), "cached": False, **meta}
+
+
+def run_surrogate_config(cfg, *, run_id: str | None = None) -> dict:
+    """Make sure the config's harvest exists (cached stages return at once), then train the surrogate."""
+    from defsentflow.scoring.stages import run_harvest
+
+    harvest = run_harvest(cfg, run_id=run_id)
+    return run_surrogate(cfg, {"key": harvest["key"], "path": harvest["path"]}, run_id=run_id)
+
+
+def run_surrogate_cli(config_path: str | os.PathLike) -> int:
+    """``defsentflow train surrogate CONFIG`` (alias of ``train-surrogate``): train, print a summary, return 0."""
+    import uuid
+
+    from defsentflow.cli.harvest import _print_surrogate
+    from defsentflow.scoring.config import load_harvest_config
+
+    run_id = f"surrogate-{uuid.uuid4().hex[:8]}"
+    t0 = time.perf_counter()
+    result = run_surrogate_config(load_harvest_config(config_path), run_id=run_id)
+    _print_surrogate(result, time.perf_counter() - t0, run_id)
+    return 0

@@ -1,0 +1,43 @@
+"""Prediction targets: vocabulary ids for DefSent, entry rows for DefSent+."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+__all__ = ["single_token_targets", "entry_targets"]
+
+
+def single_token_targets(tokenizer, entries: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Which entries are one vocabulary token, and that token's id.
+
+    The entry is tokenised on its own without special tokens (as the DefSent reference code
+    does); an entry that maps to the unknown token is not a target.
+
+    Returns:
+        ``(mask, ids)``: a bool array (True for single-token entries) and an int64 array of
+        vocabulary ids (-1 where ``mask`` is False).
+    """
+    entries = list(entries)
+    ids = np.full(len(entries), -1, dtype=np.int64)
+    if not entries:
+        return np.zeros(0, dtype=bool), ids
+    toks = tokenizer(entries, add_special_tokens=False, return_attention_mask=False,
+                     return_token_type_ids=False)["input_ids"]
+    unk = getattr(tokenizer, "unk_token_id", None)
+    for i, t in enumerate(toks):
+        if len(t) == 1 and t[0] != unk:
+            ids[i] = t[0]
+    return ids >= 0, ids
+
+
+def entry_targets(row_of: dict[str, int], entries: Sequence[str]) -> np.ndarray:
+    """Entry-matrix rows of ``entries``; an entry missing from the matrix is an error naming it."""
+    out = np.empty(len(entries), dtype=np.int64)
+    for i, e in enumerate(entries):
+        try:
+            out[i] = row_of[e]
+        except KeyError:
+            raise KeyError(f"entry {e!r} (record {i}) is not in the entry matrix") from None
+    return out

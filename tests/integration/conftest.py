@@ -1,0 +1,15 @@
+"""Fixtures for the end-to-end tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tiny_pipeline_utils import tiny_config
+
+
+@pytest.fixture(scope="module")
+def tiny_pipeline(tmp_path_factory, tiny_bert_dir) -> Path:
+    tmp = tmp_path_factory.mktemp("tiny-pipeline")
+    return tiny_config(tmp, tiny_bert_dir)

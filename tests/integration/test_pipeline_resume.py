@@ -1,0 +1,101 @@
+"""The pipeline killed with SIGKILL at random points, then re-run, ends with the metrics of an
+uninterrupted run; no temporary Prefect server outlives its killed owner."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from flows.runtime import SERVER_MARKER
+from tiny_pipeline_utils import final_metrics, run_cli
+
+pytestmark = pytest.mark.slow
+
+
+def _our_servers(owner_pids: set[int]) -> list[int]:
+    """Live processes carrying the local-server marker of one of ``owner_pids``."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            env = (d / "environ").read_bytes().split(b"\0")
+            stat = (d / "stat").read_text().split()
+        except OSError:
+            continue
+        if stat[2] == "Z":
+            continue
+        for item in env:
+            if item.startswith(SERVER_MARKER.encode() + b"=") and int(item.split(b"=", 1)[1]) in owner_pids:
+                found.append(int(d.name))
+    return found
+
+
+def test_kill_and_resume_matches_uninterrupted_run(tiny_pipeline, tmp_path):
+    ref_home = tmp_path / "reference"
+    t0 = time.monotonic()
+    ref = run_cli(["run", str(tiny_pipeline)], ref_home)
+    full = time.monotonic() - t0
+    assert ref.returncode == 0, ref.stderr[-3000:]
+    expected = final_metrics(ref_home)
+    assert expected["rows"], "the reference run recorded no metrics"
+
+    home = tmp_path / "killed"
+    env = {**os.environ, "DEFSENTFLOW_HOME": str(home), "DEFSENTFLOW_QUIET": "1"}
+    for k in ("PREFECT_API_URL", "PREFECT_HOME", "PREFECT_LOCAL_STORAGE_PATH"):
+        env.pop(k, None)
+    rng = random.Random(1234)
+    killed, owners = 0, set()
+    for attempt in range(12):
+        if killed >= 5:
+            break
+        proc = subprocess.Popen([sys.executable, "-m", "defsentflow.cli", "run", str(tiny_pipeline)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        owners.add(proc.pid)
+        delay = rng.uniform(3.0, max(6.0, full * 0.9))
+        try:
+            proc.wait(timeout=delay)
+            continue  # finished before the kill: the next attempt kills a later point, or finds it all cached
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            killed += 1
+    assert killed >= 5, f"only {killed} kills landed"
+    deadline = time.monotonic() + 10
+    while _our_servers(owners) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _our_servers(owners) == [], "a killed run left its temporary Prefect server running"
+
+    final = run_cli(["run", str(tiny_pipeline)], home)
+    assert final.returncode == 0, final.stderr[-3000:]
+    got = final_metrics(home)
+    assert got["winner_step"] == expected["winner_step"]
+    assert [r[:3] for r in got["rows"]] == [r[:3] for r in expected["rows"]]
+    for a, b in zip(got["rows"], expected["rows"]):
+        assert a[3] == pytest.approx(b[3], abs=1e-9), (a, b)
+
+
+def test_rerun_is_cached_and_unchanged_inputs_end_at_once(tiny_pipeline, tmp_path):
+    home = tmp_path / "home"
+    first = run_cli(["run", str(tiny_pipeline)], home)
+    assert first.returncode == 0, first.stderr[-3000:]
+    again = run_cli(["run", str(tiny_pipeline)], home)
+    assert again.returncode == 0, again.stderr[-3000:]
+    listing = again.stdout[again.stdout.index("stages:"):]
+    computed = [line.split()[1] for line in listing.splitlines()[1:]
+                if line.strip() and line.split()[0] not in ("Cached",)]
+    # Everything that does work is a cache hit; only bookkeeping tasks (run records, plans) execute.
+    work = [t for t in computed if not t.startswith(("pipeline-", "pst-resolve", "pst-plan", "pst-record", "pst-finish",
+                                                    "pst-should", "evaluate-resolve", "evaluate-record",
+                                                    "write-run-report", "analyse-entry", "register-dictionary"))]
+    assert work == [], f"re-run recomputed: {work}\n{listing}"
+    sched = run_cli(["run", str(tiny_pipeline), "--only-if-changed"], home)
+    assert sched.returncode == 0, sched.stderr[-3000:]
+    assert "(unchanged)" in sched.stdout

@@ -1,0 +1,78 @@
+"""Helpers for a tiny end-to-end pipeline: a random 2-layer BERT, a 120-entry dictionary, reverse-dictionary selection."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+WORDS = ("the a of to is in and or for with on at by from that which who what as be are was cat dog animal small "
+         "large big house home place where people live person water drink liquid clear river sea fish bird fly "
+         "wing tree plant green leaf sun light day night dark car road drive vehicle wheel book read page word").split()
+
+
+def write_tiny_dictionary(path: Path, n_entries: int = 120) -> Path:
+    """Entries made from the tiny vocabulary, two or three definitions each (deterministic)."""
+    words = [w for w in WORDS if len(w) > 2]
+    lines = []
+    for i in range(n_entries):
+        entry = f"{words[i % len(words)]}{i}"
+        for j in range(2 + i % 2):
+            defn = " ".join(words[(i * 7 + j * 3 + k * 5) % len(words)] for k in range(4 + (i + j) % 4))
+            lines.append(json.dumps({"entry": entry, "definition": defn}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def tiny_config(tmp: Path, model_dir: Path, name: str = "tiny") -> Path:
+    dictionary = write_tiny_dictionary(tmp / "tiny-dict.jsonl")
+    cfg = {
+        "name": name,
+        "dictionary": {"name": "tiny", "sources": [{"kind": "jsonl", "paths": [str(dictionary)]}]},
+        "harvest": None,
+        "pst": {
+            "base_model": str(model_dir), "dictionary": "tiny", "steps": 2, "seeds": [0],
+            "grid": [{"pooling": "mean", "entry_encoding": "amp"}], "use_pooler": False, "lr": 1e-3,
+            "lr_per_step": [1e-3, 5e-4],
+            "batch_size": 8, "max_length": 32, "selection": "revdict-mrr", "selection_max_queries": 50,
+            "data_dir": None, "device": "cpu", "checkpoint_every": 2,
+        },
+        "eval": {"tasks": ["revdict"], "data_dir": None, "baselines": ["untrained"], "revdict_max_queries": 50},
+    }
+    path = tmp / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def run_cli(args: list[str], home: Path, *, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+    e = {**os.environ, "DEFSENTFLOW_HOME": str(home), "DEFSENTFLOW_QUIET": "1", **(env or {})}
+    e.pop("PREFECT_API_URL", None)
+    e.pop("PREFECT_HOME", None)
+    e.pop("PREFECT_LOCAL_STORAGE_PATH", None)
+    return subprocess.run([sys.executable, "-m", "defsentflow.cli", *args], env=e, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def final_metrics(home: Path) -> dict:
+    """The selected model's reverse-dictionary metrics of the last completed pipeline run."""
+    import duckdb
+
+    con = duckdb.connect(str(home / "catalog.duckdb"), read_only=True)
+    try:
+        run = con.execute("SELECT run_id FROM runs WHERE flow = 'pipeline' AND status = 'completed' "
+                          "ORDER BY ended_at DESC LIMIT 1").fetchone()[0]
+        rows = con.execute("SELECT task, setting, metric, value FROM metrics WHERE model_id = ? ORDER BY ALL",
+                           [f"pst-{run}"]).fetchall()
+        winner = con.execute("SELECT winner_step FROM pst_runs WHERE run_id = ?", [run]).fetchone()
+    finally:
+        con.close()
+    return {"rows": rows, "winner_step": winner[0] if winner else None}
+
+

@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+import numpy as np
+
+from defsentflow.scoring import jaccard, select_context_set, word_set
+
+
+def _words(prev: dict[int, str]):
+    return lambda cid: word_set(prev.get(cid, ""))
+
+
+def test_one_context_per_chunk():
+    cids = np.array([10, 11, 12, 20, 21, 30])
+    chunks = np.array([1, 1, 1, 2, 2, 3])
+    scores = np.array([0.9, 0.8, 0.7, 0.6, 0.95, 0.1])
+    prev = {c: f"unique words {c} alpha{c} beta{c}" for c in cids}
+    got = select_context_set(cids, chunks, scores, 10, previous_words=_words(prev))
+    assert got.tolist() == [21, 10, 30]  # best of each chunk, best first
+
+
+def test_jaccard_rule_on_previous_sentence():
+    cids = np.array([1, 2, 3, 4])
+    chunks = np.array([0, 1, 2, 3])
+    scores = np.array([4.0, 3.0, 2.0, 1.0])
+    prev = {1: "the cat sat on the mat", 2: "the cat sat on a mat",  # J = 5/6 >= 0.5: rejected
+            3: "dogs bark at night", 4: "the cat sat near dogs"}  # J(4,1) = 3/7 < 0.5, J(4,3) = 1/8
+    got = select_context_set(cids, chunks, scores, 10, previous_words=_words(prev), max_jaccard=0.5)
+    assert got.tolist() == [1, 3, 4]
+    assert jaccard(word_set(prev[1]), word_set(prev[2])) >= 0.5
+    # exactly at the threshold is rejected ("must be below")
+    prev2 = {1: "a b c d", 2: "a b e f"}  # J = 2/6
+    got = select_context_set(np.array([1, 2]), np.array([0, 1]), np.array([1.0, 0.5]), 5,
+                             previous_words=_words(prev2), max_jaccard=2 / 6)
+    assert got.tolist() == [1]
+
+
+def test_document_start_slots_do_not_conflict():
+    # empty c_{i-1} (a slot at a document's start) blocks nothing and is blocked by nothing
+    got = select_context_set(np.array([5, 6, 7]), np.array([0, 1, 2]), np.array([3.0, 2.0, 1.0]), 5,
+                             previous_words=_words({7: "x y"}))
+    assert got.tolist() == [5, 6, 7]
+
+
+def test_stops_at_size_and_breaks_ties_by_id():
+    cids = np.array([9, 3, 7, 1])
+    got = select_context_set(cids, np.arange(4), np.zeros(4), 3, previous_words=_words({}))
+    assert got.tolist() == [1, 3, 7]
+
+
+def test_matches_a_slow_reference():
+    rng = np.random.default_rng(1)
+    vocab = [f"w{i}" for i in range(8)]
+    for trial in range(20):
+        n = 40
+        cids = rng.permutation(1000)[:n]
+        chunks = rng.integers(0, 15, n)
+        scores = rng.normal(size=n).round(1)
+        prev = {int(c): " ".join(rng.choice(vocab, size=rng.integers(0, 4))) for c in cids}
+        got = select_context_set(cids, chunks, scores, 6, previous_words=_words(prev))
+        # reference: sort by (-score, id), scan
+        chosen, used = [], set()
+        for s, c, ch in sorted(zip(-scores, cids.tolist(), chunks.tolist())):
+            if len(chosen) == 6:
+                break
+            w = word_set(prev[c])
+            if ch in used or (w and any(jaccard(w, word_set(prev[x])) >= 0.5 for x in chosen)):
+                continue
+            chosen.append(c)
+            used.add(ch)
+        assert got.tolist() == chosen, trial

@@ -1,0 +1,103 @@
+"""Backbone adapters: BERT keeps its trained pooler, RoBERTa's comes from the MLM head's dense layer."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from defsentflow.encoders import encode_texts
+from defsentflow.training import (
+    TrainConfig,
+    adapter_for,
+    build_entry_embeddings,
+    prepare_backbone,
+    sentence_head_vectors,
+    train_encoder,
+)
+
+CPU = torch.device("cpu")
+
+
+def test_roberta_pooler_is_copied_from_the_mlm_dense(tiny_roberta_dir):
+    from transformers import RobertaForMaskedLM
+
+    ref = RobertaForMaskedLM.from_pretrained(tiny_roberta_dir)
+    prepared = prepare_backbone(tiny_roberta_dir, device=CPU, word_head=False, use_pooler=True)
+    assert prepared.encoder.family == "roberta" and prepared.adapter.pooler_activation == "gelu"
+    assert prepared.pooler_source == "mlm_dense"
+    dense = prepared.pooler_dense()
+    assert torch.equal(dense.weight, ref.lm_head.dense.weight) and torch.equal(dense.bias, ref.lm_head.dense.bias)
+    # Without the pooler nothing is copied (the checkpoint has no pooler: it stays as initialised).
+    plain = prepare_backbone(tiny_roberta_dir, device=CPU, word_head=False, use_pooler=False)
+    assert plain.pooler_source == "random"
+    assert not torch.equal(plain.pooler_dense().weight, ref.lm_head.dense.weight)
+
+
+def test_roberta_word_prediction_layer_is_lm_head(tiny_roberta_dir):
+    from transformers import RobertaForMaskedLM
+
+    ref = RobertaForMaskedLM.from_pretrained(tiny_roberta_dir).eval()
+    prepared = prepare_backbone(tiny_roberta_dir, device=CPU, word_head=True, use_pooler=False)
+    assert prepared.decoder == "mlm_head"
+    h = torch.randn(4, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(prepared.word_head(h), ref.lm_head(h))
+
+
+def test_roberta_defsent_plus_trains_with_gelu_pooler(tiny_roberta_dir, toy_pairs, tmp_path):
+    entries, defs = [e for e, _ in toy_pairs], [d for _, d in toy_pairs]
+    em = build_entry_embeddings(tiny_roberta_dir, entries, defs, "ac", device="cpu")
+    cfg = TrainConfig(pooling="cls", batch_size=4, lr=1e-3, device="cpu")
+    train_encoder(cfg, tiny_roberta_dir, defs, em.rows(entries), out_dir=tmp_path / "m", checkpoint_dir=tmp_path / "ck",
+                  entry_matrix=em.matrix)
+    meta = json.loads((tmp_path / "m" / "defsentflow.json").read_text())
+    assert meta["pooler_activation"] == "gelu" and meta["pooler_source"] == "mlm_dense" and meta["family"] == "roberta"
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(tmp_path / "m")
+    pooled = encode_texts(str(tmp_path / "m"), defs, pooling="cls", device="cpu")
+    with torch.no_grad():
+        expected = F.gelu(model.pooler.dense(torch.from_numpy(pooled))).numpy()
+    np.testing.assert_allclose(sentence_head_vectors(tmp_path / "m", defs, "cls", True, device="cpu"), expected, atol=1e-5)
+
+
+def test_head_vectors_of_an_untrained_roberta_use_the_mlm_dense(tiny_roberta_dir):
+    from transformers import RobertaForMaskedLM
+
+    ref = RobertaForMaskedLM.from_pretrained(tiny_roberta_dir)
+    texts = ["a small dog", "the king of the country"]
+    pooled = encode_texts(str(tiny_roberta_dir), texts, pooling="mean", device="cpu")
+    with torch.no_grad():
+        expected = F.gelu(ref.lm_head.dense(torch.from_numpy(pooled))).numpy()
+    np.testing.assert_allclose(sentence_head_vectors(tiny_roberta_dir, texts, "mean", True, device="cpu"), expected, atol=1e-5)
+
+
+def test_bert_keeps_its_checkpoint_pooler(tiny_bert_dir):
+    from transformers import BertModel
+
+    ref = BertModel.from_pretrained(tiny_bert_dir)
+    prepared = prepare_backbone(tiny_bert_dir, device=CPU, word_head=False, use_pooler=True)
+    assert prepared.pooler_source == "checkpoint" and prepared.adapter.pooler_activation == "tanh"
+    assert torch.equal(prepared.pooler_dense().weight, ref.pooler.dense.weight)
+
+
+def test_unknown_family_names_the_supported_ones():
+    with pytest.raises(ValueError, match=r"no backbone adapter for model type 'gpt2'; supported: \['bert'"):
+        adapter_for("gpt2")
+
+
+def test_fused_cpu_encoding_matches_the_plain_forward_for_roberta(tiny_roberta_dir, monkeypatch):
+    from defsentflow.encoders import load_encoder
+    from defsentflow.encoders.encoding import FusedAddNorm, inference_model
+
+    enc = load_encoder(tiny_roberta_dir, device="cpu")
+    fast_model = inference_model(enc.model, CPU)
+    assert sum(isinstance(m, FusedAddNorm) for m in fast_model.modules()) == 4  # 2 layers x (attention, ffn)
+    texts = ["a small dog", "the king of the country", "a red round fruit from a tree"]
+    fast = encode_texts(enc, texts, pooling="mean")
+    monkeypatch.setenv("DEFSENTFLOW_FUSED_LINEAR", "0")
+    np.testing.assert_allclose(fast, encode_texts(enc, texts, pooling="mean"), atol=1e-5)

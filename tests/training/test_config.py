@@ -1,0 +1,27 @@
+"""TrainConfig validation and the papers' settings."""
+
+from __future__ import annotations
+
+import pytest
+
+from defsentflow.training import TrainConfig, paper_config
+
+
+def test_wrong_choices_name_the_valid_ones():
+    with pytest.raises(ValueError, match=r"method must be one of \('defsent', 'defsent_plus'\)"):
+        TrainConfig(method="defsent++")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        TrainConfig(pooling="prompt")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        TrainConfig(batch_size=0)
+    with pytest.raises(ValueError, match="warmup_ratio"):
+        TrainConfig(warmup_ratio=1.5)
+
+
+def test_paper_settings():
+    ds = paper_config("defsent")
+    assert (ds.batch_size, ds.warmup_ratio, ds.grad_clip, ds.resolved_lr_decay) == (16, 0.1, None, "none")
+    big = paper_config("defsent_plus", n_examples=100_000)
+    small = paper_config("defsent_plus", n_examples=5_000, lr=1e-5)
+    assert (big.batch_size, big.warmup_ratio, big.grad_clip, big.resolved_lr_decay) == (32, 0.0, 1.0, "linear")
+    assert small.batch_size == 16 and small.lr == 1e-5

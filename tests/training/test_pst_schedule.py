@@ -1,0 +1,258 @@
+"""Progressive Separate Training on a tiny model: fresh original weights each step, step 0 as a
+candidate, auto stopping, caching and resume."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from defsentflow.storage import Catalog
+from defsentflow.training.pst_config import GridPoint, PstSection
+
+pytest.importorskip("defsentflow.training.loop")
+
+
+def toy_dictionary(marker: str = "") -> pa.Table:
+    """~45 entries from the tiny tokenizer's words; every entry has 2-3 definitions."""
+    from tests.conftest import WORDS
+
+    words = list(dict.fromkeys(WORDS))
+    rng = np.random.default_rng(11)
+    rows = []
+    for i, w in enumerate(words[10:55]):
+        split = ("train", "train", "train", "dev", "test")[i % 5]
+        for _ in range(2 + i % 2):
+            rows.append((w, " ".join(rng.choice(words, size=int(rng.integers(4, 9)))) + marker, split))
+    return pa.table({"entry": [r[0] for r in rows], "definition": [r[1] for r in rows], "split": [r[2] for r in rows]})
+
+
+@pytest.fixture()
+def dictionary(monkeypatch):
+    """Serve the toy table as dataset 'toy' (the dictionary package is not needed for these tests)."""
+    import defsentflow.evaluation.revdict as revdict
+
+    tables = {"toy": toy_dictionary()}
+    real = revdict.load_dictionary_table
+    monkeypatch.setattr(revdict, "load_dictionary_table", lambda d, **kw: tables[d] if isinstance(d, str) and d in tables else real(d, **kw))
+    return tables
+
+
+def section(tiny_bert_dir, **kw) -> PstSection:
+    base = dict(base_model=str(tiny_bert_dir), dictionary="toy", steps=2, seeds=[0], grid=[GridPoint(pooling="mean", entry_encoding="amp")],
+                selection="revdict-mrr", batch_size=8, max_length=32, device="cpu", entry_batch_size=32)
+    base.update(kw)
+    return PstSection(**base)
+
+
+@pytest.fixture()
+def spies(monkeypatch):
+    """Record every training call (its config, base model path and starting weights) and entry-matrix build."""
+    import defsentflow.training.entry_embeddings as ee
+    import defsentflow.training.loop as loop
+
+    calls = {"train": [], "matrix": []}
+    real_train, real_build = loop.train_encoder, ee.build_entry_embeddings
+
+    def train(config, base_model, definitions, targets, **kw):
+        from safetensors.numpy import load_file
+
+        from defsentflow.encoders import resolve_model_path
+        weights = load_file(str(next(__import__("pathlib").Path(resolve_model_path(base_model)).glob("*.safetensors"))))
+        calls["train"].append({"config": config, "base": str(base_model), "weights": weights, "n": len(definitions)})
+        return real_train(config, base_model, definitions, targets, **kw)
+
+    def build(encoder, *a, **kw):
+        calls["matrix"].append(getattr(encoder, "path", encoder))
+        return real_build(encoder, *a, **kw)
+
+    monkeypatch.setattr(loop, "train_encoder", train)
+    monkeypatch.setattr(ee, "build_entry_embeddings", build)
+    return calls
+
+
+# -- config ---------------------------------------------------------------------------------------------
+def test_lr_per_step_must_not_increase():
+    assert PstSection(lr_per_step=[3e-5, 2e-5, 2e-5]).lr_for_step(5) == 2e-5
+    with pytest.raises(ValueError, match="non-increasing"):
+        PstSection(lr_per_step=[1e-5, 2e-5])
+    with pytest.raises(ValueError, match="disagree"):
+        PstSection(lr=1e-5, lr_per_step=[2e-5, 1e-5])
+    with pytest.raises(ValueError):
+        PstSection(steps=0)
+    with pytest.raises(ValueError, match="distinct"):
+        PstSection(seeds=[1, 1])
+
+
+def pipeline_config(pst: dict, name: str = "toy") -> dict:
+    """A minimal pipeline config around a ``pst:`` section (PST configs are pipeline configs)."""
+    return {"name": "t", "dictionary": {"name": name, "sources": [{"kind": "jsonl", "paths": ["toy.jsonl"]}]},
+            "harvest": None, "pst": {"dictionary": name, **pst}}
+
+
+def test_unknown_key_and_bad_choice_are_rejected(tmp_path):
+    import yaml
+
+    from defsentflow.training.pst_config import load_section
+
+    p = tmp_path / "c.yaml"
+    p.write_text(yaml.safe_dump(pipeline_config({"base_model": "minilm", "stepz": 2})))
+    with pytest.raises(ValueError, match=r"pst\.stepz"):
+        load_section(p, "pst")
+    p.write_text(yaml.safe_dump(pipeline_config({"grid": [{"pooling": "avg", "entry_encoding": "amp"}]})))
+    with pytest.raises(ValueError, match=r"pst\.grid\.0\.pooling"):
+        load_section(p, "pst")
+    p.write_text(yaml.safe_dump(pipeline_config({"steps": "auto", "seeds": [3]})))
+    assert load_section(p, "pst").steps == "auto"
+    p.write_text(yaml.safe_dump({"name": "d", "defsent": {"method": "defsent", "batchsize": 16}}))
+    with pytest.raises(ValueError, match=r"defsent\.batchsize"):
+        load_section(p, "defsent")
+
+
+# -- PST ------------------------------------------------------------------------------------------------
+def test_every_step_trains_the_original_weights(tiny_bert_dir, home, dictionary, spies):
+    from safetensors.numpy import load_file
+
+    from defsentflow.training.pst import run_pst
+
+    original = load_file(str(tiny_bert_dir / "model.safetensors"))
+    res = run_pst(section(tiny_bert_dir, steps=3, lr_per_step=[5e-4, 3e-4, 3e-4]), run_id="r1")
+    assert [s.step for s in res.steps] == [0, 1, 2, 3]
+    assert len(spies["train"]) == 3
+    for call in spies["train"]:
+        assert call["base"] == str(tiny_bert_dir)
+        assert call["weights"].keys() == original.keys()
+        assert all(np.array_equal(call["weights"][k], original[k]) for k in original)
+    # The learning rate never grows; step k's entry matrix comes from step k-1's best encoder.
+    lrs = [c["config"].lr for c in spies["train"]]
+    assert lrs == [5e-4, 3e-4, 3e-4]
+    assert spies["matrix"][0] == str(tiny_bert_dir)
+    assert spies["matrix"][1] == res.steps[1].best.model_dir
+    assert spies["matrix"][2] == res.steps[2].best.model_dir
+    # Trained weights differ from the original (training happened, on a fresh copy each time).
+    trained = load_file(str(next(__import__("pathlib").Path(res.steps[2].best.model_dir).glob("*.safetensors"))))
+    assert any(not np.array_equal(trained[k], original[k]) for k in original if k in trained)
+    rows = Catalog().query("SELECT step, chosen, lr, selection_metric FROM pst_steps WHERE run_id = 'r1' ORDER BY step")
+    assert [r["step"] for r in rows] == [0, 1, 2, 3] and all(r["chosen"] for r in rows)
+    assert rows[0]["selection_metric"] == "revdict-mrr"
+    run = Catalog().query("SELECT * FROM pst_runs WHERE run_id = 'r1'")[0]
+    assert run["winner_step"] == res.winner.step and "best revdict-mrr" in run["reason"]
+    meta = json.loads((Path_(res.steps[2].best.model_dir) / "defsentflow.json").read_text())
+    assert meta["entry_encoder"] == res.steps[1].best.model_dir and meta["entry_encoding"] == "amp"
+
+
+def Path_(p):
+    from pathlib import Path
+
+    return Path(p)
+
+
+def _fake_scores(monkeypatch, scores_by_step):
+    """Replace the selection evaluator: the score of a model is looked up by its PST step."""
+    import defsentflow.evaluation.revdict as revdict
+
+    def fake(model, table, **kw):
+        meta = revdict.model_meta(model)
+        value = scores_by_step[meta.get("pst_step", 0)]
+        mode = kw["modes"][0]
+        return {"modes": {mode: {"mrr": value}}, "rows": [{"task": "revdict-dev", "setting": mode, "metric": "mrr",
+                                                           "value": value, "n": 1, "pooling": kw.get("pooling")}]}
+
+    monkeypatch.setattr(revdict, "evaluate_revdict", fake)
+
+
+def test_untrained_model_wins_when_training_hurts(tiny_bert_dir, home, dictionary, monkeypatch):
+    from defsentflow.training.pst import run_pst
+
+    _fake_scores(monkeypatch, {0: 0.5, 1: 0.2, 2: 0.3})
+    res = run_pst(section(tiny_bert_dir, steps=2), run_id="r0")
+    assert res.winner.step == 0 and res.model_dir == str(tiny_bert_dir)
+    assert "untrained" in res.reason
+    model = Catalog().query("SELECT path, method, meta FROM models WHERE model_id = 'pst-r0'")[0]
+    assert model["path"] == str(tiny_bert_dir) and json.loads(model["meta"])["winner_step"] == 0
+
+
+def test_auto_stops_when_the_metric_stops_improving(tiny_bert_dir, home, dictionary, monkeypatch, spies):
+    from defsentflow.training.pst import run_pst
+
+    _fake_scores(monkeypatch, {0: 0.1, 1: 0.4, 2: 0.3, 3: 0.9})
+    res = run_pst(section(tiny_bert_dir, steps="auto", max_steps=4), run_id="ra")
+    assert [s.step for s in res.steps] == [0, 1, 2] and len(spies["train"]) == 2
+    assert res.winner.step == 1
+    assert res.stop_note.startswith("auto: stopped after step 2")
+    assert "auto: stopped" in Catalog().query("SELECT note FROM pst_runs WHERE run_id = 'ra'")[0]["note"]
+
+
+def test_falls_back_to_revdict_without_sts_data(tiny_bert_dir, home, dictionary, tmp_path):
+    from defsentflow.training.pst import load_training_data, selection_plan
+
+    s = section(tiny_bert_dir, selection="stsb-dev", data_dir=str(tmp_path / "missing"))
+    plan = selection_plan(s, load_training_data("toy"))
+    assert plan.metric == "revdict-mrr" and "not found" in plan.note
+
+
+def test_second_run_recomputes_nothing_and_a_killed_run_resumes(tiny_bert_dir, home, dictionary, monkeypatch, spies):
+    import defsentflow.evaluation.revdict as revdict
+    import defsentflow.training.loop as loop
+    from defsentflow.training.pst import run_pst
+
+    s = section(tiny_bert_dir, steps=2, seeds=[0, 1])
+    calls = {"n": 0}
+    inner = loop.train_encoder
+
+    def crash_on_third(*a, **kw):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt("killed")
+        return inner(*a, **kw)
+
+    monkeypatch.setattr(loop, "train_encoder", crash_on_third)
+    with pytest.raises(KeyboardInterrupt):
+        run_pst(s, run_id="k1")
+    assert Catalog().query("SELECT status FROM runs WHERE run_id = 'k1'")[0]["status"] == "failed"
+    monkeypatch.setattr(loop, "train_encoder", inner)
+    n_before = len(spies["train"])
+    first = run_pst(s, run_id="k2")
+    assert len(spies["train"]) - n_before == 2  # step 1's two seeds were kept; only step 2 trains
+    assert first.steps[1].cached and not first.steps[2].cached
+
+    def forbidden(*a, **kw):
+        raise AssertionError("a cached run must not recompute")
+
+    monkeypatch.setattr(loop, "train_encoder", forbidden)
+    monkeypatch.setattr(revdict, "evaluate_revdict", forbidden)
+    monkeypatch.setattr("defsentflow.training.entry_embeddings.build_entry_embeddings", forbidden)
+    again = run_pst(s, run_id="k3")
+    assert all(st.cached for st in again.steps[1:])
+    assert again.winner.model_dir == first.winner.model_dir and again.reason == first.reason
+    assert Catalog().query("SELECT count(*) AS n FROM pst_steps WHERE run_id = 'k3'")[0]["n"] == 1 + 2 + 2
+
+
+# -- single DefSent runs -----------------------------------------------------------------------------------
+def test_defsent_trains_on_single_token_entries_only(tiny_mlm_dir, home, dictionary, spies):
+    from transformers import AutoTokenizer
+
+    from defsentflow.training.pst import load_training_data, run_defsent
+    from defsentflow.training.pst_config import DefSentSection
+
+    extra = pa.table({"entry": ["sunlight", "sunlight"], "definition": ["light from the sun", "the light of day"],
+                      "split": ["train", "train"]})
+    dictionary["toy2"] = pa.concat_tables([dictionary["toy"], extra])
+    s = DefSentSection(base_model=str(tiny_mlm_dir), dictionary="toy2", method="defsent", pooling="cls", lr=1e-3,
+                       max_length=32, device="cpu")
+    res = run_defsent(s, run_id="d1")
+    data = load_training_data("toy2")
+    call = spies["train"][-1]
+    assert call["config"].method == "defsent" and call["config"].batch_size == 16  # the paper's batch
+    assert call["config"].warmup_ratio == 0.1
+    tok = AutoTokenizer.from_pretrained(str(tiny_mlm_dir))
+    ids = tok("sunlight", add_special_tokens=False)["input_ids"]
+    assert ids == [tok.unk_token_id] or len(ids) > 1  # not a word of the tiny vocabulary
+    assert res.n_definitions == call["n"] == len(data.definitions) - 2  # so its definitions are left out
+    meta = json.loads((Path_(res.model_dir) / "defsentflow.json").read_text())
+    assert meta["method"] == "defsent" and meta["decoder"] == "mlm_head"
+    assert Catalog().query("SELECT status FROM runs WHERE run_id = 'd1'")[0]["status"] == "completed"
+    again = run_defsent(s, run_id="d2")  # cached: no second training
+    assert again.model_dir == res.model_dir and len(spies["train"]) == 1
