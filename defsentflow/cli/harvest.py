@@ -56,12 +56,13 @@ def _uses_dask(cfg) -> bool:
 
 
 def _harvest(args: argparse.Namespace) -> int:
-    from defsentflow.storage import Catalog
+    from defsentflow.storage import Catalog, clean_stale_temporaries
 
     cfg = _config(args)
     run_id = args.run_id or f"harvest-{uuid.uuid4().hex[:8]}"
     t0 = time.perf_counter()
     cat = Catalog(cfg.root)
+    clean_stale_temporaries(cat.root / "parquet" / "harvest")  # parts half-written by a killed run
     cat.start_run("harvest-pairs", config=cfg.model_dump(mode="json"), run_id=run_id)
     try:
         if args.prefect or _uses_dask(cfg):

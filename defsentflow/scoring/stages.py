@@ -115,11 +115,15 @@ def _extra_texts(path: str) -> tuple[str, ...]:
             raise ValueError(f"{p}: no 'text' column (columns: {', '.join(t.column_names)})")
         texts = t.column("text").to_pylist()
     else:
-        texts = p.read_text(encoding="utf-8").splitlines()
-    bad = [i + 1 for i, t in enumerate(texts) if t is None]
+        try:
+            texts = p.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as exc:
+            line = p.read_bytes()[:exc.start].count(b"\n") + 1
+            raise ValueError(f"{p}: line {line}: not valid UTF-8") from None
+    bad = [i for i, t in enumerate(texts) if t is None]
     if bad:
-        raise ValueError(f"{p}: empty text at record {bad[0]}")
-    return tuple(" ".join(t.split()) for t in texts if t and t.strip())
+        raise ValueError(f"{p}: record {bad[0]}: text is null")
+    return tuple(" ".join(t.split()) for t in texts if t.strip())  # blank lines are not sentences
 
 
 def _all_texts(corpus: dict, extras: dict | None) -> list[str]:

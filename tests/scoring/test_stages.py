@@ -81,3 +81,57 @@ def test_missing_corpus_source_is_an_error(tmp_path, tiny_bert_dir, home):
     with pytest.raises(FileNotFoundError, match="corpus.paths"):
         run_harvest(cfg)
     assert not list((home / "parquet").glob("harvest/*")) if (home / "parquet").exists() else True
+
+
+def test_extra_sentences_join_the_pool(corpus_dir, tiny_bert_dir, home, tmp_path):
+    from defsentflow.scoring.stages import _all_texts, load_resources, plan_harvest, prepare_corpus, prepare_extras
+
+    extra = tmp_path / "defs.txt"
+    extra.write_text("a small animal that lives in a house\n\n  the liquid that fish live in  \n")
+    cfg = harvest_config(corpus_dir, tiny_bert_dir, home, pairs={"extra_sentences": str(extra)})
+    res = run_harvest(cfg)
+    corpus, extras = prepare_corpus(cfg), prepare_extras(cfg)
+    texts = _all_texts(corpus, extras)
+    n = len(texts) - 2
+    assert texts[n:] == ["a small animal that lives in a house", "the liquid that fish live in"]
+    resources = load_resources(cfg, res["refs"])
+    assert resources.vectors.shape[0] == len(texts) and (resources.doc_of[n:] == -1).all()
+    t = pq.read_table(res["path"])
+    for col, ids in (("s1", "s1_id"), ("s2", "s2_id")):
+        for text, i in zip(t.column(col).to_pylist(), t.column(ids).to_pylist()):
+            assert texts[i] == text
+    assert plan_harvest(cfg, res["refs"])["key"] != run_harvest(harvest_config(corpus_dir, tiny_bert_dir, home))["key"]
+
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine line\n\xff broken\n")
+    with pytest.raises(ValueError, match="line 2"):
+        run_harvest(harvest_config(corpus_dir, tiny_bert_dir, home, pairs={"extra_sentences": str(bad)}))
+
+
+def test_cli_harvest(corpus_dir, tiny_bert_dir, home, tmp_path, capsys):
+    import yaml
+
+    from defsentflow.cli import main
+
+    cfg = harvest_config(corpus_dir, tiny_bert_dir, home)
+    path = tmp_path / "h.yaml"
+    path.write_text(yaml.safe_dump(cfg.model_dump(mode="json")))
+    assert main(["--quiet", "harvest", str(path), "--run-id", "cli1"]) == 0
+    out = capsys.readouterr().out
+    assert "pairs:" in out and "held-out accuracy" in out and "40" in out
+    assert Catalog(home).query("SELECT status FROM runs WHERE run_id = 'cli1'")[0]["status"] == "completed"
+    assert main(["harvest", str(tmp_path / "missing.yaml")]) == 2
+
+
+def test_generative_terms_in_a_harvest(corpus_dir, tiny_bert_dir, tiny_gpt2_dir, home):
+    plain = run_harvest(harvest_config(corpus_dir, tiny_bert_dir, home))
+    scorer = {"weights": {"l1": 1.0, "l2": 0.5, "l3": 0.25, "l4": 0.25}, "lm": str(tiny_gpt2_dir), "lm_batch_size": 64,
+              "discriminative": {"encoder": str(tiny_bert_dir), "hidden": 16, "epochs": 1, "heldout_share": 0.2}}
+    mixed = run_harvest(harvest_config(corpus_dir, tiny_bert_dir, home, scorer=scorer))
+    assert mixed["key"] != plain["key"]
+    a, b = pq.read_table(plain["path"]), pq.read_table(mixed["path"])
+    assert b.column("scorer_version")[0].as_py() != a.column("scorer_version")[0].as_py()
+    assert np.isfinite(b.column("score").to_numpy()).all()
+    # the same pairs (choosing them does not use the scorer), different labels
+    assert a.column("s1_id").equals(b.column("s1_id")) and a.column("s2_id").equals(b.column("s2_id"))
+    assert not np.allclose(a.column("score").to_numpy(), b.column("score").to_numpy())
