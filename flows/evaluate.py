@@ -25,7 +25,10 @@ def evaluate_flow(section: dict[str, Any], run_id: str | None = None, report: bo
     run_id = run_id or f"eval-{uuid.uuid4().hex[:8]}"
     try:
         model = resolve_model(section, run_id)
-        state = evaluate_model(section, model, return_state=True)
+        # Cached by what is evaluated (content hashes and settings), not by the id it is filed under:
+        # a pipeline names its selected model after its run, which must not defeat the cache.
+        state = evaluate_model({k: v for k, v in section.items() if k != "model_id"},
+                               {k: v for k, v in model.items() if k != "model_id"}, return_state=True)
         evaluated = state.result()
         n = record_evaluation(model, evaluated, run_id, cached=state.name == "Cached")
     except BaseException as exc:
