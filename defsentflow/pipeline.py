@@ -15,6 +15,7 @@ from typing import Any
 
 from defsentflow.config import PipelineConfig, resolve_path
 from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config, hash_path
+from defsentflow.storage.atomic import pid_alive
 
 __all__ = ["input_fingerprint", "start_run", "evaluation_plan", "mark_interrupted_runs", "selected_model_dir"]
 
@@ -37,16 +38,6 @@ def input_fingerprint(config: dict[str, Any]) -> dict[str, Any]:
             "key": combine_hashes([*sorted(f"{k}={v}" for k, v in sources.items()), cfg_hash, code_version()])}
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def mark_interrupted_runs(catalog: Catalog) -> int:
     """Runs still 'running' whose process on this host is gone were killed: mark them 'interrupted'."""
     host = socket.gethostname()
@@ -56,7 +47,7 @@ def mark_interrupted_runs(catalog: Catalog) -> int:
             owner = json.loads(r["note"] or "{}")
         except json.JSONDecodeError:
             continue
-        if owner.get("host") == host and isinstance(owner.get("pid"), int) and not _alive(owner["pid"]):
+        if owner.get("host") == host and isinstance(owner.get("pid"), int) and not pid_alive(owner["pid"]):
             catalog.end_run(r["run_id"], "interrupted", flow="pipeline")
             n += 1
     return n

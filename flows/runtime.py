@@ -21,6 +21,8 @@ import urllib.request
 from pathlib import Path
 from typing import Iterator
 
+from defsentflow.storage.atomic import pid_alive
+
 __all__ = ["local_api", "reap_orphan_servers", "SERVER_MARKER"]
 
 SERVER_MARKER = "DEFSENTFLOW_LOCAL_SERVER"
@@ -57,28 +59,14 @@ def reap_orphan_servers() -> list[int]:
             owner, pid = (int(x) for x in line.split(":"))
         except ValueError:
             continue
-        if _alive(owner):
+        if pid_alive(owner):
             keep.append(line)
             continue
-        if _alive(pid) and _is_our_server(pid):
+        if pid_alive(pid) and _is_our_server(pid):
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
     pf.write_text("\n".join(keep))
     return killed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie is not alive for our purposes.
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return True
 
 
 def _is_our_server(pid: int) -> bool:

@@ -1,5 +1,5 @@
 -- Progressive Separate Training: one row per candidate per step, and one row per PST run.
--- pst_steps is also declared (identically) in 040_evaluation.sql, whose views read it.
+-- 040_evaluation.sql's views read pst_steps.
 CREATE TABLE IF NOT EXISTS pst_steps (
     run_id            VARCHAR,
     step              INTEGER,                 -- 0 = the untrained encoder

@@ -1,24 +1,7 @@
 -- Evaluation: entry-space statistics per PST step, and the leaderboard / PST progress views.
 -- Idempotent: applied on every open.
 
--- Declared identically in 030_training.sql (whichever file runs first creates it); the views
--- below read it, so it must exist even when the training DDL is absent.
-CREATE TABLE IF NOT EXISTS pst_steps (
-    run_id            VARCHAR,
-    step              INTEGER,                 -- 0 = the untrained encoder
-    seed              INTEGER,
-    model_id          VARCHAR,
-    selection_metric  VARCHAR,                 -- stsb-dev | revdict-mrr
-    selection_score   DOUBLE,
-    chosen            BOOLEAN,                 -- the best candidate of its step
-    entry_matrix_path VARCHAR,
-    lr                DOUBLE,
-    pooling           VARCHAR,
-    entry_encoding    VARCHAR,                 -- ac | amp
-    use_pooler        BOOLEAN,
-    note              VARCHAR,
-    created_at        TIMESTAMP DEFAULT current_timestamp
-);
+-- pst_steps is created by 030_training.sql (files are applied in order); the views below read it.
 
 -- Geometry of one entry matrix [n_entries, dim] (defsentflow.report.isotropy.entry_space_stats).
 CREATE TABLE IF NOT EXISTS entry_space_stats (

@@ -26,6 +26,7 @@ __all__ = [
     "write_npy",
     "clean_stale_temporaries",
     "TMP_PREFIX",
+    "pid_alive",
 ]
 
 TMP_PREFIX = ".tmp-"
@@ -93,14 +94,18 @@ def write_npy(array: np.ndarray, final: str | os.PathLike) -> Path:
     return Path(final)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this machine and is not a zombie."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def clean_stale_temporaries(root: str | os.PathLike) -> list[Path]:
@@ -111,7 +116,7 @@ def clean_stale_temporaries(root: str | os.PathLike) -> list[Path]:
         return removed
     for path in list(root.rglob(f"{TMP_PREFIX}*")):
         parts = path.name[len(TMP_PREFIX):].split("-", 1)
-        if parts and parts[0].isdigit() and _pid_alive(int(parts[0])) and int(parts[0]) != os.getpid():
+        if parts and parts[0].isdigit() and pid_alive(int(parts[0])) and int(parts[0]) != os.getpid():
             continue
         if parts and parts[0].isdigit() and int(parts[0]) == os.getpid():
             continue
