@@ -80,7 +80,8 @@ def _print_task_states(flow_run_id) -> None:
     runs = [r for r in runs if r.state is not None]
     runs.sort(key=lambda r: r.start_time or r.expected_start_time or r.created)
     cached = sum(1 for r in runs if r.state.name == "Cached")
-    print(f"\nstages: {len(runs)} tasks, {cached} cached, {len(runs) - cached} computed")
+    print(f"\nstages: {len(runs)} task runs, {cached} cached, {len(runs) - cached} ran "
+          "(run records, plans and subflow runs always run; work stages show Cached when reused)")
     for r in runs:
         print(f"  {r.state.name:<10} {r.name}")
 
