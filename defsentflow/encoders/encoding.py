@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import inspect
 import os
 import weakref
 from typing import Sequence
@@ -76,13 +77,31 @@ def _fused_linear_available() -> bool:
             and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
 
 
+def _inference_weight(weight: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
+    """The weight as the fused op wants it.
+
+    fp32: the original storage (detach() shares it, so the copy sees later in-place updates);
+    another dtype: a converted copy, pre-packed into oneDNN's blocked layout where possible
+    (a few per cent faster).
+    """
+    if dtype is None:
+        return weight.detach()
+    w = weight.detach().to(dtype)
+    reorder = getattr(torch.ops.mkldnn, "_reorder_linear_weight", None)
+    if reorder is not None:
+        try:
+            return reorder(w, DEFAULT_MAX_TOKENS)
+        except RuntimeError:
+            pass
+    return w
+
+
 class FusedLinear(nn.Module):
     """An inference-only ``nn.Linear`` (optionally followed by exact GELU) as one oneDNN call."""
 
     def __init__(self, linear: nn.Linear, *, gelu: bool = False, dtype: torch.dtype | None = None):
         super().__init__()
-        # detach() shares storage: an fp32 copy sees the original weights, even after they change.
-        self.weight = linear.weight.detach() if dtype is None else linear.weight.detach().to(dtype)
+        self.weight = _inference_weight(linear.weight, dtype)
         bias = linear.bias
         self.bias = None if bias is None else (bias.detach() if dtype is None else bias.detach().to(dtype))
         self.attr, self.algorithm = ("gelu", "none") if gelu else ("none", "")
@@ -97,7 +116,7 @@ class FusedAddNorm(nn.Module):
     def __init__(self, block: nn.Module, *, dtype: torch.dtype | None = None):
         super().__init__()
         dense = block.dense
-        self.weight = dense.weight.detach() if dtype is None else dense.weight.detach().to(dtype)
+        self.weight = _inference_weight(dense.weight, dtype)
         self.bias = dense.bias.detach() if dtype is None else dense.bias.detach().to(dtype)
         self.LayerNorm = block.LayerNorm  # cast with the rest of the model
 
@@ -109,8 +128,6 @@ class FusedAddNorm(nn.Module):
 
 def _is_add_norm_block(module: nn.Module) -> bool:
     """A BERT/RoBERTa ``*Output`` block: dense, dropout, LayerNorm over (hidden_states + input_tensor)."""
-    import inspect
-
     if not type(module).__name__.endswith("Output"):
         return False
     if {n for n, _ in module.named_children()} != {"dense", "dropout", "LayerNorm"}:

@@ -211,3 +211,18 @@ def test_minilm_defsent_uses_input_embeddings(minilm_dir, tmp_path):
     res = train_encoder(cfg, minilm_dir, defs, ids, out_dir=tmp_path / "m", checkpoint_dir=tmp_path / "ck")
     assert res.steps == 4 and res.meta["decoder"] == "input_embeddings" and res.meta["pooler_source"] == "checkpoint"
     assert (tmp_path / "m" / "modules.json").is_file()
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1e3])  # below and above the threshold
+def test_clip_gradients_equals_torch(scale):
+    from defsentflow.training.loop import clip_gradients
+
+    torch.manual_seed(0)
+    a = [torch.nn.Parameter(torch.randn(5, 3)) for _ in range(3)]
+    b = [torch.nn.Parameter(p.detach().clone()) for p in a]
+    for pa, pb in zip(a, b):
+        pa.grad = torch.randn(5, 3) * scale
+        pb.grad = pa.grad.clone()
+    torch.nn.utils.clip_grad_norm_(a, 1.0)
+    clip_gradients(b, 1.0)
+    assert all(torch.equal(pa.grad, pb.grad) for pa, pb in zip(a, b))
