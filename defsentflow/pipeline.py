@@ -17,7 +17,7 @@ from defsentflow.config import PipelineConfig, resolve_path
 from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config, hash_path
 from defsentflow.storage.atomic import pid_alive
 
-__all__ = ["input_fingerprint", "start_run", "evaluation_plan", "mark_interrupted_runs", "selected_model_dir"]
+__all__ = ["STAGE_METHODS", "input_fingerprint", "start_run", "evaluation_plan", "mark_interrupted_runs", "selected_model_dir"]
 
 
 def _source_paths(cfg: PipelineConfig) -> list[str]:
@@ -109,19 +109,38 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
     return [p for p in plan if p["tasks"]]
 
 
+# best-model's stages -> the ``models.method`` values that stage registers under a pipeline run.
+STAGE_METHODS: dict[str, tuple[str, ...]] = {
+    "pst": ("pst", "defsent", "defsent_plus"),  # the trained encoder: PST's choice, or the one DefSent(+) run
+    "pretrain": ("pretrain",),                  # the raw masked-LM encoder (pst_from: pretrain)
+    "surrogate": ("surrogate",),
+}
+
+
 def selected_model_dir(config_path: str | os.PathLike, stage: str = "pst") -> str:
-    # stage: the models table's method of the run's model (pst, pretrain, surrogate)
-    """The encoder directory that the last completed run of this config selected (``best-model``)."""
+    """The encoder directory of ``stage`` in the last finished run of this config (``best-model``).
+
+    ``pst`` is the trained encoder the run selected (PST's winner, or the model of a ``defsent:``
+    run); ``pretrain`` the raw encoder it pretrained; ``surrogate`` the surrogate.
+
+    Raises:
+        ValueError: an unknown stage.
+        FileNotFoundError: no finished run of the config has such a model (or its files are gone).
+    """
     from defsentflow.config import load_config
 
+    if stage not in STAGE_METHODS:
+        raise ValueError(f"stage must be one of {tuple(STAGE_METHODS)}, got {stage!r}")
     cfg = load_config(config_path)
     cat = Catalog(cfg.home)
     rows = cat.query(
         "SELECT run_id FROM runs WHERE flow = 'pipeline' AND status IN ('completed', 'unchanged') "
         "AND json_extract_string(config, '$.name') = ? ORDER BY ended_at DESC", [cfg.name])
+    methods = list(STAGE_METHODS[stage])
     for r in rows:
         hits = cat.query(
-            "SELECT path FROM models WHERE run_id = ? AND method = ? ORDER BY created_at DESC LIMIT 1", [r["run_id"], stage])
+            "SELECT path FROM models WHERE run_id = ? AND list_contains(?, method) ORDER BY created_at DESC LIMIT 1",
+            [r["run_id"], methods])
         if hits and Path(hits[0]["path"]).exists():
             return hits[0]["path"]
     raise FileNotFoundError(f"no completed run of config {cfg.name!r} has a {stage} model; run: defsentflow run {config_path}")

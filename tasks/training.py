@@ -155,8 +155,11 @@ def train_defsent(section: dict[str, Any], inputs: dict[str, Any]) -> dict[str, 
 
 @task(name="defsent-finish", cache_policy=NO_CACHE)
 def finish_defsent(run_id: str, result: dict[str, Any]) -> dict[str, Any]:
-    """Close the run, naming the model it produced."""
+    """Close the run, naming the model it produced, and file the model under this run (a cached
+    stage included), so ``best-model`` finds it from the pipeline's run."""
     from defsentflow.storage import Catalog
 
-    Catalog().end_run(run_id, "completed", note=f"trained {result['model_id']}")
+    cat = Catalog()
+    cat.execute("UPDATE models SET run_id = ? WHERE model_id = ?", [run_id, result["model_id"]])
+    cat.end_run(run_id, "completed", note=f"trained {result['model_id']}")
     return {**result, "run_id": run_id}

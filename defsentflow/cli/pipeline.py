@@ -16,7 +16,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("best-model", help="print the encoder directory a finished run of CONFIG selected")
     p.add_argument("config")
     p.add_argument("--stage", default="pst", choices=["pst", "pretrain", "surrogate"],
-                   help="pst: the selected trained encoder (default); pretrain: the raw pretrained encoder")
+                   help="pst: the selected trained encoder (PST's choice or the defsent: run's model; default); "
+                        "pretrain: the raw pretrained encoder; surrogate: the surrogate")
     p.set_defaults(func=_best_model)
 
 
