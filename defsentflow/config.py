@@ -24,7 +24,7 @@ from defsentflow.scoring.config import HarvestConfig
 from defsentflow.training.pretrain_config import PretrainSection
 from defsentflow.training.pst_config import DefSentSection, PstSection
 
-__all__ = ["PipelineConfig", "EvalSection", "load_config", "resolve_path"]
+__all__ = ["PipelineConfig", "EvalSection", "config_from_dict", "load_config", "resolve_path"]
 
 
 class _Section(BaseModel):
@@ -39,6 +39,11 @@ class EvalSection(_Section):
     pooling: Literal["cls", "mean", "max", "prompt"] = "mean"
     baselines: list[Literal["untrained", "sbert_wk", "surrogate"]] = Field(default_factory=lambda: ["untrained", "sbert_wk"])
     revdict_max_queries: int = Field(2000, ge=1)
+    revdict_candidates: Literal["all", "split"] = Field(
+        "all", description="reverse-dictionary candidates: every entry of the dictionary, or only the test split's")
+    best_trained: bool = Field(
+        False, description="also evaluate the best trained PST candidate when the untrained encoder was selected")
+    cache: bool = Field(False, description="keep definition vectors in the data root's embedding cache")
     autocast: Literal["none", "bf16"] = "none"
 
 
@@ -106,12 +111,24 @@ def load_config(path: str | os.PathLike) -> PipelineConfig:
         data: Any = yaml.safe_load(p.read_text())
     except yaml.YAMLError as exc:
         raise ValueError(f"{p}: not valid YAML: {exc}") from exc
+    return config_from_dict(data, origin=str(p))
+
+
+def config_from_dict(data: Any, *, origin: str = "<config>") -> PipelineConfig:
+    """Validate a pipeline config given as a mapping (what :func:`load_config` reads from YAML).
+
+    Errors name ``origin`` and the offending keys; the training section's ``dictionary`` key
+    defaults to ``dictionary.name``.
+    """
+    import copy
+
     if not isinstance(data, dict):
-        raise ValueError(f"{p}: expected a mapping at the top level")
+        raise ValueError(f"{origin}: expected a mapping at the top level")
+    data = copy.deepcopy(data)
     for section in ("pst", "defsent"):
         if isinstance(data.get(section), dict) and isinstance(data.get("dictionary"), dict):
             data[section].setdefault("dictionary", data["dictionary"].get("name"))
     try:
         return PipelineConfig.model_validate(data)
     except ValidationError as exc:
-        raise ValueError(f"{p}: invalid config: {_format_errors(exc)}") from exc
+        raise ValueError(f"{origin}: invalid config: {_format_errors(exc)}") from exc

@@ -17,7 +17,7 @@ from defsentflow.config import PipelineConfig, resolve_path
 from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config, hash_path
 from defsentflow.storage.atomic import pid_alive
 
-__all__ = ["STAGE_METHODS", "input_fingerprint", "start_run", "evaluation_plan", "mark_interrupted_runs", "selected_model_dir"]
+__all__ = ["STAGE_METHODS", "baseline_model_id", "input_fingerprint", "start_run", "evaluation_plan", "mark_interrupted_runs", "selected_model_dir"]
 
 
 def _source_paths(cfg: PipelineConfig) -> list[str]:
@@ -79,12 +79,19 @@ def start_run(config: dict[str, Any], fingerprint: dict[str, Any], *, only_if_ch
     return {"run_id": run_id, "unchanged": False, "note": None}
 
 
+def baseline_model_id(base_model: str) -> str:
+    """The catalog id the untrained baseline's scores are filed under (``base:<name>``)."""
+    return "base:all-MiniLM-L6-v2" if base_model == "minilm" else f"base:{Path(str(base_model)).name}"
+
+
 def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate: dict[str, Any] | None,
-                    base_model: str) -> list[dict[str, Any]]:
+                    base_model: str, trained: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Evaluate sections for the selected encoder and the baselines, restricted to available data.
 
     ``base_model`` is the encoder PST started from (the configured one, the surrogate, or the
-    pretrained raw encoder): the "untrained" baseline.
+    pretrained raw encoder): the "untrained" baseline. ``trained`` (``model_dir``, ``model_id``)
+    is PST's best trained candidate; with ``eval.best_trained`` it is evaluated under its own id
+    too (free when it is the selected model: the evaluation is cached by content).
     """
     from defsentflow.evaluation.sts_data import available_tasks
     from defsentflow.training.pst_config import resolve_data_dir
@@ -95,10 +102,13 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
     present = set(available_tasks(data_dir)) if data_dir else set()
     tasks = [t for t in ev.tasks if t == "revdict" or t in present]
     common = {"tasks": tasks, "data_dir": str(data_dir) if data_dir else None, "dictionary": cfg.dictionary.name,
-              "revdict_max_queries": ev.revdict_max_queries, "autocast": ev.autocast}
+              "revdict_max_queries": ev.revdict_max_queries, "revdict_candidates": ev.revdict_candidates,
+              "autocast": ev.autocast, "cache": ev.cache}
     plan = [{**common, "model": selected["model_dir"], "model_id": selected["model_id"], "pooling": ev.pooling}]
+    if ev.best_trained and trained:
+        plan.append({**common, "model": trained["model_dir"], "model_id": trained["model_id"], "pooling": ev.pooling})
     base = base_model
-    base_id = "base:all-MiniLM-L6-v2" if base == "minilm" else f"base:{Path(str(base)).name}"
+    base_id = baseline_model_id(base)
     if "untrained" in ev.baselines:
         plan.append({**common, "model": base, "model_id": base_id, "pooling": ev.pooling})
     if "sbert_wk" in ev.baselines:

@@ -72,17 +72,22 @@ def pipeline(config_path: str, only_if_changed: bool = False, run_id: str | None
             section["base_model"] = surrogate["model_dir"]
         elif config["pst_from"] == "pretrain":
             section["base_model"] = pretrained["model_dir"]
+        trained = None
         if config["pst"]:
             result = pst_flow(section, run_id=run_id)
             selected = {"model_dir": result.model_dir, "model_id": result.model_id, "winner_step": result.winner.step,
                         "reason": result.reason}
+            steps = [s.best for s in result.steps if s.step >= 1]
+            if steps:
+                best = max(steps, key=lambda c: float("-inf") if c.score is None else c.score)
+                trained = {"model_dir": best.model_dir, "model_id": best.model_id, "step": best.step}
         else:
             from flows.train_defsent import train_defsent_flow
 
             result = train_defsent_flow(section, run_id=run_id)
             selected = {"model_dir": result.model_dir, "model_id": result.model_id, "winner_step": 1,
                         "reason": f"{section['method']} (no PST)"}
-        plan = evaluation_plan(config, selected, surrogate, section["base_model"])
+        plan = evaluation_plan(config, selected, surrogate, section["base_model"], trained)
         scores = [evaluate_flow(section, run_id=run_id) for section in plan]
         report = write_run_report(run_id) if config["report"] else None
     except BaseException as exc:

@@ -29,11 +29,11 @@ def start_pipeline_run(config: dict[str, Any], fingerprint: dict[str, Any], only
 
 @task(name="pipeline-evaluation-plan", cache_policy=NO_CACHE)
 def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate: dict[str, Any] | None,
-                    base_model: str) -> list[dict[str, Any]]:
-    """The evaluate sections: the selected encoder and each configured baseline."""
+                    base_model: str, trained: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The evaluate sections: the selected encoder, PST's best trained one (if asked) and each baseline."""
     from defsentflow.pipeline import evaluation_plan as plan
 
-    return plan(config, selected, surrogate, base_model)
+    return plan(config, selected, surrogate, base_model, trained)
 
 
 @task(name="pipeline-finish", cache_policy=NO_CACHE)

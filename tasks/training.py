@@ -23,6 +23,19 @@ def _section(section: dict[str, Any]):
     return PstSection.model_validate(section)
 
 
+# What each cached stage actually reads of the section: a stage's Prefect key covers only these,
+# so a sweep that varies the learning rate, the pooler or the temperature shares the untrained
+# scores and the entry matrices (the library's own content keys agree).
+_MATRIX_KEYS = ("base_model", "dictionary", "max_train_entries", "max_length", "autocast", "device",
+                "entry_batch_size")
+_UNTRAINED_KEYS = (*_MATRIX_KEYS, "grid", "selection", "selection_pooling", "selection_revdict_mode",
+                   "selection_max_queries", "data_dir", "use_pooler")
+
+
+def _only(section: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: section[k] for k in keys if k in section}
+
+
 def _data(s: Any):
     from defsentflow.training.pst import load_training_data
 
@@ -43,9 +56,13 @@ def resolve_pst_inputs(section: dict[str, Any], run_id: str) -> dict[str, Any]:
             "base_hash": model_content_hash(s.base_model), "selection": selection_plan(s, data).to_dict()}
 
 
+def score_untrained(section: dict[str, Any], inputs: dict[str, Any]) -> Any:
+    """Step 0: the untrained encoder, scored once per pooling (cached by what it reads)."""
+    return _score_untrained(_only(section, _UNTRAINED_KEYS), inputs)
+
+
 @stage_task(name="pst-score-untrained")
-def score_untrained(section: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
-    """Step 0: the untrained encoder, scored once per pooling."""
+def _score_untrained(section: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
     from defsentflow.training.pst import SelectionPlan, run_step0
 
     s = _section(section)
@@ -61,16 +78,21 @@ def plan_pst_step(section: dict[str, Any], step: int, previous: dict[str, Any] |
     return plan_step(_section(section), step, prev).to_dict()
 
 
+def build_entry_matrix(section: dict[str, Any], inputs: dict[str, Any], plan: dict[str, Any], encoding: str) -> Any:
+    """Build the step's frozen entry matrix with the step's entry encoder (cached by what it reads:
+    the encoder's content id, the training subset, the encoding and ICA, not the learning rate)."""
+    entry = {"encoder": plan["encoder"], "encoder_id": plan["encoder_id"], "ica": plan["ica"], "step": plan["step"]}
+    return _build_entry_matrix(_only(section, _MATRIX_KEYS), {"train_hash": inputs["train_hash"]}, entry, encoding)
+
+
 @stage_task(name="pst-entry-matrix")
-def build_entry_matrix(section: dict[str, Any], inputs: dict[str, Any], plan: dict[str, Any],
-                       encoding: str) -> dict[str, Any]:
-    """Build the step's frozen entry matrix with the step's entry encoder."""
-    from defsentflow.training.pst import StepPlan
+def _build_entry_matrix(section: dict[str, Any], inputs: dict[str, Any], entry: dict[str, Any],
+                        encoding: str) -> dict[str, Any]:
     from defsentflow.training.pst import build_entry_matrix as build
 
-    s, p = _section(section), StepPlan.from_dict(plan)
-    return build(s, _data(s), encoder=p.encoder, encoder_id=p.encoder_id, encoding=encoding, ica=p.ica,
-                 step=p.step).to_dict()
+    s = _section(section)
+    return build(s, _data(s), encoder=entry["encoder"], encoder_id=entry["encoder_id"], encoding=encoding,
+                 ica=entry["ica"], step=entry["step"]).to_dict()
 
 
 @stage_task(name="pst-train-candidate")

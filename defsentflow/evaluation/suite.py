@@ -56,6 +56,7 @@ class EvalConfig:
     dictionary: str | None = None  # revdict: dictionary dataset name or artifact key
     revdict_split: str = "test"
     revdict_max_queries: int | None = 2000
+    revdict_candidates: str = "all"  # all entries of the dataset, or only those of revdict_split
     device: str = "auto"
     cache: bool = False
 
@@ -63,6 +64,8 @@ class EvalConfig:
         object.__setattr__(self, "tasks", validate_eval_tasks(self.tasks))
         if "revdict" in self.tasks and not self.dictionary:
             raise ValueError("task 'revdict' needs a dictionary dataset (--dictionary NAME)")
+        if self.revdict_candidates not in ("all", "split"):
+            raise ValueError(f"revdict_candidates must be 'all' or 'split', got {self.revdict_candidates!r}")
 
 
 def default_data_dir() -> Path:
@@ -94,6 +97,7 @@ class EvaluateSection(BaseModel):
     dictionary: str | None = None
     revdict_split: str = "test"
     revdict_max_queries: int | None = 2000
+    revdict_candidates: Literal["all", "split"] = "all"
     device: str = "auto"
     cache: bool = False
 
@@ -164,7 +168,7 @@ def run_evaluation(model: str | os.PathLike, config: EvalConfig) -> EvalResult:
         evaluate_revdict = _evaluate_revdict()
         t0 = time.perf_counter()
         res = evaluate_revdict(str(model), config.dictionary, split=config.revdict_split, pooling=pooling,
-                               max_queries=config.revdict_max_queries, batch_size=config.batch_size,
+                               candidates=config.revdict_candidates, max_queries=config.revdict_max_queries, batch_size=config.batch_size,
                                autocast=config.autocast, device=config.device, cache=config.cache)
         rows += res["rows"]
         seconds["revdict"] = time.perf_counter() - t0
@@ -182,7 +186,7 @@ def evaluation_inputs_hash(config: EvalConfig) -> str:
     parts = []
     for task in config.tasks:
         if task == "revdict":
-            parts.append(f"revdict:{config.dictionary}:{config.revdict_split}")
+            parts.append(f"revdict:{config.dictionary}:{config.revdict_split}:{config.revdict_candidates}")
             continue
         for f in task_files(config.data_dir, task, sick_split=config.sick_split):
             parts.append(f"{task}:{f.name}:{hash_file(f) if f.is_file() else 'missing'}")

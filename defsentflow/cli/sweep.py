@@ -1,0 +1,94 @@
+"""``defsentflow sweep run|show|table SWEEP.yaml``: expand a sweep into pipeline runs, run them, tabulate."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sweep", help="run a sweep: a base pipeline config and lists of values, one pipeline run per point")
+    ss = p.add_subparsers(dest="sweep_command", required=True, metavar="SUBCOMMAND")
+    r = ss.add_parser("run", help="run every point not yet completed (resumable), then write the table")
+    r.add_argument("sweep", help="sweep YAML, e.g. configs/sweeps/minilm-wordnet.yaml")
+    r.add_argument("--only", nargs="+", metavar="POINT", help="run only these points (id, name or position)")
+    r.add_argument("--force", action="store_true", help="rerun completed points too (their stages are cache hits)")
+    r.add_argument("--fail-fast", action="store_true", help="stop at the first failed point")
+    r.set_defaults(func=_run)
+    s = ss.add_parser("show", help="validate the sweep and list its points with their status")
+    s.add_argument("sweep")
+    s.set_defaults(func=_show)
+    t = ss.add_parser("table", help="print the results table and write it as Markdown and PNG")
+    t.add_argument("sweep", help="sweep YAML or a sweep name in the catalog")
+    t.set_defaults(func=_table)
+
+
+def _load(path: str):
+    from defsentflow.sweep import load_sweep
+
+    sweep = load_sweep(path)
+    if sweep.home and not os.environ.get("DEFSENTFLOW_HOME"):
+        os.environ["DEFSENTFLOW_HOME"] = str(Path(sweep.home).resolve())
+    return sweep
+
+
+def _run(args: argparse.Namespace) -> int:
+    sweep = _load(args.sweep)
+    os.environ.setdefault("DEFSENTFLOW_PROGRESS", "1")
+    from defsentflow.storage import clean_stale_temporaries, data_root
+    from flows.runtime import local_api
+    from flows.sweep import sweep_flow
+
+    clean_stale_temporaries(data_root())
+    print(f"sweep {sweep.name}: {len(sweep.points)} points")
+    with local_api():
+        result = sweep_flow(sweep.path, only=args.only, force=args.force, fail_fast=args.fail_fast)
+    _print_table(sweep.name)
+    print(f"\nran {len(result['ran'])}, already done {len(result['skipped'])}, failed {len(result['failed'])} "
+          f"in {result['seconds']:.0f}s")
+    for pid, why in result["failed"].items():
+        print(f"  failed {pid}: {why}")
+    print(f"table: {result['report']['markdown_path']}")
+    return 1 if result["failed"] else 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from defsentflow.cli.table import print_table
+    from defsentflow.storage import data_root
+
+    sweep = _load(args.sweep)
+    rows = {}
+    if (data_root() / "catalog.duckdb").is_file():
+        from defsentflow.sweep import point_rows
+
+        rows = point_rows(sweep.name)
+    print(f"sweep {sweep.name}: {len(sweep.points)} points; base {sweep.base_path or '(inline)'}")
+    print_table(["#", "point", "values", "status", "run"],
+                [(p.position, p.point_id, p.label, rows.get(p.point_id, {}).get("status", "not run"),
+                  rows.get(p.point_id, {}).get("run_id")) for p in sweep.points])
+    return 0
+
+
+def _print_table(name: str) -> None:
+    from defsentflow.cli.table import print_table
+    from defsentflow.report.sweep_report import sweep_table
+
+    table = sweep_table(name)
+    print_table(table.columns, table.rows)
+
+
+def _table(args: argparse.Namespace) -> int:
+    from defsentflow.cli import UserError
+    from defsentflow.report.sweep_report import write_sweep_report
+
+    name = _load(args.sweep).name if Path(args.sweep).suffix in (".yaml", ".yml") else args.sweep
+    try:
+        _print_table(name)
+    except KeyError as exc:
+        raise UserError(str(exc.args[0])) from None
+    out = write_sweep_report(name)
+    print(f"\nmarkdown: {out.markdown_path}")
+    if out.chart_path:
+        print(f"chart:    {out.chart_path}")
+    return 0

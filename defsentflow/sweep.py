@@ -1,0 +1,489 @@
+"""Sweeps: one YAML file expands a base pipeline config into named runs that share cached stages.
+
+A sweep file names a base pipeline config (a path, or the config inline) and *axes*: dotted keys
+into that config, each with a list of values. The points are the cartesian product of the axes,
+plus explicit ``points``, minus ``exclude`` matches; ``set`` changes the base for every point::
+
+    name: minilm-lr
+    base: configs/minilm-wordnet.yaml        # relative: the sweep file's folder, then cwd / repo root
+    set: {pst.max_train_entries: 2000, pst.steps: 1}
+    axes:
+      pst.lr: [2.0e-6, 5.0e-6]
+      pst.use_pooler: [true, false]
+      pst.grid: [[{pooling: mean, entry_encoding: amp}], [{pooling: cls, entry_encoding: ac}]]
+    points:                                  # extra points; unlisted keys keep the base value
+      - {pst.normalize_logits: true, pst.temperature: 0.05}
+    exclude:                                 # drop every point matching all of these
+      - {pst.lr: 5.0e-6, pst.use_pooler: true}
+
+Every point is a full pipeline config, validated like any other (an unknown key or a bad value is
+an error naming the sweep file, the axis or point, and the key). Its ``name`` is
+``<sweep>-<point id>``; the id is a hash of the point's values, so it does not depend on the order
+of the axes or of their values. Point configs are written to ``<data root>/sweeps/<sweep>/<id>.yaml`` and run by
+the ordinary pipeline, so stages that do not depend on a varied value (dictionary ingestion, the
+untrained scores and evaluations, entry matrices) are computed once and then cache hits.
+
+The ``sweep_points`` catalog table (``sql/060_sweeps.sql``) records each point's values, run id
+and status. :func:`run_sweep` skips points whose last run completed with the same config and
+reruns the others (a killed point resumes from its cached stages and training checkpoint).
+
+The library never imports Prefect: :func:`run_sweep` takes the function that runs one point
+(``flows/sweep.py`` passes the pipeline flow).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from defsentflow.dictionary.config import NAME_PATTERN
+
+__all__ = [
+    "Sweep",
+    "SweepFile",
+    "SweepOutcome",
+    "SweepPoint",
+    "expand_sweep",
+    "load_sweep",
+    "point_rows",
+    "run_sweep",
+    "set_dotted",
+    "write_point_configs",
+]
+
+log = logging.getLogger(__name__)
+
+_ID_CHARS = 10
+
+
+class SweepFile(BaseModel):
+    """The sweep YAML (``extra="forbid"``: a misspelt top-level key is an error naming it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=NAME_PATTERN, description="the sweep's name; point configs are named <name>-<id>")
+    description: str | None = None
+    base: str | dict[str, Any] = Field(description="the base pipeline config: a path, or the config inline")
+    set: dict[str, Any] = Field(default_factory=dict, description="dotted key -> value applied to every point")
+    axes: dict[str, list[Any]] = Field(default_factory=dict, description="dotted key -> list of values (cartesian)")
+    points: list[dict[str, Any]] = Field(default_factory=list, description="extra points: dotted key -> value")
+    exclude: list[dict[str, Any]] = Field(default_factory=list,
+                                          description="drop every point whose values match all of one entry")
+
+    @field_validator("axes")
+    @classmethod
+    def _axes(cls, v: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        for key, values in v.items():
+            _check_key(key)
+            if not values:
+                raise ValueError(f"axis {key!r} has no values")
+            seen = [_canonical(x) for x in values]
+            if len(set(seen)) != len(seen):
+                raise ValueError(f"axis {key!r} lists a value twice: {values}")
+        return v
+
+    @field_validator("set")
+    @classmethod
+    def _set(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for key in v:
+            _check_key(key)
+        return v
+
+    @field_validator("points", "exclude")
+    @classmethod
+    def _mappings(cls, v: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for i, point in enumerate(v):
+            if not point:
+                raise ValueError(f"entry {i} is empty")
+            for key in point:
+                _check_key(key)
+        return v
+
+
+def _check_key(key: str) -> None:
+    if not isinstance(key, str) or not key or any(not part for part in key.split(".")):
+        raise ValueError(f"{key!r} is not a dotted key such as pst.lr")
+    if key.split(".")[0] == "name":
+        raise ValueError("the config's name is set by the sweep (<sweep>-<point id>); it cannot be an axis")
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def set_dotted(config: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """A deep copy of ``config`` with ``key`` (``a.b.c``; list positions as numbers) set to ``value``.
+
+    Missing mappings on the way are created (a ``null`` section becomes a mapping); the pipeline
+    config's validation then says whether the key exists.
+
+    Example:
+        >>> set_dotted({"pst": {"lr": 1e-5}}, "pst.lr", 2e-6)
+        {'pst': {'lr': 2e-06}}
+    """
+    out = copy.deepcopy(config)
+    node: Any = out
+    parts = key.split(".")
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ValueError(f"{key}: {'.'.join(parts[:i]) or '<top>'} is a list of {len(node)}; "
+                                 f"{part!r} is not a position in it")
+            if last:
+                node[int(part)] = copy.deepcopy(value)
+            else:
+                node = node[int(part)]
+            continue
+        if not isinstance(node, dict):
+            raise ValueError(f"{key}: {'.'.join(parts[:i])} is a value ({node!r}), not a mapping")
+        if last:
+            node[part] = copy.deepcopy(value)
+        else:
+            if node.get(part) is None:
+                node[part] = {}
+            node = node[part]
+    return out
+
+
+def _label_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list) and value and all(isinstance(g, dict) and "pooling" in g for g in value):
+        return "+".join(f"{g.get('pooling', 'mean')}-{g.get('entry_encoding', 'amp')}" for g in value)
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, separators=(",", ":"), default=str)
+    return str(value)
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One expanded point: its values, label and full pipeline config."""
+
+    sweep: str
+    point_id: str
+    position: int
+    params: dict[str, Any]
+    config: dict[str, Any]      # the base config with the point's values and name (written as YAML)
+    config_hash: str            # hash of the validated config, defaults filled in
+
+    @property
+    def name(self) -> str:
+        return f"{self.sweep}-{self.point_id}"
+
+    @property
+    def label(self) -> str:
+        return ", ".join(f"{k.rsplit('.', 1)[-1]}={_label_value(v)}" for k, v in self.params.items()) or "base"
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A validated sweep: its file, base config and expanded points."""
+
+    name: str
+    path: str | None
+    spec: SweepFile
+    base: dict[str, Any]
+    base_path: str | None
+    points: tuple[SweepPoint, ...]
+    home: str | None = None
+
+    def point(self, key: str) -> SweepPoint:
+        """A point by id, name (``<sweep>-<id>``) or 1-based position."""
+        for p in self.points:
+            if key in (p.point_id, p.name, str(p.position)):
+                return p
+        raise KeyError(f"sweep {self.name!r} has no point {key!r} (ids: {', '.join(p.point_id for p in self.points)})")
+
+
+def _point_id(params: dict[str, Any]) -> str:
+    from defsentflow.storage import hash_text
+
+    return hash_text(_canonical(params))[:_ID_CHARS]
+
+
+def _matches(params: dict[str, Any], rule: dict[str, Any], base: dict[str, Any]) -> bool:
+    for key, want in rule.items():
+        have = params[key] if key in params else _get_dotted(base, key)
+        if _canonical(have) != _canonical(want):
+            return False
+    return True
+
+
+def _get_dotted(config: dict[str, Any], key: str) -> Any:
+    node: Any = config
+    for part in key.split("."):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def _validate_point(base: dict[str, Any], params: dict[str, Any], sweep_name: str,
+                    where: str) -> tuple[dict[str, Any], str]:
+    """The point's config (base + values + name) and the hash of its validated form."""
+    from defsentflow.config import config_from_dict
+    from defsentflow.storage import hash_config
+
+    config = base
+    for key, value in params.items():
+        try:
+            config = set_dotted(config, key, value)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+    config = {**config, "name": f"{sweep_name}-{_point_id(params)}"}
+    cfg = config_from_dict(config, origin=where)
+    return config, hash_config(cfg.model_dump(mode="json"))
+
+
+def expand_sweep(spec: SweepFile, base: dict[str, Any], *, origin: str = "<sweep>") -> tuple[SweepPoint, ...]:
+    """The sweep's points, each a validated pipeline config (errors name ``origin``, the axis and the key).
+
+    Raises:
+        ValueError: an axis value or a point that makes an invalid config, an exclude rule naming a
+            key that is neither an axis nor in the base config, or a sweep with no point left.
+    """
+    for key, value in spec.set.items():
+        try:
+            base = set_dotted(base, key, value)
+        except ValueError as exc:
+            raise ValueError(f"{origin}: set.{key}: {exc}") from None
+    _validate_point(base, {}, spec.name, f"{origin}: base config with set")
+    for key, values in spec.axes.items():  # each value alone, so an error names its axis
+        for value in values:
+            _validate_point(base, {key: value}, spec.name, f"{origin}: axes.{key} = {_canonical(value)}")
+    keys = list(spec.axes)
+    combos = [dict(zip(keys, vals)) for vals in itertools.product(*(spec.axes[k] for k in keys))] if keys else []
+    combos += [dict(p) for p in spec.points]
+    for i, rule in enumerate(spec.exclude):
+        unknown = [k for k in rule if k not in spec.axes and _get_dotted(base, k) is None
+                   and not any(k in p for p in spec.points)]
+        if unknown:
+            raise ValueError(f"{origin}: exclude[{i}] names {unknown}, which no axis, point or base value has")
+    points: list[SweepPoint] = []
+    seen: set[str] = set()
+    for params in combos:
+        if any(_matches(params, rule, base) for rule in spec.exclude):
+            continue
+        pid = _point_id(params)
+        if pid in seen:
+            continue
+        seen.add(pid)
+        where = f"{origin}: point {', '.join(f'{k}={_canonical(v)}' for k, v in params.items()) or '(base)'}"
+        config, config_hash = _validate_point(base, params, spec.name, where)
+        points.append(SweepPoint(sweep=spec.name, point_id=pid, position=len(points) + 1, params=params,
+                                 config=config, config_hash=config_hash))
+    if not points:
+        raise ValueError(f"{origin}: the sweep has no points (no axes and no points, or everything excluded)")
+    return tuple(points)
+
+
+def _resolve_base(base: str, sweep_dir: Path | None) -> Path:
+    from defsentflow.config import resolve_path
+
+    p = Path(base).expanduser()
+    if not p.is_absolute() and sweep_dir is not None and (sweep_dir / p).is_file():
+        return (sweep_dir / p).resolve()
+    return resolve_path(p)
+
+
+def load_sweep(path: str | os.PathLike | None = None, *, data: dict[str, Any] | None = None) -> Sweep:
+    """Read, validate and expand a sweep file (or a mapping given as ``data``).
+
+    Raises:
+        FileNotFoundError: the sweep file or its base config does not exist.
+        ValueError: invalid YAML, an unknown key, a bad axis value or point (the message names the
+            file, the axis or point, and the key).
+    """
+    origin = str(path) if path is not None else "<sweep>"
+    if data is None:
+        if path is None:
+            raise ValueError("give a sweep file or its content")
+        p = Path(path)
+        if not p.is_file():
+            raise FileNotFoundError(f"sweep file not found: {p}")
+        try:
+            data = yaml.safe_load(p.read_text())
+        except yaml.YAMLError as exc:
+            raise ValueError(f"{p}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{origin}: expected a mapping at the top level")
+    try:
+        spec = SweepFile.model_validate(data)
+    except ValidationError as exc:
+        msg = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or '<top>'}: {e['msg']}" for e in exc.errors())
+        raise ValueError(f"{origin}: invalid sweep: {msg}") from None
+    base_path = None
+    if isinstance(spec.base, str):
+        resolved = _resolve_base(spec.base, Path(path).resolve().parent if path is not None else None)
+        base_path = str(resolved)
+        try:
+            base = yaml.safe_load(resolved.read_text())
+        except yaml.YAMLError as exc:
+            raise ValueError(f"{resolved}: not valid YAML: {exc}") from exc
+        if not isinstance(base, dict):
+            raise ValueError(f"{resolved}: expected a mapping at the top level")
+    else:
+        base = dict(spec.base)
+    points = expand_sweep(spec, base, origin=origin)
+    home = base.get("home") if isinstance(base.get("home"), str) else None
+    return Sweep(name=spec.name, path=str(Path(path).resolve()) if path is not None else None, spec=spec, base=base,
+                 base_path=base_path, points=points, home=home)
+
+
+def point_config_path(sweep: Sweep, point: SweepPoint, root: str | os.PathLike | None = None) -> Path:
+    from defsentflow.storage import data_root
+
+    return data_root(root) / "sweeps" / sweep.name / f"{point.point_id}.yaml"
+
+
+def write_point_configs(sweep: Sweep, root: str | os.PathLike | None = None) -> dict[str, Path]:
+    """Write every point's pipeline config (atomically) and file the points in the catalog.
+
+    Returns point id -> config path. Points already in ``sweep_points`` keep their status.
+    """
+    from defsentflow.storage import Catalog
+    from defsentflow.storage.atomic import atomic_path
+
+    paths: dict[str, Path] = {}
+    for p in sweep.points:
+        out = point_config_path(sweep, p, root)
+        text = (f"# point {p.point_id} of sweep {sweep.name} ({sweep.path or 'inline'}): {p.label}\n"
+                + yaml.safe_dump(p.config, sort_keys=False))
+        if not out.is_file() or out.read_text() != text:
+            with atomic_path(out) as tmp:
+                tmp.write_text(text)
+        paths[p.point_id] = out
+    cat = Catalog(root)
+    with cat.transaction() as con:
+        con.execute("INSERT OR REPLACE INTO sweeps (sweep, path, base_path, spec, n_points) VALUES (?, ?, ?, ?, ?)",
+                    [sweep.name, sweep.path, sweep.base_path, json.dumps(sweep.spec.model_dump(mode="json")),
+                     len(sweep.points)])
+        for p in sweep.points:
+            con.execute(
+                "INSERT INTO sweep_points (sweep, point_id, position, label, params, config_path, status) "
+                "VALUES (?, ?, ?, ?, ?, ?, 'pending') ON CONFLICT (sweep, point_id) DO UPDATE SET "
+                "position = excluded.position, label = excluded.label, params = excluded.params, "
+                "config_path = excluded.config_path",
+                [sweep.name, p.point_id, p.position, p.label, json.dumps(p.params, default=str), str(paths[p.point_id])])
+    return paths
+
+
+def point_rows(sweep_name: str, root: str | os.PathLike | None = None) -> dict[str, dict[str, Any]]:
+    """point id -> its ``sweep_points`` row (status, run id, config hash, ...)."""
+    from defsentflow.storage import Catalog
+
+    rows = Catalog(root).query("SELECT * FROM sweep_points WHERE sweep = ?", [sweep_name])
+    return {r["point_id"]: r for r in rows}
+
+
+def mark_interrupted_points(sweep_name: str, root: str | os.PathLike | None = None) -> int:
+    """Points still 'running' whose process on this host is gone were killed: mark them 'interrupted'."""
+    from defsentflow.storage import Catalog
+    from defsentflow.storage.atomic import pid_alive
+
+    cat = Catalog(root)
+    n = 0
+    for r in point_rows(sweep_name, root).values():
+        if r["status"] != "running":
+            continue
+        owner = json.loads(r["owner"] or "{}")
+        if owner.get("host") == socket.gethostname() and isinstance(owner.get("pid"), int) and not pid_alive(owner["pid"]):
+            cat.execute("UPDATE sweep_points SET status = 'interrupted', ended_at = current_timestamp "
+                        "WHERE sweep = ? AND point_id = ?", [sweep_name, r["point_id"]])
+            n += 1
+    return n
+
+
+@dataclass
+class SweepOutcome:
+    """What :func:`run_sweep` did with each point (``ran``, ``skipped``, ``failed``)."""
+
+    sweep: str
+    ran: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+RunPoint = Callable[[SweepPoint, str, str], dict[str, Any]]
+
+
+def run_sweep(sweep: Sweep, run_point: RunPoint, *, only: Sequence[str] | None = None, force: bool = False,
+              fail_fast: bool = False, root: str | os.PathLike | None = None,
+              on_point: Callable[[SweepPoint, str], None] | None = None) -> SweepOutcome:
+    """Run the sweep's points in order with ``run_point(point, config_path, run_id)``.
+
+    A point whose last run completed with the same config is skipped (``force`` reruns it; its
+    stages are then cache hits). A point that raises is recorded as failed and the sweep goes on
+    (``fail_fast`` stops instead); an interrupt (Ctrl-C) marks the point 'interrupted' and stops.
+    ``run_point`` returns the pipeline's summary (``status`` 'completed' or 'unchanged').
+    """
+    from defsentflow.storage import Catalog
+
+    t0 = time.perf_counter()
+    paths = write_point_configs(sweep, root)
+    mark_interrupted_points(sweep.name, root)
+    chosen = list(sweep.points) if not only else [sweep.point(k) for k in only]
+    done = point_rows(sweep.name, root)
+    cat = Catalog(root)
+    outcome = SweepOutcome(sweep=sweep.name)
+    owner = json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
+    for i, p in enumerate(chosen, 1):
+        row = done.get(p.point_id) or {}
+        if not force and row.get("status") == "completed" and row.get("config_hash") == p.config_hash:
+            log.info("sweep %s: point %d/%d %s (%s) already completed in run %s: skipped", sweep.name, i, len(chosen),
+                     p.point_id, p.label, row.get("run_id"))
+            outcome.skipped.append(p.point_id)
+            if on_point:
+                on_point(p, "skipped")
+            continue
+        run_id = f"{p.name}-{uuid.uuid4().hex[:6]}"
+        log.info("sweep %s: point %d/%d %s (%s): run %s", sweep.name, i, len(chosen), p.point_id, p.label, run_id)
+        cat.execute("UPDATE sweep_points SET status = 'running', run_id = ?, config_hash = ?, owner = ?, "
+                    "started_at = current_timestamp, ended_at = NULL, seconds = NULL, note = NULL "
+                    "WHERE sweep = ? AND point_id = ?", [run_id, p.config_hash, owner, sweep.name, p.point_id])
+        t1 = time.perf_counter()
+        status, note = "failed", None
+        try:
+            summary = run_point(p, str(paths[p.point_id]), run_id)
+            status = "completed" if summary.get("status") in ("completed", "unchanged") else "failed"
+            note = summary.get("note") or (None if status == "completed" else json.dumps(summary, default=str)[:1000])
+        except (KeyboardInterrupt, SystemExit):
+            status, note = "interrupted", "interrupted"
+            raise
+        except Exception as exc:  # noqa: BLE001 - one bad point must not end the sweep
+            note = f"{type(exc).__name__}: {exc}"[:1000]
+            log.error("sweep %s: point %s failed: %s", sweep.name, p.point_id, note)
+            if fail_fast:
+                raise
+        finally:
+            cat.execute("UPDATE sweep_points SET status = ?, note = ?, ended_at = current_timestamp, seconds = ? "
+                        "WHERE sweep = ? AND point_id = ?",
+                        [status, note, time.perf_counter() - t1, sweep.name, p.point_id])
+        if status == "completed":
+            outcome.ran.append(p.point_id)
+        else:
+            outcome.failed[p.point_id] = note or status
+        if on_point:
+            on_point(p, status)
+    outcome.seconds = time.perf_counter() - t0
+    return outcome

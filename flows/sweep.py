@@ -1,0 +1,44 @@
+"""The ``sweep`` flow: expand a sweep file and run the pipeline flow once per point.
+
+Points share every cached stage the pipeline has (dictionary ingestion, untrained scores and
+evaluations, entry matrices); a point that completed with the same config is skipped, so a
+killed sweep resumes where it stopped (see :mod:`defsentflow.sweep`). Ends by writing the sweep's
+table (Markdown and a PNG chart).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+
+from flows.pipeline import pipeline
+
+
+@task(name="sweep-report", cache_policy=NO_CACHE)
+def write_sweep_report(name: str) -> dict[str, str]:
+    from defsentflow.report.sweep_report import write_sweep_report as write
+
+    out = write(name)
+    return {"markdown_path": str(out.markdown_path), "chart_path": str(out.chart_path) if out.chart_path else ""}
+
+
+@flow(name="sweep", log_prints=True)
+def sweep_flow(sweep_path: str, only: list[str] | None = None, force: bool = False,
+               fail_fast: bool = False) -> dict[str, Any]:
+    """Run every point of ``sweep_path`` (or the ``only`` ones) through the pipeline flow."""
+    from defsentflow.sweep import load_sweep, run_sweep
+
+    sweep = load_sweep(sweep_path)
+
+    def run_point(point: Any, config_path: str, run_id: str) -> dict[str, Any]:
+        print(f"sweep {sweep.name}: point {point.position}/{len(sweep.points)} {point.point_id} ({point.label})")
+        return pipeline(config_path, run_id=run_id)
+
+    outcome = run_sweep(sweep, run_point, only=only, force=force, fail_fast=fail_fast)
+    report = write_sweep_report(sweep.name)
+    print(f"sweep {sweep.name}: {len(outcome.ran)} ran, {len(outcome.skipped)} already done, "
+          f"{len(outcome.failed)} failed; table: {report['markdown_path']}")
+    return {"sweep": sweep.name, "ran": outcome.ran, "skipped": outcome.skipped, "failed": outcome.failed,
+            "report": report, "seconds": round(outcome.seconds, 1)}

@@ -1,0 +1,71 @@
+-- Sweeps (defsentflow/sweep.py): one row per sweep, one per expanded point, and the results view.
+-- Idempotent: applied on every open. pst_runs/pst_steps (030), leaderboard (040) and runs (001)
+-- are created by the earlier files.
+CREATE TABLE IF NOT EXISTS sweeps (
+    sweep        VARCHAR PRIMARY KEY,
+    path         VARCHAR,                      -- the sweep YAML (NULL: given inline)
+    base_path    VARCHAR,                      -- the base pipeline config (NULL: inline)
+    spec         JSON,                         -- the validated sweep file
+    n_points     INTEGER,
+    updated_at   TIMESTAMP DEFAULT current_timestamp
+);
+
+CREATE TABLE IF NOT EXISTS sweep_points (
+    sweep        VARCHAR NOT NULL,
+    point_id     VARCHAR NOT NULL,             -- hash of the point's values
+    position     INTEGER,                      -- order in the expanded sweep (1-based)
+    label        VARCHAR,                      -- "lr=2e-06, use_pooler=no, ..."
+    params       JSON,                         -- dotted key -> value
+    config_path  VARCHAR,                      -- the point's pipeline config (<data root>/sweeps/<sweep>/<id>.yaml)
+    config_hash  VARCHAR,                      -- of the validated config its last run used
+    run_id       VARCHAR,                      -- the pipeline run (runs.run_id) of its last attempt
+    status       VARCHAR NOT NULL DEFAULT 'pending',  -- pending | running | completed | failed | interrupted
+    owner        VARCHAR,                      -- {"pid", "host"} of the process running it
+    started_at   TIMESTAMP,
+    ended_at     TIMESTAMP,
+    seconds      DOUBLE,
+    note         VARCHAR,
+    PRIMARY KEY (sweep, point_id)
+);
+
+-- One row per point: its values and status, PST's choice, and the scores of its best trained
+-- candidate (the best over steps >= 1 by the selection metric; evaluated with the run's eval
+-- pooling when the config sets eval.best_trained). STS columns: Spearman x 100; revdict: MRR.
+CREATE OR REPLACE VIEW sweep_results AS
+WITH trained AS (
+    SELECT run_id, step, model_id, selection_metric, selection_score
+    FROM pst_steps
+    WHERE step >= 1 AND chosen
+    QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY selection_score DESC NULLS LAST, step) = 1
+), untrained AS (
+    SELECT run_id, max(selection_score) AS selection_score FROM pst_steps WHERE step = 0 GROUP BY run_id
+)
+SELECT
+    sp.sweep,
+    sp.position,
+    sp.point_id,
+    sp.label,
+    sp.params,
+    sp.status,
+    sp.run_id,
+    sp.seconds,
+    pr.winner_step,
+    t.step              AS trained_step,
+    t.model_id          AS trained_model_id,
+    t.selection_metric,
+    u.selection_score   AS untrained_selection,
+    t.selection_score   AS trained_selection,
+    lb.stsb_dev,
+    lb.avg_sts,
+    lb.revdict_mrr      AS revdict_head_mrr,
+    lb.revdict_mrr_cosine AS revdict_cosine_mrr,
+    sp.note
+FROM sweep_points AS sp
+LEFT JOIN runs AS r ON r.run_id = sp.run_id
+LEFT JOIN pst_runs AS pr ON pr.run_id = sp.run_id
+LEFT JOIN trained AS t ON t.run_id = sp.run_id
+LEFT JOIN untrained AS u ON u.run_id = sp.run_id
+LEFT JOIN leaderboard AS lb
+    ON lb.model_id = t.model_id
+   AND coalesce(lb.pooling, '') = coalesce(json_extract_string(r.config, '$.eval.pooling'), 'mean')
+ORDER BY sp.sweep, sp.position;

@@ -1,0 +1,77 @@
+"""The ``sweep`` flow on the tiny pipeline: points share cached stages, finished points are skipped,
+a killed point resumes from its cached stages, results land in the catalog view and the table."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+
+import yaml
+
+from defsentflow.storage import Catalog
+from tests.integration.tiny_pipeline_utils import tiny_config
+
+
+def _states(flow_run_id) -> dict[str, set[str]]:
+    """Task name -> states over a flow run and all its subflow runs (recursively)."""
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, FlowRunFilterParentFlowRunId
+
+    with get_client(sync_client=True) as client:
+        ids, frontier = [flow_run_id], [flow_run_id]
+        while frontier:
+            subs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+                parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=frontier)))
+            frontier = [r.id for r in subs]
+            ids += frontier
+        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=ids)))
+    out: dict[str, set[str]] = {}
+    for r in runs:
+        out.setdefault(r.name.rsplit("-", 1)[0], set()).add(r.state.name)
+    return out
+
+
+def test_sweep_flow_shares_stages_skips_finished_points_and_resumes(prefect_test_harness, tiny_bert_dir, home,
+                                                                   tmp_path, monkeypatch):
+    import defsentflow.training.loop as loop
+    from flows.sweep import sweep_flow
+
+    base = tiny_config(tmp_path, tiny_bert_dir, name="tinybase")
+    spec = {"name": "tiny-sweep", "base": str(base),
+            "set": {"pst.steps": 1, "pst.lr_per_step": None, "eval.best_trained": True, "report": False},
+            "axes": {"pst.lr": [1e-3, 3e-4]}}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(spec))
+
+    state = sweep_flow(str(path), return_state=True)
+    first = state.result()
+    assert len(first["ran"]) == 2 and not first["failed"]
+    states = _states(state.state_details.flow_run_id)
+    # the second point reused the first one's dictionary, untrained scores, entry matrix and baseline evaluation
+    for name in ("build-dictionary", "pst-score-untrained", "pst-entry-matrix", "evaluate-model"):
+        assert "Cached" in states.get(name, set()), (name, states.get(name))
+    assert states["pst-train-candidate"] == {"Completed"}
+
+    rows = Catalog().query("SELECT * FROM sweep_results WHERE sweep = 'tiny-sweep' ORDER BY position")
+    assert [r["status"] for r in rows] == ["completed", "completed"]
+    assert all(r["trained_step"] == 1 and r["revdict_head_mrr"] is not None and r["revdict_cosine_mrr"] is not None
+               for r in rows), rows
+    assert json.loads(rows[1]["params"]) == {"pst.lr": 3e-4}
+
+    def forbidden(*a, **kw):
+        raise AssertionError("a finished or cached point must not train")
+
+    monkeypatch.setattr(loop, "train_encoder", forbidden)
+    again = sweep_flow(str(path))
+    assert again["skipped"] == first["ran"] and not again["ran"]
+
+    # The second point was killed: its row still says 'running' and its process is gone.
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    Catalog().execute("UPDATE sweep_points SET status = 'running', owner = ? WHERE sweep = 'tiny-sweep' AND position = 2",
+                      [json.dumps({"pid": int(dead.stdout), "host": socket.gethostname()})])
+    resumed = sweep_flow(str(path))
+    assert resumed["ran"] == [first["ran"][1]] and resumed["skipped"] == [first["ran"][0]]
+    report = resumed["report"]["markdown_path"]
+    assert "| 2 | " in open(report).read() and resumed["report"]["chart_path"].endswith("sweep.png")
