@@ -44,6 +44,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_revdict)
 
+    p = sub.add_parser("revdict-add", help="add entries to a model's reverse-dictionary index without retraining",
+                       description="Encode only the definitions of FILE (JSONL {entry, definition} or TSV "
+                                   "entry<TAB>definition) and add them to the index of MODEL over --dictionary; later "
+                                   "`defsentflow revdict` look-ups of this model, dictionary and mode include them.")
+    p.add_argument("model", help="model directory, Hugging Face id or 'minilm'")
+    p.add_argument("file", help="entries to add")
+    p.add_argument("--dictionary", default=None,
+                   help="the indexed dictionary dataset (default: the one the model was trained on, else 'sample')")
+    p.add_argument("--mode", default="auto", choices=["auto", "head", "cosine"])
+    p.add_argument("--pooling", default=None, help="override the model's pooling")
+    p.add_argument("--device", default="auto")
+    p.set_defaults(func=_revdict_add)
+
 
 def read_sentences(path: Path, field: str) -> list[str]:
     """Sentences from a text/JSONL/CSV/TSV/Parquet file; a bad record is an error naming file and line."""
@@ -135,6 +148,29 @@ def _encode(args: argparse.Namespace) -> int:
     return 0
 
 
+def read_entries(path: Path) -> pa.Table:
+    """(entry, definition) rows of a JSONL or TSV file; a bad line is an error naming the file and line."""
+    import pyarrow as pa
+
+    from defsentflow.cli import UserError
+    from defsentflow.dictionary.jsonl import read_jsonl
+    from defsentflow.dictionary.records import RejectedRecord
+    from defsentflow.dictionary.tsv import read_tsv
+
+    if not path.is_file():
+        raise UserError(f"file not found: {path}")
+    reader = read_tsv if path.suffix.lower() in (".tsv", ".txt") else read_jsonl
+    entries, definitions = [], []
+    for rec in reader(path):
+        if isinstance(rec, RejectedRecord):
+            raise UserError(f"{rec.file}:{rec.line}: {rec.reason}: {rec.detail}")
+        entries.append(rec.entry)
+        definitions.append(rec.definition)
+    if not entries:
+        raise UserError(f"{path}: no entries")
+    return pa.table({"entry": entries, "definition": definitions})
+
+
 def _revdict(args: argparse.Namespace) -> int:
     from defsentflow.cli import UserError
     from defsentflow.cli.table import print_table
@@ -158,4 +194,22 @@ def _revdict(args: argparse.Namespace) -> int:
         print(f"{d!r}  ({index.meta['mode']} mode, {index.meta['n_entries']} entries of {dictionary!r})")
         print_table(["rank", "entry", "score"], [(i + 1, e, round(s, 4)) for i, (e, s) in enumerate(hits)])
         print()
+    return 0
+
+
+def _revdict_add(args: argparse.Namespace) -> int:
+    from defsentflow.cli import UserError
+    from defsentflow.evaluation.revdict import model_meta
+    from defsentflow.revdict import build_revdict_index
+
+    rows = read_entries(Path(args.file))
+    dictionary = args.dictionary or model_meta(args.model).get("dictionary") or "sample"
+    try:
+        index = build_revdict_index(args.model, dictionary, mode=args.mode, pooling=args.pooling, device=args.device)
+    except (KeyError, LookupError) as exc:
+        raise UserError(f"dictionary {dictionary!r}: {exc}") from None
+    before = len(index.entries)
+    index = index.add(rows, device=args.device)
+    print(f"added {rows.num_rows} definitions from {args.file}: {len(index.entries) - before} new entries, "
+          f"{len(index.entries)} in all ({index.meta['mode']} mode index {index.path})")
     return 0

@@ -3,7 +3,14 @@
 The index is built once per (model, entry encoder, dictionary content, mode, settings) and kept as
 a catalog artifact (``<data root>/revdict/<key>/``: ``index.faiss``, ``entries.parquet``,
 ``meta.json``). Any dictionary dataset can be indexed, so entries added later (a new dataset,
-or a re-ingested one) are served without retraining: only the index is rebuilt.
+or a re-ingested one) are served without retraining: only the index is rebuilt, and definitions
+already encoded come from the embedding cache. :meth:`RevdictIndex.add` extends an index with new
+entries (or new definitions of known entries) by encoding only those; later look-ups of the same
+(model, dictionary, mode) are served by the newest extension.
+
+``mode="auto"`` serves the mode with the higher reverse-dictionary MRR measured for the model
+(the catalog's ``revdict`` head/cosine metrics, e.g. written by the pipeline's evaluation); for a
+model never evaluated, ``head`` when it was trained against an entry head, else ``cosine``.
 
 Modes (see :mod:`defsentflow.evaluation.revdict`): ``cosine`` indexes L2-normalised entry means
 built by the model itself and normalises the query; ``head`` indexes the entry means built by
@@ -24,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["RevdictIndex", "IndexMode", "build_revdict_index", "index_key", "resolve_mode"]
+__all__ = ["RevdictIndex", "IndexMode", "build_revdict_index", "index_key", "measured_modes", "resolve_mode"]
 
 IndexMode = Literal["auto", "head", "cosine"]
 
@@ -32,14 +39,38 @@ _ENTRIES_SCHEMA = pa.schema([pa.field("entry", pa.string(), nullable=False),
                              pa.field("n_definitions", pa.int32(), nullable=False)])
 
 
-def resolve_mode(mode: str, meta: dict[str, Any]) -> str:
-    """``auto``: ``head`` for models trained against an entry head (their meta names the entry
+def resolve_mode(mode: str, meta: dict[str, Any], measured: dict[str, float] | None = None) -> str:
+    """``auto``: the mode with the higher measured MRR (``measured``: mode -> MRR); without
+    measurements ``head`` for models trained against an entry head (their meta names the entry
     encoder), else ``cosine``."""
     if mode not in ("auto", "head", "cosine"):
         raise ValueError(f"mode must be one of ('auto', 'head', 'cosine'), got {mode!r}")
     if mode == "auto":
-        return "head" if meta.get("entry_encoder") else "cosine"
+        can_head = bool(meta.get("entry_encoder"))
+        scores = {m: v for m, v in (measured or {}).items() if m == "cosine" or (m == "head" and can_head)}
+        if scores:
+            return max(sorted(scores), key=lambda m: scores[m])
+        return "head" if can_head else "cosine"
     return mode
+
+
+def measured_modes(model: str | os.PathLike, root: str | os.PathLike | None = None) -> dict[str, float]:
+    """The newest test-split reverse-dictionary MRR per mode recorded for ``model`` (by path or id)."""
+    from defsentflow.encoders import resolve_model_path
+    from defsentflow.storage import Catalog, data_root
+
+    if not (data_root(root) / "catalog.duckdb").is_file():
+        return {}
+    path = str(model)
+    try:
+        path = str(Path(resolve_model_path(model)).resolve())
+    except (OSError, ValueError):
+        pass
+    rows = Catalog(root).query(
+        "SELECT m.setting, arg_max(m.value, m.created_at) AS mrr FROM metrics AS m "
+        "WHERE m.task = 'revdict' AND m.metric = 'mrr' AND m.model_id IN "
+        "(SELECT model_id FROM models WHERE path = ? OR model_id = ?) GROUP BY m.setting", [path, str(model)])
+    return {r["setting"]: float(r["mrr"]) for r in rows if r["setting"] in ("head", "cosine")}
 
 
 @dataclass(frozen=True)
@@ -55,12 +86,13 @@ class _Spec:
     max_length: int
 
 
-def _spec(model: str | os.PathLike, mode: str, pooling: str | None, max_length: int) -> _Spec:
+def _spec(model: str | os.PathLike, mode: str, pooling: str | None, max_length: int,
+          root: str | os.PathLike | None = None) -> _Spec:
     from defsentflow.encoders import resolve_model_path, validate_pooling
     from defsentflow.evaluation.revdict import model_meta
 
     meta = model_meta(model)
-    mode = resolve_mode(mode, meta)
+    mode = resolve_mode(mode, meta, measured_modes(model, root) if mode == "auto" else None)
     pooling = validate_pooling(pooling or meta.get("pooling") or "mean")
     model_path = resolve_model_path(model)
     if mode == "cosine":
@@ -129,24 +161,132 @@ class RevdictIndex:
         scores, idx = self.search_vectors(self.query_vectors(texts, device=device), k)
         return [[(self.entries[j], float(s)) for s, j in zip(srow, irow) if j >= 0] for srow, irow in zip(scores, idx)]
 
+    def add(self, table: pa.Table, *, batch_size: int = 128, device: str = "auto",
+            root: str | os.PathLike | None = None) -> RevdictIndex:
+        """A new index: this one plus ``table``'s (entry, definition) rows, encoding only those.
+
+        New entries are appended; a known entry's vector becomes the mean over its old and new
+        definitions. The model is not retrained. The result is registered as an extension of this
+        index, so :func:`build_revdict_index` serves it for the same model, dictionary and mode.
+
+        Raises:
+            ValueError: the table lacks entry/definition columns or is empty, or the index is in
+                the ICA-transformed head space (adding entries would refit ICA: rebuild instead).
+        """
+        from defsentflow.evaluation.revdict import dictionary_content_hash
+        from defsentflow.storage import Catalog, combine_hashes, data_root, hash_path
+
+        if self.meta.get("ica"):
+            raise ValueError("this index is in the ICA-transformed head space: adding entries would refit ICA; "
+                             "rebuild the index over the extended dictionary instead")
+        if not (self.path / "means.npy").is_file():
+            raise ValueError(f"{self.path} keeps no entry means (built by an older version): rebuild it to add entries")
+        missing = [c for c in ("entry", "definition") if c not in table.column_names]
+        if missing or table.num_rows == 0:
+            raise ValueError(f"entries to add need entry and definition columns and at least one row "
+                             f"(columns: {table.column_names}, rows: {table.num_rows})")
+        new_entries = [str(e).strip() for e in table.column("entry").to_pylist()]
+        new_defs = [str(d).strip() for d in table.column("definition").to_pylist()]
+        bad = [i for i, (e, d) in enumerate(zip(new_entries, new_defs)) if not e or not d]
+        if bad:
+            raise ValueError(f"row {bad[0]} of the entries to add has an empty entry or definition")
+        spec = _Spec(**{k: self.meta[k] for k in _Spec.__dataclass_fields__})
+        vecs = _encode_definitions(spec, new_defs, batch_size=batch_size, device=device)
+        means = np.load(self.path / "means.npy").astype(np.float64)
+        counts = pq.read_table(self.path / "entries.parquet").column("n_definitions").to_numpy().astype(np.int64)
+        entries = list(self.entries)
+        position = {e: i for i, e in enumerate(entries)}
+        sums = means * counts[:, None]
+        extra_sums: list[np.ndarray] = []
+        for e, v in zip(new_entries, vecs.astype(np.float64)):
+            if e not in position:
+                position[e] = len(entries)
+                entries.append(e)
+                extra_sums.append(np.zeros_like(v))
+                counts = np.append(counts, 0)
+            j = position[e]
+            if j < len(sums):
+                sums[j] += v
+            else:
+                extra_sums[j - len(sums)] += v
+            counts[j] += 1
+        if extra_sums:
+            sums = np.vstack([sums, np.stack(extra_sums)])
+        added_hash = dictionary_content_hash(table.select(["entry", "definition"]))
+        key = combine_hashes(["revdict_index_add", self.meta["key"], added_hash])
+        new_means = (sums / counts[:, None]).astype(np.float32)
+        final = data_root(root) / "revdict" / key
+        meta = {**self.meta, "key": key, "extends": self.meta["key"], "added_hash": added_hash,
+                "n_entries": len(entries), "n_added_definitions": len(new_defs)}
+        _write_index(final, entries, new_means, counts, meta, spec.normalize)
+        cat = Catalog(root)
+        cat.register_artifact(key, "revdict_index", final, hash_path(final), name=self.meta.get("name"),
+                              input_hashes={"extends": self.meta["key"], "added": added_hash}, config=meta)
+        return RevdictIndex(final)
+
+
+def _encode_definitions(spec: _Spec, definitions: Sequence[str], *, batch_size: int, device: str) -> np.ndarray:
+    """The entry-side vectors of ``definitions``: the model's pooling (cosine) or the entry encoder's
+    CLS (AC) / mean (AMP) vectors (head); cached in the data root's embedding cache."""
+    from defsentflow.encoders import encode_texts, load_encoder
+
+    pool = spec.pooling if spec.mode == "cosine" else ("cls" if spec.entry_encoding == "ac" else "mean")
+    enc = load_encoder(spec.entry_encoder, device=device)
+    return encode_texts(enc, list(definitions), pooling=pool, batch_size=batch_size, max_length=spec.max_length,
+                        cache=True, desc="indexing entries")
+
 
 def _entry_matrix(spec: _Spec, table: pa.Table, *, batch_size: int,
                   device: str) -> tuple[list[str], np.ndarray, np.ndarray]:
-    from defsentflow.encoders import encode_texts, load_encoder
-    from defsentflow.evaluation.revdict import entry_sums, fit_ica, prepare_queries
+    """Entries, their mean definition vectors (before ICA and normalisation) and definition counts."""
+    from defsentflow.evaluation.revdict import entry_sums, prepare_queries
 
     data = prepare_queries(table, split="test", candidates="all", max_queries=0)
-    pool = spec.pooling if spec.mode == "cosine" else ("cls" if spec.entry_encoding == "ac" else "mean")
-    enc = load_encoder(spec.entry_encoder, device=device)
-    vecs = encode_texts(enc, data.definitions, pooling=pool, batch_size=batch_size, max_length=spec.max_length,
-                        cache=True, desc="indexing entries")
+    vecs = _encode_definitions(spec, data.definitions, batch_size=batch_size, device=device)
     sums, counts = entry_sums(vecs, data.def_entry, len(data.entries))
-    means = sums / counts[:, None]
-    if spec.ica:
-        means = fit_ica(means)(means)
-    if spec.normalize:
-        means = means / np.linalg.norm(means, axis=1, keepdims=True).clip(min=1e-12)
-    return data.entries, means.astype(np.float32), counts
+    return data.entries, (sums / counts[:, None]).astype(np.float32), counts
+
+
+def _index_matrix(means: np.ndarray, ica: bool, normalize: bool) -> np.ndarray:
+    from defsentflow.evaluation.revdict import fit_ica
+
+    out = means.astype(np.float64)
+    if ica:
+        out = fit_ica(out)(out)
+    if normalize:
+        out = out / np.linalg.norm(out, axis=1, keepdims=True).clip(min=1e-12)
+    return np.ascontiguousarray(out, dtype=np.float32)
+
+
+def _write_index(final: Path, entries: list[str], means: np.ndarray, counts: np.ndarray, meta: dict[str, Any],
+                 normalize: bool, ica: bool = False) -> None:
+    """``index.faiss`` (inner product over the served vectors), ``entries.parquet``, ``means.npy``
+    (the raw entry means, so entries can be added later) and ``meta.json``, atomically."""
+    import faiss
+
+    from defsentflow.storage import atomic_dir, write_parquet
+
+    matrix = _index_matrix(means, ica, normalize)
+    with atomic_dir(final) as tmp:
+        index = faiss.IndexFlatIP(matrix.shape[1])
+        index.add(matrix)
+        faiss.write_index(index, str(tmp / "index.faiss"))
+        write_parquet(pa.table({"entry": entries, "n_definitions": np.asarray(counts).astype(np.int32)},
+                               schema=_ENTRIES_SCHEMA), tmp / "entries.parquet")
+        np.save(tmp / "means.npy", np.ascontiguousarray(means, dtype=np.float32))
+        (tmp / "meta.json").write_text(json.dumps({**meta, "dim": int(matrix.shape[1])}, indent=2, sort_keys=True))
+
+
+def _newest_extension(cat: Any, key: str) -> dict[str, Any] | None:
+    """The newest index that extends ``key`` (through any chain of :meth:`RevdictIndex.add`), if any."""
+    found = None
+    for _ in range(1000):
+        rows = cat.query("SELECT artifact_key, path FROM artifacts WHERE kind = 'revdict_index' "
+                         "AND json_extract_string(input_hashes, '$.extends') = ? ORDER BY created_at DESC LIMIT 1", [key])
+        if not rows or not Path(rows[0]["path"]).is_dir():
+            return found
+        found, key = rows[0], rows[0]["artifact_key"]
+    return found
 
 
 def build_revdict_index(model: str | os.PathLike, dictionary: str | pa.Table, *, mode: IndexMode = "auto",
@@ -158,36 +298,30 @@ def build_revdict_index(model: str | os.PathLike, dictionary: str | pa.Table, *,
     Args:
         model: model directory, Hugging Face id or ``minilm``.
         dictionary: dataset name/key, or a table with entry and definition (and split) columns.
-        mode: ``head``, ``cosine`` or ``auto`` (head when the model has an entry head).
+        mode: ``head``, ``cosine`` or ``auto`` (the mode with the better measured MRR for this model,
+            else head when the model has an entry head).
         root: data root (default ``$DEFSENTFLOW_HOME`` or ``./storage``).
         rebuild: ignore a cached index.
     """
-    import faiss
-
     from defsentflow.evaluation.revdict import dictionary_content_hash, load_dictionary_table
-    from defsentflow.storage import Catalog, atomic_dir, data_root, hash_path, write_parquet
+    from defsentflow.storage import Catalog, data_root, hash_path
 
     table = load_dictionary_table(dictionary, root=root)
     if "split" not in table.column_names:
         table = table.append_column("split", pa.array(["test"] * table.num_rows, pa.string()))
-    spec = _spec(model, mode, pooling, max_length)
+    spec = _spec(model, mode, pooling, max_length, root)
     dict_hash = dictionary_content_hash(table)
     key = index_key(spec, dict_hash)
     cat = Catalog(root)
     found = None if rebuild else cat.artifact(key)
-    if found is not None:
-        return RevdictIndex(found["path"])
-    entries, matrix, counts = _entry_matrix(spec, table, batch_size=batch_size, device=device)
+    if found is not None and Path(found["path"]).is_dir():
+        newest = _newest_extension(cat, key)
+        return RevdictIndex(newest["path"] if newest else found["path"])
+    entries, means, counts = _entry_matrix(spec, table, batch_size=batch_size, device=device)
     final = data_root(root) / "revdict" / key
-    with atomic_dir(final) as tmp:
-        index = faiss.IndexFlatIP(matrix.shape[1])
-        index.add(np.ascontiguousarray(matrix))
-        faiss.write_index(index, str(tmp / "index.faiss"))
-        write_parquet(pa.table({"entry": entries, "n_definitions": counts.astype(np.int32)}, schema=_ENTRIES_SCHEMA),
-                      tmp / "entries.parquet")
-        meta = {**spec.__dict__, "dictionary_hash": dict_hash, "n_entries": len(entries), "dim": int(matrix.shape[1])}
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
     name = dictionary if isinstance(dictionary, str) else None
+    meta = {**spec.__dict__, "key": key, "name": name, "dictionary_hash": dict_hash, "n_entries": len(entries)}
+    _write_index(final, entries, means, counts, meta, spec.normalize, spec.ica)
     cat.register_artifact(key, "revdict_index", final, hash_path(final), name=name,
                           input_hashes={"dictionary": dict_hash}, config=meta)
     return RevdictIndex(final)

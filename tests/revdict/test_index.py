@@ -70,3 +70,75 @@ def test_resolve_mode():
     assert resolve_mode("auto", {"entry_encoder": "minilm"}) == "head"
     with pytest.raises(ValueError, match="mode must be"):
         resolve_mode("dot", {})
+
+
+def test_resolve_mode_prefers_the_better_measured_mode():
+    trained = {"entry_encoder": "minilm"}
+    assert resolve_mode("auto", trained, {"head": 0.05, "cosine": 0.25}) == "cosine"
+    assert resolve_mode("auto", trained, {"head": 0.31, "cosine": 0.25}) == "head"
+    # a model without an entry head cannot serve head mode, whatever was recorded
+    assert resolve_mode("auto", {}, {"head": 0.9, "cosine": 0.2}) == "cosine"
+    assert resolve_mode("head", trained, {"cosine": 0.9}) == "head"
+
+
+def test_auto_mode_serves_the_measured_best(tiny_bert_dir, home, tmp_path):
+    import json
+    import shutil
+
+    from defsentflow.revdict import measured_modes
+    from defsentflow.storage import Catalog
+
+    trained = tmp_path / "trained"  # a model with an entry head (what DefSent+ writes)
+    shutil.copytree(tiny_bert_dir, trained)
+    (trained / "defsentflow.json").write_text(json.dumps(
+        {"pooling": "mean", "use_pooler": False, "entry_encoder": str(tiny_bert_dir), "entry_encoding": "amp"}))
+    assert build_revdict_index(str(trained), _table(), mode="auto", device="cpu").meta["mode"] == "head"
+    cat = Catalog()
+    cat.register_model("trained", str(trained), method="pst")
+    cat.record_metrics("trained", [{"task": "revdict", "setting": "cosine", "metric": "mrr", "value": 0.3, "n": 10},
+                                   {"task": "revdict", "setting": "head", "metric": "mrr", "value": 0.1, "n": 10},
+                                   {"task": "revdict-dev", "setting": "head", "metric": "mrr", "value": 0.9, "n": 10}])
+    assert measured_modes(str(trained)) == {"cosine": 0.3, "head": 0.1}
+    assert build_revdict_index(str(trained), _table(), mode="auto", device="cpu").meta["mode"] == "cosine"
+
+
+def test_add_entries_without_retraining_encodes_only_the_new_definitions(tiny_bert_dir, home, monkeypatch):
+    import defsentflow.revdict.index as index_mod
+    from defsentflow.encoders import encode_texts, load_encoder
+
+    table = _table()
+    first = build_revdict_index(str(tiny_bert_dir), table, mode="cosine", device="cpu")
+    known = first.entries[0]
+    new = pa.table({"entry": ["zebra", "zebra", known],
+                    "definition": ["a striped animal like a horse", "a wild animal with black and white stripes",
+                                   "a bird that can fly over the sea"]})
+    encoded: list[list[str]] = []
+    real = index_mod._encode_definitions
+
+    def spy(spec, definitions, **kw):
+        encoded.append(list(definitions))
+        return real(spec, definitions, **kw)
+
+    monkeypatch.setattr(index_mod, "_encode_definitions", spy)
+    bigger = first.add(new, device="cpu")
+    assert encoded == [new.column("definition").to_pylist()]  # the indexed dictionary is not re-encoded
+    assert bigger.entries == first.entries + ["zebra"] and bigger.index.ntotal == first.index.ntotal + 1
+    assert bigger.meta["extends"] == first.meta["key"]
+
+    # The added entry's vector is the mean of its definitions; the known entry's mean includes the new one.
+    enc = load_encoder(str(tiny_bert_dir), device="cpu")
+    zebra = encode_texts(enc, new.column("definition").to_pylist()[:2], pooling="mean", max_length=64).mean(0)
+    zebra /= np.linalg.norm(zebra)
+    got = bigger.index.reconstruct(len(bigger.entries) - 1)
+    np.testing.assert_allclose(got, zebra, atol=1e-5)
+    rows = [d for e, d in zip(table.column("entry").to_pylist(), table.column("definition").to_pylist()) if e == known]
+    known_mean = encode_texts(enc, rows + [new.column("definition")[2].as_py()], pooling="mean", max_length=64).mean(0)
+    np.testing.assert_allclose(bigger.index.reconstruct(0), known_mean / np.linalg.norm(known_mean), atol=1e-5)
+    assert bigger.search(["a striped animal like a horse"], k=1)[0][0][0] == "zebra"
+
+    # Later look-ups of the same model, dictionary and mode are served by the extension.
+    monkeypatch.setattr(index_mod, "_entry_matrix", lambda *a, **k: (_ for _ in ()).throw(AssertionError("rebuilt")))
+    again = build_revdict_index(str(tiny_bert_dir), table, mode="cosine", device="cpu")
+    assert again.path == bigger.path and "zebra" in again.entries
+    with pytest.raises(ValueError, match="empty entry or definition"):
+        bigger.add(pa.table({"entry": ["x"], "definition": [" "]}), device="cpu")

@@ -57,6 +57,18 @@ def test_train_pst_then_revdict_and_encode(toy_dataset, tiny_bert_dir, tmp_path,
     hits = json.loads(capsys.readouterr().out)[0]["entries"]
     assert len(hits) == 3 and hits[0]["score"] >= hits[1]["score"] >= hits[2]["score"]
 
+    # An entry added later, without retraining, is found at once and by later look-ups.
+    extra = tmp_path / "extra.jsonl"
+    extra.write_text(json.dumps({"entry": "zebra", "definition": "a striped wild animal like a horse"}) + "\n")
+    assert main(["revdict-add", model, str(extra), "--mode", "cosine"]) == 0
+    assert "added 1 definitions" in capsys.readouterr().out
+    assert main(["revdict", model, "a striped wild animal like a horse", "--mode", "cosine", "-k", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["entries"][0]["entry"] == "zebra"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"entry": "x"}\n')
+    assert main(["revdict-add", model, str(bad)]) == 2
+    assert "bad.jsonl:1" in capsys.readouterr().err
+
     # Encode: a Parquet file with the same vectors as the library's encoder.
     from defsentflow.encoders import encode_texts
 
