@@ -73,5 +73,15 @@ def test_sweep_flow_shares_stages_skips_finished_points_and_resumes(prefect_test
                       [json.dumps({"pid": int(dead.stdout), "host": socket.gethostname()})])
     resumed = sweep_flow(str(path))
     assert resumed["ran"] == [first["ran"][1]] and resumed["skipped"] == [first["ran"][0]]
+    # Each point is an ordinary pipeline config: best-model names an encoder that loads with
+    # transformers and sentence-transformers.
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoModel
+
+    from defsentflow.pipeline import selected_model_dir
+
+    best = selected_model_dir(Catalog().query("SELECT config_path FROM sweep_points WHERE position = 1")[0]["config_path"])
+    assert AutoModel.from_pretrained(best).config.hidden_size == 32
+    assert SentenceTransformer(best, device="cpu").encode(["a small cat"]).shape == (1, 32)
     report = resumed["report"]["markdown_path"]
     assert "| 2 | " in open(report).read() and resumed["report"]["chart_path"].endswith("sweep.png")
