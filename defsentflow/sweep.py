@@ -313,34 +313,24 @@ def load_sweep(path: str | os.PathLike | None = None, *, data: dict[str, Any] | 
         ValueError: invalid YAML, an unknown key, a bad axis value or point (the message names the
             file, the axis or point, and the key).
     """
+    from defsentflow.config import format_errors, read_yaml_mapping
+
     origin = str(path) if path is not None else "<sweep>"
     if data is None:
         if path is None:
             raise ValueError("give a sweep file or its content")
-        p = Path(path)
-        if not p.is_file():
-            raise FileNotFoundError(f"sweep file not found: {p}")
-        try:
-            data = yaml.safe_load(p.read_text())
-        except yaml.YAMLError as exc:
-            raise ValueError(f"{p}: not valid YAML: {exc}") from exc
+        data = read_yaml_mapping(path, what="sweep file")
     if not isinstance(data, dict):
         raise ValueError(f"{origin}: expected a mapping at the top level")
     try:
         spec = SweepFile.model_validate(data)
     except ValidationError as exc:
-        msg = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or '<top>'}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"{origin}: invalid sweep: {msg}") from None
+        raise ValueError(f"{origin}: invalid sweep: {format_errors(exc)}") from None
     base_path = None
     if isinstance(spec.base, str):
         resolved = _resolve_base(spec.base, Path(path).resolve().parent if path is not None else None)
         base_path = str(resolved)
-        try:
-            base = yaml.safe_load(resolved.read_text())
-        except yaml.YAMLError as exc:
-            raise ValueError(f"{resolved}: not valid YAML: {exc}") from exc
-        if not isinstance(base, dict):
-            raise ValueError(f"{resolved}: expected a mapping at the top level")
+        base = read_yaml_mapping(resolved, what="base config")
     else:
         base = dict(spec.base)
     points = expand_sweep(spec, base, origin=origin)
