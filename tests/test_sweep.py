@@ -6,6 +6,7 @@ import json
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -214,3 +215,10 @@ def test_cli_show_lists_points_and_rejects_a_bad_file(tmp_path):
     f.write_text(yaml.safe_dump({"name": "cli", "base": "base.yaml", "axes": {"pst.lr": [0]}}))
     bad = run_cli(["sweep", "show", str(f)], tmp_path / "home", timeout=120)
     assert bad.returncode == 2 and "axes.pst.lr = 0" in bad.stderr and "s.yaml" in bad.stderr
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "configs" / "sweeps").glob("*.yaml")),
+                         ids=lambda p: p.name)
+def test_shipped_sweeps_validate(path):
+    s = load_sweep(path)
+    assert len(s.points) >= 16 and len({p.point_id for p in s.points}) == len(s.points)
