@@ -23,6 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data-dir", default=None, help="folder with sts/ and sick/ (default: ../shared/data)")
     p.add_argument("--dictionary", default=None, help="dictionary dataset for revdict (name or artifact key)")
     p.add_argument("--revdict-split", default="test", help="revdict query split (default: test)")
+    p.add_argument("--revdict-candidates", choices=["all", "split"], default="all",
+                   help="revdict candidates: every entry of the dictionary, or only the query split's (default: all)")
+    p.add_argument("--revdict-max-queries", type=int, default=2000, help="at most this many revdict queries")
     p.add_argument("--sick-split", choices=["auto", "test", "trial", "train"], default="auto",
                    help="file read for sickr (auto: test if present, else trial)")
     p.add_argument("--batch-size", type=int, default=128)
@@ -57,6 +60,7 @@ def _eval(args: argparse.Namespace) -> int:
         config = EvalConfig(tasks=args.tasks, data_dir=str(data_dir), pooling=args.pooling, batch_size=args.batch_size,
                             max_length=args.max_length, autocast=args.autocast, sick_split=args.sick_split,
                             per_subset=args.per_subset, dictionary=args.dictionary, revdict_split=args.revdict_split,
+                            revdict_candidates=args.revdict_candidates, revdict_max_queries=args.revdict_max_queries,
                             device=args.device, cache=args.cache)
     except ValueError as exc:
         raise UserError(str(exc)) from None

@@ -76,3 +76,24 @@ def test_eval_command_errors_exit_2(home, sts_data_dir, tmp_path, capsys):
     assert main(["eval", "minilm", "--pooling", "avg", "--data-dir", str(sts_data_dir)]) == 2
     assert main(["leaderboard"]) == 0
     assert "no evaluation results yet" in capsys.readouterr().out
+
+
+def test_revdict_candidates_reach_the_evaluation_and_its_cache_key(monkeypatch, tmp_path):
+    import defsentflow.evaluation.revdict as revdict
+    from defsentflow.evaluation.suite import run_evaluation
+
+    seen = {}
+
+    def fake(model, dictionary, **kw):
+        seen.update(kw)
+        return {"rows": []}
+
+    monkeypatch.setattr(revdict, "evaluate_revdict", fake)
+    cfg = EvalConfig(tasks=("revdict",), dictionary="toy", revdict_candidates="split", data_dir=str(tmp_path))
+    run_evaluation("minilm", cfg)
+    assert seen["candidates"] == "split"
+    assert evaluation_inputs_hash(cfg) != evaluation_inputs_hash(
+        EvalConfig(tasks=("revdict",), dictionary="toy", data_dir=str(tmp_path)))
+    with pytest.raises(ValueError, match="revdict_candidates must be 'all' or 'split'"):
+        EvalConfig(tasks=("revdict",), dictionary="toy", revdict_candidates="test")
+    assert EvaluateSection(model="m", revdict_candidates="split").to_config().revdict_candidates == "split"
