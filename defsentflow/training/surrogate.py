@@ -129,7 +129,7 @@ def train_surrogate(pairs_path: str | os.PathLike, out_dir: str | os.PathLike, c
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments, losses
 
     from defsentflow.encoders import pick_device
-    from defsentflow.progress import quiet
+    from defsentflow.progress import live
     from defsentflow.storage import atomic_dir
 
     t0 = time.perf_counter()
@@ -145,7 +145,8 @@ def train_surrogate(pairs_path: str | os.PathLike, out_dir: str | os.PathLike, c
         output_dir=str(work), num_train_epochs=config.epochs, per_device_train_batch_size=config.batch_size,
         learning_rate=config.lr, warmup_steps=float(config.warmup_ratio), seed=config.seed, data_seed=config.seed,
         save_strategy="steps", save_steps=config.save_steps, save_total_limit=2, logging_steps=50,
-        report_to="none", disable_tqdm=quiet(), use_cpu=device.type == "cpu",
+        # In a log file the trainer prints its loss lines every logging_steps instead of a bar.
+        report_to="none", disable_tqdm=not live(), use_cpu=device.type == "cpu",
     )
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=data,
                                          loss=losses.CosineSimilarityLoss(model))
