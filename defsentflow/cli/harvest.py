@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import time
 import uuid
 
 
@@ -59,27 +58,23 @@ def _harvest(args: argparse.Namespace) -> int:
     from defsentflow.storage import Catalog, clean_stale_temporaries
 
     cfg = _config(args)
+    from defsentflow.cli.stage import run_stage
+    from defsentflow.scoring.stages import run_harvest
+
     run_id = args.run_id or f"harvest-{uuid.uuid4().hex[:8]}"
-    t0 = time.perf_counter()
     cat = Catalog(cfg.root)
     clean_stale_temporaries(cat.root / "parquet" / "harvest")  # parts half-written by a killed run
     cat.start_run("harvest-pairs", config=cfg.model_dump(mode="json"), run_id=run_id)
     try:
-        if args.prefect or _uses_dask(cfg):
-            from flows.harvest_pairs import run_harvest_flow
-            from flows.runtime import local_api
-
-            with local_api():
-                result = run_harvest_flow(cfg.model_dump(mode="json"), run_id=run_id)
-        else:
-            from defsentflow.scoring.stages import run_harvest
-
-            result = run_harvest(cfg, run_id=run_id)
+        result, _, seconds = run_stage(
+            args, prefix="harvest", run_id=run_id, flow="flows.harvest_pairs:run_harvest_flow",
+            payload=cfg.model_dump(mode="json"), local=lambda rid: run_harvest(cfg, run_id=rid),
+            use_flow=args.prefect or _uses_dask(cfg))
     except BaseException:
         cat.end_run(run_id, "failed")
         raise
     cat.end_run(run_id, "completed")
-    _print_harvest(cat, result, time.perf_counter() - t0, run_id)
+    _print_harvest(cat, result, seconds, run_id)
     return 0
 
 
@@ -109,20 +104,14 @@ def _print_harvest(cat, result: dict, seconds: float, run_id: str) -> None:
 
 
 def _train_surrogate(args: argparse.Namespace) -> int:
+    from defsentflow.cli.stage import run_stage
+    from defsentflow.training.surrogate import run_surrogate_config
+
     cfg = _config(args)
-    run_id = args.run_id or f"surrogate-{uuid.uuid4().hex[:8]}"
-    t0 = time.perf_counter()
-    if args.prefect:
-        from flows.runtime import local_api
-        from flows.train_surrogate import train_surrogate_flow
-
-        with local_api():
-            result = train_surrogate_flow(cfg.model_dump(mode="json"), run_id=run_id)
-    else:
-        from defsentflow.training.surrogate import run_surrogate_config
-
-        result = run_surrogate_config(cfg, run_id=run_id)
-    _print_surrogate(result, time.perf_counter() - t0, run_id)
+    result, run_id, seconds = run_stage(
+        args, prefix="surrogate", flow="flows.train_surrogate:train_surrogate_flow",
+        payload=cfg.model_dump(mode="json"), local=lambda run_id: run_surrogate_config(cfg, run_id=run_id))
+    _print_surrogate(result, seconds, run_id)
     return 0
 
 

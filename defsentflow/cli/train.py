@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import time
-import uuid
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -71,48 +69,37 @@ def _print_step(step) -> None:
 
 
 def _pst(args: argparse.Namespace) -> int:
+    from defsentflow.cli.stage import run_stage
+    from defsentflow.training.pst import run_pst
+
     section = _load(args.config, "pst")
     _check_dictionary(section.dictionary)
-    run_id = args.run_id or f"pst-{uuid.uuid4().hex[:8]}"
-    t0 = time.perf_counter()
+    result, run_id, seconds = run_stage(
+        args, prefix="pst", flow="flows.pst:pst_flow", payload=section.model_dump(mode="json"),
+        local=lambda run_id: run_pst(section, run_id=run_id, on_step=_print_step))
     if args.prefect:
-        from flows.pst import pst_flow
-        from flows.runtime import local_api
-
-        with local_api():
-            result = pst_flow(section.model_dump(mode="json"), run_id=run_id)
         for step in result.steps:
             _print_step(step)
-    else:
-        from defsentflow.training.pst import run_pst
-
-        result = run_pst(section, run_id=run_id, on_step=_print_step)
     if result.selection.note:
         print(f"note: {result.selection.note}")
     print(f"{result.stop_note}")
     print(f"winner: {result.reason}")
     print(f"model: {result.model_id} -> {result.model_dir}")
-    print(f"run {run_id} done in {time.perf_counter() - t0:.1f}s (record: {result.record_path})")
+    print(f"run {run_id} done in {seconds:.1f}s (record: {result.record_path})")
     return 0
 
 
 def _defsent(args: argparse.Namespace) -> int:
+    from defsentflow.cli.stage import run_stage
+    from defsentflow.training.pst import run_defsent
+
     section = _load(args.config, "defsent")
     _check_dictionary(section.dictionary)
-    run_id = args.run_id or f"{section.method.replace('_', '-')}-{uuid.uuid4().hex[:8]}"
-    t0 = time.perf_counter()
-    if args.prefect:
-        from flows.runtime import local_api
-        from flows.train_defsent import train_defsent_flow
-
-        with local_api():
-            result = train_defsent_flow(section.model_dump(mode="json"), run_id=run_id)
-    else:
-        from defsentflow.training.pst import run_defsent
-
-        result = run_defsent(section, run_id=run_id)
+    result, run_id, seconds = run_stage(
+        args, prefix=section.method.replace("_", "-"), flow="flows.train_defsent:train_defsent_flow",
+        payload=section.model_dump(mode="json"), local=lambda run_id: run_defsent(section, run_id=run_id))
     print(f"{result.method}: {result.n_definitions} training definitions -> {result.model_id} ({result.model_dir})")
-    print(f"run {run_id} done in {time.perf_counter() - t0:.1f}s")
+    print(f"run {run_id} done in {seconds:.1f}s")
     return 0
 
 

@@ -16,7 +16,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Literal, get_args
+from typing import Generator, Iterator, Literal, get_args
 
 from defsentflow.corpus.gutenberg import strip_gutenberg
 
@@ -143,14 +143,23 @@ def _clean(text: str) -> str:
     return strip_gutenberg(text)[0].strip()
 
 
-def _read_text(path: Path, doc_id: str) -> Iterator[Document | QuarantineRecord]:
+def _load(path: Path) -> Generator[QuarantineRecord, None, tuple[bytes, str] | None]:
+    """Yields the file's quarantine records (unreadable, repaired bytes); returns (bytes, text) or None."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         yield QuarantineRecord(str(path), None, f"unreadable file: {exc.strerror or exc}")
-        return
+        return None
     text, repaired = _decode(data, str(path))
     yield from repaired
+    return data, text
+
+
+def _read_text(path: Path, doc_id: str) -> Iterator[Document | QuarantineRecord]:
+    loaded = yield from _load(path)
+    if loaded is None:
+        return
+    data, text = loaded
     text = _clean(text)
     if not text:
         yield QuarantineRecord(str(path), None, "empty file" if not data.strip() else "no text after stripping markers",
@@ -174,13 +183,10 @@ def _record_doc(rec: object, path: Path, line: int, default_id: str, raw: str) -
 
 
 def _read_jsonl(path: Path, prefix: str) -> Iterator[Document | QuarantineRecord]:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        yield QuarantineRecord(str(path), None, f"unreadable file: {exc.strerror or exc}")
+    loaded = yield from _load(path)
+    if loaded is None:
         return
-    text, repaired = _decode(data, str(path))
-    yield from repaired
+    text = loaded[1]
     n = 0
     for i, line in enumerate(text.split("\n"), start=1):
         if not line.strip():

@@ -93,3 +93,21 @@ def test_cli_errors_are_clear(home, tmp_path, tiny_bert_dir, capsys):
     assert main(["encode", str(tiny_bert_dir), "--input", str(bad), "--out", str(tmp_path / "o.parquet")]) == 2
     assert f"{bad}:2" in capsys.readouterr().err
     assert not (tmp_path / "o.parquet").exists()
+
+
+def test_train_defsent_in_process_then_through_its_flow(toy_dataset, tiny_bert_dir, tmp_path, capsys):
+    """``train defsent`` runs in process, and with ``--prefect`` through its flow, which finds it cached."""
+    body = {"name": "t", "dictionary": {"name": "toy", "sources": [{"kind": "jsonl", "paths": ["toy.jsonl"]}]},
+            "harvest": None,
+            "defsent": {"method": "defsent_plus", "base_model": str(tiny_bert_dir), "dictionary": "toy",
+                        "pooling": "mean", "lr": 5e-4, "batch_size": 8, "max_length": 32, "device": "cpu"}}
+    cfg = tmp_path / "defsent.yaml"
+    cfg.write_text(json.dumps(body))
+    assert main(["train", "defsent", str(cfg), "--run-id", "ds1"]) == 0
+    first = capsys.readouterr().out
+    assert "run ds1 done" in first and "defsent_plus:" in first
+    assert main(["train", "defsent", str(cfg), "--run-id", "ds2", "--prefect"]) == 0
+    second = capsys.readouterr().out
+    assert "run ds2 done" in second
+    model_line = [line for line in first.splitlines() if line.startswith("defsent_plus:")][0]
+    assert model_line in second  # the same model: the flow reused the in-process run's artifact
