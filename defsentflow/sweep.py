@@ -348,7 +348,8 @@ def point_config_path(sweep: Sweep, point: SweepPoint, root: str | os.PathLike |
 def write_point_configs(sweep: Sweep, root: str | os.PathLike | None = None) -> dict[str, Path]:
     """Write every point's pipeline config (atomically) and file the points in the catalog.
 
-    Returns point id -> config path. Points already in ``sweep_points`` keep their status.
+    Returns point id -> config path. Points already in ``sweep_points`` keep their status; rows of
+    points the sweep file no longer has are dropped (their pipeline runs stay in ``runs``).
     """
     from defsentflow.storage import Catalog
     from defsentflow.storage.atomic import atomic_path
@@ -374,6 +375,8 @@ def write_point_configs(sweep: Sweep, root: str | os.PathLike | None = None) -> 
                 "position = excluded.position, label = excluded.label, params = excluded.params, "
                 "config_path = excluded.config_path",
                 [sweep.name, p.point_id, p.position, p.label, json.dumps(p.params, default=str), str(paths[p.point_id])])
+        con.execute("DELETE FROM sweep_points WHERE sweep = ? AND NOT list_contains(?, point_id)",
+                    [sweep.name, [p.point_id for p in sweep.points]])
     return paths
 
 

@@ -139,6 +139,12 @@ def test_run_sweep_records_skips_resumes_and_survives_a_failing_point(home):
     assert run_sweep(changed, run_point).ran == ids
     assert run_sweep(changed, run_point, only=["2"], force=True).ran == [ids[1]]
 
+    # Points the sweep file no longer lists leave the table.
+    fewer = load_sweep(data=sweep(set={"pst.max_train_entries": 10}, axes={"pst.lr": [1e-5, 2e-6]}))
+    assert run_sweep(fewer, run_point).skipped == [ids[0], ids[2]]
+    assert [r["point_id"] for r in Catalog().query("SELECT point_id FROM sweep_points ORDER BY position")] == \
+        [ids[0], ids[2]]
+
 
 def test_interrupt_marks_the_point_and_stops(home):
     s = load_sweep(data=sweep(axes={"pst.lr": [1e-5, 5e-6]}))
