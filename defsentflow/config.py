@@ -16,15 +16,16 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from defsentflow.config_tools import format_errors, read_yaml_mapping
 from defsentflow.dictionary.config import NAME_PATTERN, IngestDictionaryParams
 from defsentflow.scoring.config import HarvestConfig
 from defsentflow.training.pretrain_config import PretrainSection
 from defsentflow.training.pst_config import DefSentSection, PstSection
 
-__all__ = ["PipelineConfig", "EvalSection", "config_from_dict", "load_config", "read_yaml_mapping", "resolve_path"]
+__all__ = ["PipelineConfig", "EvalSection", "config_from_dict", "format_errors", "load_config", "read_yaml_mapping",
+           "resolve_path"]
 
 
 class _Section(BaseModel):
@@ -95,11 +96,6 @@ def resolve_path(path: str | os.PathLike, *, must_exist: bool = True) -> Path:
     return candidates[0]
 
 
-def format_errors(exc: ValidationError) -> str:
-    """``key.path: message; ...`` for a pydantic error (what config errors print)."""
-    return "; ".join(f"{'.'.join(str(x) for x in e['loc']) or '<top>'}: {e['msg']}" for e in exc.errors())
-
-
 def load_config(path: str | os.PathLike) -> PipelineConfig:
     """Read and validate a pipeline YAML; errors name the file and the offending keys.
 
@@ -107,25 +103,6 @@ def load_config(path: str | os.PathLike) -> PipelineConfig:
     """
     p = Path(path)
     return config_from_dict(read_yaml_mapping(p, what="config"), origin=str(p))
-
-
-def read_yaml_mapping(path: str | os.PathLike, *, what: str = "file") -> dict[str, Any]:
-    """A YAML file whose top level is a mapping; errors name the file.
-
-    Raises:
-        FileNotFoundError: no such file (the message says which ``what``).
-        ValueError: not valid YAML, or not a mapping at the top level.
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"{what} not found: {p}")
-    try:
-        data: Any = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{p}: not valid YAML: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ValueError(f"{p}: expected a mapping at the top level")
-    return data
 
 
 def config_from_dict(data: Any, *, origin: str = "<config>") -> PipelineConfig:

@@ -15,8 +15,9 @@ import os
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from defsentflow.config_tools import format_errors, read_yaml_mapping
 
 __all__ = ["HarvestConfig", "RetrievalKind", "load_harvest_config", "resolve_input_path"]
 
@@ -155,16 +156,8 @@ def resolve_input_path(path: str | os.PathLike, what: str) -> Path:
 def load_harvest_config(path: str | os.PathLike) -> HarvestConfig:
     """Read and validate a YAML config; errors name the file and the offending key."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"config not found: {path}")
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not valid YAML: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping at the top level")
+    data = read_yaml_mapping(path, what="config")
     try:
         return HarvestConfig.model_validate(data)
     except ValidationError as exc:
-        lines = [f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors()]
-        raise ValueError(f"{path}: invalid config: " + "; ".join(lines)) from exc
+        raise ValueError(f"{path}: invalid config: {format_errors(exc)}") from exc

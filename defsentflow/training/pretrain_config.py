@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from defsentflow.config_tools import format_errors, read_yaml_mapping, require_distinct
+
 __all__ = ["ArchitectureSection", "CorpusSource", "PretrainSection", "load_pretrain_section"]
 
 AutocastName = Literal["none", "bf16", "fp16"]
@@ -85,9 +87,7 @@ class PretrainSection(_Section):
     @field_validator("corpora")
     @classmethod
     def _unique(cls, v: list[CorpusSource]) -> list[CorpusSource]:
-        names = [c.name for c in v]
-        if len(set(names)) != len(names):
-            raise ValueError(f"corpus names must be distinct, got {names}")
+        require_distinct([c.name for c in v], "corpus names")
         return v
 
     def to_config(self) -> Any:
@@ -103,10 +103,6 @@ class PretrainSection(_Section):
             device=self.device, autocast=self.autocast, checkpoint_every=self.checkpoint_every)
 
 
-def _errors(exc: ValidationError, prefix: str) -> str:
-    return "; ".join(f"{'.'.join(str(x) for x in (prefix, *e['loc']))}: {e['msg']}" for e in exc.errors())
-
-
 def load_pretrain_section(path: str | os.PathLike) -> PretrainSection:
     """The ``pretrain:`` section of a YAML config.
 
@@ -119,8 +115,6 @@ def load_pretrain_section(path: str | os.PathLike) -> PretrainSection:
         ValueError: not a YAML mapping, no ``pretrain:`` section, or an invalid one (the message
             names the file and the keys).
     """
-    import yaml
-
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"config not found: {p}")
@@ -132,15 +126,10 @@ def load_pretrain_section(path: str | os.PathLike) -> PretrainSection:
         section = None
     if isinstance(section, PretrainSection):
         return section
-    try:
-        raw = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{p}: not valid YAML: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise ValueError(f"{p}: expected a mapping at the top level")
+    raw = read_yaml_mapping(p, what="config")
     if raw.get("pretrain") is None:
         raise ValueError(f"{p}: no 'pretrain:' section (top-level keys: {sorted(raw)})")
     try:
         return PretrainSection.model_validate(raw["pretrain"])
     except ValidationError as exc:
-        raise ValueError(f"{p}: invalid 'pretrain:' section: {_errors(exc, 'pretrain')}") from None
+        raise ValueError(f"{p}: invalid 'pretrain:' section: {format_errors(exc, 'pretrain')}") from None

@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from defsentflow.config_tools import format_errors, read_yaml_mapping, require_distinct
+
 __all__ = [
     "DEFAULT_GRID",
     "DefSentSection",
@@ -110,16 +112,13 @@ class PstSection(_TrainingCommon):
     @field_validator("seeds")
     @classmethod
     def _unique_seeds(cls, v: list[int]) -> list[int]:
-        if len(set(v)) != len(v):
-            raise ValueError(f"seeds must be distinct, got {v}")
+        require_distinct(v, "seeds")
         return v
 
     @field_validator("grid")
     @classmethod
     def _unique_grid(cls, v: list[GridPoint]) -> list[GridPoint]:
-        labels = [g.label for g in v]
-        if len(set(labels)) != len(labels):
-            raise ValueError(f"grid points must be distinct, got {labels}")
+        require_distinct([g.label for g in v], "grid points")
         return v
 
     @field_validator("lr_per_step")
@@ -217,7 +216,6 @@ def load_section(path: str | os.PathLike, key: Literal["pst", "defsent"]) -> Any
         ValueError: the file is not a YAML mapping, lacks the section, or the section is invalid
             (the message names the file and the offending keys).
     """
-    import yaml
     from pydantic import ValidationError
 
     p = Path(path)
@@ -230,19 +228,10 @@ def load_section(path: str | os.PathLike, key: Literal["pst", "defsent"]) -> Any
             pass
         else:
             return load_config(p).pst
-    try:
-        raw = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{p}: not valid YAML: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise ValueError(f"{p}: expected a mapping at the top level")
+    raw = read_yaml_mapping(p, what="config")
     if key not in raw or raw[key] is None:
         raise ValueError(f"{p}: no '{key}:' section (top-level keys: {sorted(raw)})")
     try:
         return _SECTIONS[key].model_validate(raw[key])
     except ValidationError as exc:
-        lines = [f"{p}: invalid '{key}:' section"]
-        for err in exc.errors():
-            loc = ".".join(str(x) for x in (key, *err["loc"]))
-            lines.append(f"  {loc}: {err['msg']}")
-        raise ValueError("\n".join(lines)) from None
+        raise ValueError(f"{p}: invalid '{key}:' section: {format_errors(exc, key)}") from None

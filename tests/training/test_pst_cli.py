@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -106,8 +108,12 @@ def test_train_defsent_in_process_then_through_its_flow(toy_dataset, tiny_bert_d
     assert main(["train", "defsent", str(cfg), "--run-id", "ds1"]) == 0
     first = capsys.readouterr().out
     assert "run ds1 done" in first and "defsent_plus:" in first
-    assert main(["train", "defsent", str(cfg), "--run-id", "ds2", "--prefect"]) == 0
-    second = capsys.readouterr().out
+    # Through Prefect in a subprocess: a flow run under capsys would bind Prefect's console log
+    # handler to a capture stream that is closed after this test.
+    proc = subprocess.run([sys.executable, "-m", "defsentflow.cli", "train", "defsent", str(cfg), "--run-id", "ds2",
+                           "--prefect"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    second = proc.stdout
     assert "run ds2 done" in second
     model_line = [line for line in first.splitlines() if line.startswith("defsent_plus:")][0]
     assert model_line in second  # the same model: the flow reused the in-process run's artifact

@@ -1,0 +1,52 @@
+"""Small helpers shared by every YAML config of the project (pipeline, PST, pretrain, harvest, sweep).
+
+A leaf module (it imports nothing from the project) so that each config module can use it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Hashable, Sequence
+
+import yaml
+from pydantic import ValidationError
+
+__all__ = ["format_errors", "read_yaml_mapping", "require_distinct"]
+
+
+def format_errors(exc: ValidationError, prefix: str | None = None) -> str:
+    """``key.path: message; ...`` for a pydantic error (what config errors print).
+
+    ``prefix`` is put in front of every key path (the section a sub-model was validated for).
+    """
+    def loc(e: dict) -> str:
+        parts = ((prefix,) if prefix else ()) + tuple(str(x) for x in e["loc"])
+        return ".".join(parts) or "<top>"
+
+    return "; ".join(f"{loc(e)}: {e['msg']}" for e in exc.errors())
+
+
+def read_yaml_mapping(path: str | os.PathLike, *, what: str = "file") -> dict[str, Any]:
+    """A YAML file whose top level is a mapping; errors name the file.
+
+    Raises:
+        FileNotFoundError: no such file (the message says which ``what``).
+        ValueError: not valid YAML, or not a mapping at the top level.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"{what} not found: {p}")
+    try:
+        data: Any = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{p}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{p}: expected a mapping at the top level")
+    return data
+
+
+def require_distinct(values: Sequence[Hashable], what: str) -> None:
+    """A validator's check: ``values`` (names, seeds, labels) must not repeat."""
+    if len(set(values)) != len(values):
+        raise ValueError(f"{what} must be distinct, got {list(values)}")
