@@ -42,6 +42,9 @@ class EvalSection(_Section):
     revdict_max_queries: int = Field(2000, ge=1)
     revdict_candidates: Literal["all", "split"] = Field(
         "all", description="reverse-dictionary candidates: every entry of the dictionary, or only the test split's")
+    revdict_modes: list[Literal["head", "cosine", "hybrid"]] = Field(
+        default_factory=lambda: ["head", "cosine"], min_length=1,
+        description="reverse-dictionary modes; hybrid adds the headword's own vector to each entry")
     best_trained: bool = Field(
         False, description="also evaluate the best trained PST candidate when the untrained encoder was selected")
     cache: bool = Field(False, description="keep definition vectors in the data root's embedding cache")

@@ -103,6 +103,7 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
     tasks = [t for t in ev.tasks if t == "revdict" or t in present]
     common = {"tasks": tasks, "data_dir": str(data_dir) if data_dir else None, "dictionary": cfg.dictionary.name,
               "revdict_max_queries": ev.revdict_max_queries, "revdict_candidates": ev.revdict_candidates,
+              "revdict_modes": list(ev.revdict_modes),
               "autocast": ev.autocast, "cache": ev.cache}
     plan = [{**common, "model": selected["model_dir"], "model_id": selected["model_id"], "pooling": ev.pooling}]
     if ev.best_trained and trained:

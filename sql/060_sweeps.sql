@@ -39,6 +39,10 @@ WITH trained AS (
     QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY selection_score DESC NULLS LAST, step) = 1
 ), untrained AS (
     SELECT run_id, max(selection_score) AS selection_score FROM pst_steps WHERE step = 0 GROUP BY run_id
+), hybrid AS (       -- the leaderboard has head and cosine; hybrid (headword added) is read from metrics
+    SELECT model_id, coalesce(pooling, '') AS pooling, arg_max(value, created_at) AS mrr
+    FROM metrics WHERE task = 'revdict' AND setting = 'hybrid' AND metric = 'mrr'
+    GROUP BY ALL
 )
 SELECT
     sp.sweep,
@@ -59,6 +63,7 @@ SELECT
     lb.avg_sts,
     lb.revdict_mrr      AS revdict_head_mrr,
     lb.revdict_mrr_cosine AS revdict_cosine_mrr,
+    h.mrr               AS revdict_hybrid_mrr,
     sp.note
 FROM sweep_points AS sp
 LEFT JOIN runs AS r ON r.run_id = sp.run_id
@@ -68,4 +73,6 @@ LEFT JOIN untrained AS u ON u.run_id = sp.run_id
 LEFT JOIN leaderboard AS lb
     ON lb.model_id = t.model_id
    AND coalesce(lb.pooling, '') = coalesce(json_extract_string(r.config, '$.eval.pooling'), 'mean')
+LEFT JOIN hybrid AS h
+    ON h.model_id = t.model_id AND h.pooling = coalesce(json_extract_string(r.config, '$.eval.pooling'), 'mean')
 ORDER BY sp.sweep, sp.position;

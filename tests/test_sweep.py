@@ -171,6 +171,7 @@ def _fake_run(cat: Catalog, run_id: str, trained_id: str, step0: float, step1: f
         {"task": "stsb-dev", "setting": "all", "metric": "spearman", "value": stsb, "n": 1500, "pooling": "mean"},
         {"task": "revdict", "setting": "head", "metric": "mrr", "value": head, "n": 2000, "pooling": "mean"},
         {"task": "revdict", "setting": "cosine", "metric": "mrr", "value": cosine, "n": 2000, "pooling": "mean"},
+        {"task": "revdict", "setting": "hybrid", "metric": "mrr", "value": cosine + 0.07, "n": 2000, "pooling": "mean"},
     ], run_id=run_id)
 
 
@@ -197,13 +198,14 @@ def test_sweep_results_view_and_report(home):
     assert [(r["point_id"], r["winner_step"], r["trained_model_id"], r["stsb_dev"], r["revdict_head_mrr"])
             for r in rows] == [(a, 0, "m-a", 85.0, 0.20), (b, 1, "m-b", 87.1, 0.31)]
     assert rows[0]["untrained_selection"] == 86.72 and rows[1]["trained_selection"] == 87.1
+    assert rows[1]["revdict_hybrid_mrr"] == pytest.approx(0.33)
 
     table = sweep_table("s")
     assert table.rows[0][1] == "untrained" and table.rows[0][6] == 86.72 and table.rows[0][9] == 0.236
     assert table.rows[2][7] == pytest.approx(87.1 - 86.72)
     out = write_sweep_report("s")
     text = out.markdown_path.read_text()
-    assert "| 2 | " + b + " | lr=2e-06 | completed | 1 | 1 | 87.10 | +0.38 | 0.310 | 0.260 |" in text
+    assert "| 2 | " + b + " | lr=2e-06 | completed | 1 | 1 | 87.10 | +0.38 | 0.310 | 0.260 | 0.330 |" in text
     assert out.chart_path is not None and out.chart_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(KeyError, match="no sweep 'other'"):
         sweep_table("other")

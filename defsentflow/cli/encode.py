@@ -35,9 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dictionary", default=None,
                    help="dictionary dataset to search (default: the one the model was trained on, else 'sample')")
     p.add_argument("-k", type=int, default=10, help="how many entries to print (default 10)")
-    p.add_argument("--mode", default="auto", choices=["auto", "head", "cosine"],
-                   help="head: the training-time pooler output against the frozen entry space; cosine: pooled "
-                        "vectors, normalised (auto: head for DefSent+/PST models)")
+    p.add_argument("--mode", default="auto", choices=["auto", "head", "cosine", "hybrid"],
+                   help="head: the training-time output against the frozen entry space; cosine: pooled vectors, "
+                        "normalised; hybrid: cosine entry vectors plus the headword's own vector (auto: the mode "
+                        "with the best measured revdict MRR for the model, else head for DefSent+/PST models)")
     p.add_argument("--pooling", default=None, help="override the model's pooling")
     p.add_argument("--device", default="auto")
     p.add_argument("--rebuild", action="store_true", help="rebuild the cached index")
@@ -52,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", help="entries to add")
     p.add_argument("--dictionary", default=None,
                    help="the indexed dictionary dataset (default: the one the model was trained on, else 'sample')")
-    p.add_argument("--mode", default="auto", choices=["auto", "head", "cosine"])
+    p.add_argument("--mode", default="auto", choices=["auto", "head", "cosine", "hybrid"])
     p.add_argument("--pooling", default=None, help="override the model's pooling")
     p.add_argument("--device", default="auto")
     p.set_defaults(func=_revdict_add)

@@ -26,6 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--revdict-candidates", choices=["all", "split"], default="all",
                    help="revdict candidates: every entry of the dictionary, or only the query split's (default: all)")
     p.add_argument("--revdict-max-queries", type=int, default=2000, help="at most this many revdict queries")
+    p.add_argument("--revdict-modes", default="head,cosine",
+                   help="comma-separated revdict modes: head, cosine, hybrid (default: head,cosine)")
     p.add_argument("--sick-split", choices=["auto", "test", "trial", "train"], default="auto",
                    help="file read for sickr (auto: test if present, else trial)")
     p.add_argument("--batch-size", type=int, default=128)
@@ -61,6 +63,7 @@ def _eval(args: argparse.Namespace) -> int:
                             max_length=args.max_length, autocast=args.autocast, sick_split=args.sick_split,
                             per_subset=args.per_subset, dictionary=args.dictionary, revdict_split=args.revdict_split,
                             revdict_candidates=args.revdict_candidates, revdict_max_queries=args.revdict_max_queries,
+                            revdict_modes=tuple(m.strip() for m in args.revdict_modes.split(",") if m.strip()),
                             device=args.device, cache=args.cache)
     except ValueError as exc:
         raise UserError(str(exc)) from None

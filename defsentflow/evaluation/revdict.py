@@ -9,14 +9,18 @@ never contributes to the vector of its own entry. Instead of re-encoding per que
 are computed once and the query's own entry is scored against ``(sum - v_query) / (n - 1)``;
 entries with a single definition therefore cannot be queries.
 
-Two modes are reported for every model:
+Two modes are reported for every model by default, a third on request:
 
 * ``head``: the training-time output (pooled, then the pooler when the model was trained with
   it) against the frozen entry space, i.e. entry vectors built by the model's *entry encoder*
   (the encoder that built its training head: the base model for PST step 1) with the entry
   encoding (AC: CLS, AMP: mean pooling), ICA-transformed when the head was;
 * ``cosine``: the pooled query against entry vectors built by the same encoder with the same
-  pooling, both L2-normalised.
+  pooling, both L2-normalised;
+* ``hybrid``: as ``cosine``, but an entry's vector is the sum of its (unit) definition mean and
+  the (unit) pooled vector of the headword itself (underscores read as spaces). The headword is
+  what a candidate *is*, so this uses no held-out text; it helps most where an entry's other
+  definitions are other senses of the word.
 
 Ties are ranked optimistically: rank = 1 + the number of candidates scoring strictly higher.
 """
@@ -39,6 +43,7 @@ __all__ = [
     "RevdictQueries",
     "dictionary_content_hash",
     "entry_sums",
+    "headword_text",
     "evaluate_revdict",
     "load_dictionary_table",
     "model_meta",
@@ -48,9 +53,10 @@ __all__ = [
     "revdict_ranks",
 ]
 
-RevdictMode = Literal["head", "cosine"]
+RevdictMode = Literal["head", "cosine", "hybrid"]
 CandidateSet = Literal["all", "split"]
-MODES: tuple[str, ...] = get_args(RevdictMode)
+ALL_MODES: tuple[str, ...] = get_args(RevdictMode)
+MODES: tuple[str, ...] = ("head", "cosine")  # the default
 TOP_K: tuple[int, ...] = (1, 3, 10)
 
 
@@ -70,9 +76,14 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.linalg.norm(x, axis=-1, keepdims=True).clip(min=1e-12)
 
 
+def headword_text(entry: str) -> str:
+    """The text encoded for an entry's own vector (``hybrid`` mode): underscores read as spaces."""
+    return entry.replace("_", " ")
+
+
 def revdict_ranks(query_vecs: np.ndarray, query_rows: np.ndarray, def_vecs: np.ndarray, def_entry: np.ndarray,
                   n_entries: int, *, cosine: bool, transform: Callable[[np.ndarray], np.ndarray] | None = None,
-                  chunk: int = 512) -> np.ndarray:
+                  entry_vecs: np.ndarray | None = None, chunk: int = 512) -> np.ndarray:
     """Rank of each query's own entry among all entries, leave-one-out.
 
     Args:
@@ -83,6 +94,8 @@ def revdict_ranks(query_vecs: np.ndarray, query_rows: np.ndarray, def_vecs: np.n
         def_entry: ``[D]`` candidate-entry index of each definition row.
         cosine: L2-normalise queries and entry vectors (after ``transform``).
         transform: an affine map applied to entry mean vectors (ICA), or None.
+        entry_vecs: ``[n_entries, H]`` vectors of the entries themselves (``hybrid``): each entry's
+            vector becomes unit(mean) + unit(entry vector); needs ``cosine``.
 
     Returns:
         ``[Q]`` int64 ranks, 1 = the own entry scored highest.
@@ -100,6 +113,11 @@ def revdict_ranks(query_vecs: np.ndarray, query_rows: np.ndarray, def_vecs: np.n
     q = query_vecs.astype(np.float64)
     if cosine:
         means, loo, q = _unit(means), _unit(loo), _unit(q)
+    if entry_vecs is not None:
+        if not cosine:
+            raise ValueError("entry_vecs (hybrid mode) needs cosine=True")
+        words = _unit(np.asarray(entry_vecs, dtype=np.float64))
+        means, loo = _unit(means + words), _unit(loo + words[own])
     ranks = np.empty(len(q), dtype=np.int64)
     for start in range(0, len(q), chunk):
         sl = slice(start, start + chunk)
@@ -258,9 +276,9 @@ def evaluate_revdict(model: str | os.PathLike, dictionary: str | pa.Table, *, sp
     """
     from defsentflow.encoders import encode_texts, load_encoder, validate_pooling
 
-    bad = [m for m in modes if m not in MODES]
+    bad = [m for m in modes if m not in ALL_MODES]
     if bad or not modes:
-        raise ValueError(f"modes must be a non-empty subset of {MODES}, got {list(modes)}")
+        raise ValueError(f"modes must be a non-empty subset of {ALL_MODES}, got {list(modes)}")
     meta = model_meta(model)
     pooling = validate_pooling(pooling or meta.get("pooling") or "mean")
     table = load_dictionary_table(dictionary, root=root)
@@ -286,6 +304,13 @@ def evaluate_revdict(model: str | os.PathLike, dictionary: str | pa.Table, *, sp
         ranks = revdict_ranks(vecs[data.query_rows], data.query_rows, vecs, data.def_entry, len(data.entries),
                               cosine=True)
         result["modes"]["cosine"] = rank_metrics(ranks)
+    if "hybrid" in modes:
+        vecs = vectors_of(enc, pooling)
+        words = encode_texts(enc, [headword_text(e) for e in data.entries], pooling=pooling, desc="revdict headwords",
+                             **kw)
+        ranks = revdict_ranks(vecs[data.query_rows], data.query_rows, vecs, data.def_entry, len(data.entries),
+                              cosine=True, entry_vecs=words)
+        result["modes"]["hybrid"] = rank_metrics(ranks)
     if "head" in modes:
         from defsentflow.training.heads import sentence_head_vectors
 

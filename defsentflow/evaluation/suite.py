@@ -57,6 +57,7 @@ class EvalConfig:
     revdict_split: str = "test"
     revdict_max_queries: int | None = 2000
     revdict_candidates: str = "all"  # all entries of the dataset, or only those of revdict_split
+    revdict_modes: tuple[str, ...] = ("head", "cosine")  # and/or "hybrid" (see evaluation.revdict)
     device: str = "auto"
     cache: bool = False
 
@@ -64,6 +65,10 @@ class EvalConfig:
         object.__setattr__(self, "tasks", validate_eval_tasks(self.tasks))
         if "revdict" in self.tasks and not self.dictionary:
             raise ValueError("task 'revdict' needs a dictionary dataset (--dictionary NAME)")
+        object.__setattr__(self, "revdict_modes", tuple(self.revdict_modes))
+        bad = [m for m in self.revdict_modes if m not in ("head", "cosine", "hybrid")]
+        if bad or not self.revdict_modes:
+            raise ValueError(f"revdict_modes must be a non-empty subset of head, cosine, hybrid; got {list(self.revdict_modes)}")
         if self.revdict_candidates not in ("all", "split"):
             raise ValueError(f"revdict_candidates must be 'all' or 'split', got {self.revdict_candidates!r}")
 
@@ -98,6 +103,7 @@ class EvaluateSection(BaseModel):
     revdict_split: str = "test"
     revdict_max_queries: int | None = 2000
     revdict_candidates: Literal["all", "split"] = "all"
+    revdict_modes: list[Literal["head", "cosine", "hybrid"]] = ["head", "cosine"]
     device: str = "auto"
     cache: bool = False
 
@@ -109,6 +115,7 @@ class EvaluateSection(BaseModel):
     def to_config(self) -> EvalConfig:
         d = self.model_dump(exclude={"model", "model_id"})
         d["tasks"] = tuple(d["tasks"])
+        d["revdict_modes"] = tuple(d["revdict_modes"])
         d["data_dir"] = d["data_dir"] or str(default_data_dir())
         return EvalConfig(**d)
 
@@ -168,7 +175,8 @@ def run_evaluation(model: str | os.PathLike, config: EvalConfig) -> EvalResult:
         evaluate_revdict = _evaluate_revdict()
         t0 = time.perf_counter()
         res = evaluate_revdict(str(model), config.dictionary, split=config.revdict_split, pooling=pooling,
-                               candidates=config.revdict_candidates, max_queries=config.revdict_max_queries, batch_size=config.batch_size,
+                               candidates=config.revdict_candidates, modes=config.revdict_modes,
+                               max_queries=config.revdict_max_queries, batch_size=config.batch_size,
                                autocast=config.autocast, device=config.device, cache=config.cache)
         rows += res["rows"]
         seconds["revdict"] = time.perf_counter() - t0

@@ -17,7 +17,7 @@ from typing import Any
 __all__ = ["SweepReport", "SweepTable", "sweep_table", "write_sweep_report", "plot_sweep"]
 
 COLUMNS = ("#", "point", "values", "status", "winner step", "trained step", "STS-B dev", "Δ STS-B dev",
-           "revdict MRR head", "revdict MRR cosine", "minutes")
+           "revdict MRR head", "revdict MRR cosine", "revdict MRR hybrid", "minutes")
 
 
 @dataclass(frozen=True)
@@ -49,9 +49,13 @@ def _baseline(cat: Any, results: list[dict[str, Any]]) -> dict[str, Any] | None:
                      "WHERE list_contains(?, run_id) AND config IS NOT NULL LIMIT 1", [run_ids])
     if not runs or not runs[0]["base"]:
         return None
-    rows = cat.query("SELECT * FROM leaderboard WHERE model_id = ? AND coalesce(pooling, '') = ?",
-                     [baseline_model_id(runs[0]["base"]), runs[0]["pooling"] or "mean"])
-    return rows[0] if rows else None
+    key = [baseline_model_id(runs[0]["base"]), runs[0]["pooling"] or "mean"]
+    rows = cat.query("SELECT * FROM leaderboard WHERE model_id = ? AND coalesce(pooling, '') = ?", key)
+    if not rows:
+        return None
+    hybrid = cat.query("SELECT arg_max(value, created_at) AS mrr FROM metrics WHERE model_id = ? "
+                       "AND coalesce(pooling, '') = ? AND task = 'revdict' AND setting = 'hybrid' AND metric = 'mrr'", key)
+    return {**rows[0], "revdict_mrr_hybrid": hybrid[0]["mrr"] if hybrid else None}
 
 
 def sweep_table(sweep: str, root: str | os.PathLike | None = None) -> SweepTable:
@@ -74,11 +78,11 @@ def sweep_table(sweep: str, root: str | os.PathLike | None = None) -> SweepTable
     rows: list[tuple[Any, ...]] = []
     if base:
         rows.append(("", "untrained", base["model_id"], "", 0, "", base["stsb_dev"], None, base["revdict_mrr"],
-                     base["revdict_mrr_cosine"], None))
+                     base["revdict_mrr_cosine"], base.get("revdict_mrr_hybrid"), None))
     for r in results:
         delta = r["stsb_dev"] - base_stsb if r["stsb_dev"] is not None and base_stsb is not None else None
         rows.append((r["position"], r["point_id"], r["label"], r["status"], r["winner_step"], r["trained_step"],
-                     r["stsb_dev"], delta, r["revdict_head_mrr"], r["revdict_cosine_mrr"],
+                     r["stsb_dev"], delta, r["revdict_head_mrr"], r["revdict_cosine_mrr"], r["revdict_hybrid_mrr"],
                      None if r["seconds"] is None else r["seconds"] / 60))
     return SweepTable(sweep=sweep, columns=COLUMNS, rows=rows, results=results, baseline=base)
 

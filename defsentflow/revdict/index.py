@@ -33,7 +33,8 @@ import pyarrow.parquet as pq
 
 __all__ = ["RevdictIndex", "IndexMode", "build_revdict_index", "index_key", "measured_modes", "resolve_mode"]
 
-IndexMode = Literal["auto", "head", "cosine"]
+IndexMode = Literal["auto", "head", "cosine", "hybrid"]
+_MODES = ("head", "cosine", "hybrid")
 
 _ENTRIES_SCHEMA = pa.schema([pa.field("entry", pa.string(), nullable=False),
                              pa.field("n_definitions", pa.int32(), nullable=False)])
@@ -43,11 +44,11 @@ def resolve_mode(mode: str, meta: dict[str, Any], measured: dict[str, float] | N
     """``auto``: the mode with the higher measured MRR (``measured``: mode -> MRR); without
     measurements ``head`` for models trained against an entry head (their meta names the entry
     encoder), else ``cosine``."""
-    if mode not in ("auto", "head", "cosine"):
-        raise ValueError(f"mode must be one of ('auto', 'head', 'cosine'), got {mode!r}")
+    if mode not in ("auto", *_MODES):
+        raise ValueError(f"mode must be one of {('auto', *_MODES)}, got {mode!r}")
     if mode == "auto":
         can_head = bool(meta.get("entry_encoder"))
-        scores = {m: v for m, v in (measured or {}).items() if m == "cosine" or (m == "head" and can_head)}
+        scores = {m: v for m, v in (measured or {}).items() if m in _MODES and (m != "head" or can_head)}
         if scores:
             return max(sorted(scores), key=lambda m: scores[m])
         return "head" if can_head else "cosine"
@@ -70,7 +71,7 @@ def measured_modes(model: str | os.PathLike, root: str | os.PathLike | None = No
         "SELECT m.setting, arg_max(m.value, m.created_at) AS mrr FROM metrics AS m "
         "WHERE m.task = 'revdict' AND m.metric = 'mrr' AND m.model_id IN "
         "(SELECT model_id FROM models WHERE path = ? OR model_id = ?) GROUP BY m.setting", [path, str(model)])
-    return {r["setting"]: float(r["mrr"]) for r in rows if r["setting"] in ("head", "cosine")}
+    return {r["setting"]: float(r["mrr"]) for r in rows if r["setting"] in _MODES}
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ class _Spec:
     ica: bool
     normalize: bool
     max_length: int
+    headword: bool = False      # hybrid: each entry's vector also gets its headword's own vector
 
 
 def _spec(model: str | os.PathLike, mode: str, pooling: str | None, max_length: int,
@@ -95,8 +97,9 @@ def _spec(model: str | os.PathLike, mode: str, pooling: str | None, max_length: 
     mode = resolve_mode(mode, meta, measured_modes(model, root) if mode == "auto" else None)
     pooling = validate_pooling(pooling or meta.get("pooling") or "mean")
     model_path = resolve_model_path(model)
-    if mode == "cosine":
-        return _Spec(str(model_path), mode, pooling, False, str(model_path), "same", False, True, max_length)
+    if mode in ("cosine", "hybrid"):
+        return _Spec(str(model_path), mode, pooling, False, str(model_path), "same", False, True, max_length,
+                     headword=mode == "hybrid")
     encoding = meta.get("entry_encoding") or ("ac" if pooling == "cls" else "amp")
     return _Spec(str(model_path), mode, pooling, bool(meta.get("use_pooler", True)),
                  str(resolve_model_path(meta.get("entry_encoder") or model)), encoding,
@@ -190,7 +193,7 @@ class RevdictIndex:
         bad = [i for i, (e, d) in enumerate(zip(new_entries, new_defs)) if not e or not d]
         if bad:
             raise ValueError(f"row {bad[0]} of the entries to add has an empty entry or definition")
-        spec = _Spec(**{k: self.meta[k] for k in _Spec.__dataclass_fields__})
+        spec = _Spec(**{k: self.meta[k] for k in _Spec.__dataclass_fields__ if k in self.meta})
         vecs = _encode_definitions(spec, new_defs, batch_size=batch_size, device=device)
         means = np.load(self.path / "means.npy").astype(np.float64)
         counts = pq.read_table(self.path / "entries.parquet").column("n_definitions").to_numpy().astype(np.int64)
@@ -218,7 +221,8 @@ class RevdictIndex:
         final = data_root(root) / "revdict" / key
         meta = {**self.meta, "key": key, "extends": self.meta["key"], "added_hash": added_hash,
                 "n_entries": len(entries), "n_added_definitions": len(new_defs)}
-        _write_index(final, entries, new_means, counts, meta, spec.normalize)
+        words = _headword_vectors(spec, entries, batch_size=batch_size, device=device)
+        _write_index(final, entries, new_means, counts, meta, spec.normalize, words=words)
         cat = Catalog(root)
         cat.register_artifact(key, "revdict_index", final, hash_path(final), name=self.meta.get("name"),
                               input_hashes={"extends": self.meta["key"], "added": added_hash}, config=meta)
@@ -230,7 +234,7 @@ def _encode_definitions(spec: _Spec, definitions: Sequence[str], *, batch_size: 
     CLS (AC) / mean (AMP) vectors (head); cached in the data root's embedding cache."""
     from defsentflow.encoders import encode_texts, load_encoder
 
-    pool = spec.pooling if spec.mode == "cosine" else ("cls" if spec.entry_encoding == "ac" else "mean")
+    pool = spec.pooling if spec.mode != "head" else ("cls" if spec.entry_encoding == "ac" else "mean")
     enc = load_encoder(spec.entry_encoder, device=device)
     return encode_texts(enc, list(definitions), pooling=pool, batch_size=batch_size, max_length=spec.max_length,
                         cache=True, desc="indexing entries")
@@ -247,26 +251,41 @@ def _entry_matrix(spec: _Spec, table: pa.Table, *, batch_size: int,
     return data.entries, (sums / counts[:, None]).astype(np.float32), counts
 
 
-def _index_matrix(means: np.ndarray, ica: bool, normalize: bool) -> np.ndarray:
+def _headword_vectors(spec: _Spec, entries: Sequence[str], *, batch_size: int, device: str) -> np.ndarray | None:
+    """The pooled vectors of the headwords themselves (hybrid mode), else None."""
+    if not spec.headword:
+        return None
+    from defsentflow.encoders import encode_texts, load_encoder
+    from defsentflow.evaluation.revdict import headword_text
+
+    enc = load_encoder(spec.model, device=device)
+    return encode_texts(enc, [headword_text(e) for e in entries], pooling=spec.pooling, batch_size=batch_size,
+                        max_length=spec.max_length, cache=True, desc="indexing headwords")
+
+
+def _index_matrix(means: np.ndarray, ica: bool, normalize: bool, words: np.ndarray | None = None) -> np.ndarray:
     from defsentflow.evaluation.revdict import fit_ica
 
+    unit = lambda x: x / np.linalg.norm(x, axis=1, keepdims=True).clip(min=1e-12)  # noqa: E731
     out = means.astype(np.float64)
     if ica:
         out = fit_ica(out)(out)
+    if words is not None:
+        out = unit(out) + unit(np.asarray(words, dtype=np.float64))
     if normalize:
-        out = out / np.linalg.norm(out, axis=1, keepdims=True).clip(min=1e-12)
+        out = unit(out)
     return np.ascontiguousarray(out, dtype=np.float32)
 
 
 def _write_index(final: Path, entries: list[str], means: np.ndarray, counts: np.ndarray, meta: dict[str, Any],
-                 normalize: bool, ica: bool = False) -> None:
+                 normalize: bool, ica: bool = False, words: np.ndarray | None = None) -> None:
     """``index.faiss`` (inner product over the served vectors), ``entries.parquet``, ``means.npy``
     (the raw entry means, so entries can be added later) and ``meta.json``, atomically."""
     import faiss
 
     from defsentflow.storage import atomic_dir, write_parquet
 
-    matrix = _index_matrix(means, ica, normalize)
+    matrix = _index_matrix(means, ica, normalize, words)
     with atomic_dir(final) as tmp:
         index = faiss.IndexFlatIP(matrix.shape[1])
         index.add(matrix)
@@ -298,8 +317,9 @@ def build_revdict_index(model: str | os.PathLike, dictionary: str | pa.Table, *,
     Args:
         model: model directory, Hugging Face id or ``minilm``.
         dictionary: dataset name/key, or a table with entry and definition (and split) columns.
-        mode: ``head``, ``cosine`` or ``auto`` (the mode with the better measured MRR for this model,
-            else head when the model has an entry head).
+        mode: ``head``, ``cosine``, ``hybrid`` (cosine entry vectors plus the headword's own vector)
+            or ``auto`` (the mode with the best measured MRR for this model, else head when the model
+            has an entry head, else cosine).
         root: data root (default ``$DEFSENTFLOW_HOME`` or ``./storage``).
         rebuild: ignore a cached index.
     """
@@ -321,7 +341,8 @@ def build_revdict_index(model: str | os.PathLike, dictionary: str | pa.Table, *,
     final = data_root(root) / "revdict" / key
     name = dictionary if isinstance(dictionary, str) else None
     meta = {**spec.__dict__, "key": key, "name": name, "dictionary_hash": dict_hash, "n_entries": len(entries)}
-    _write_index(final, entries, means, counts, meta, spec.normalize, spec.ica)
+    words = _headword_vectors(spec, entries, batch_size=batch_size, device=device)
+    _write_index(final, entries, means, counts, meta, spec.normalize, spec.ica, words)
     cat.register_artifact(key, "revdict_index", final, hash_path(final), name=name,
                           input_hashes={"dictionary": dict_hash}, config=meta)
     return RevdictIndex(final)

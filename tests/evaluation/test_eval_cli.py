@@ -97,3 +97,8 @@ def test_revdict_candidates_reach_the_evaluation_and_its_cache_key(monkeypatch, 
     with pytest.raises(ValueError, match="revdict_candidates must be 'all' or 'split'"):
         EvalConfig(tasks=("revdict",), dictionary="toy", revdict_candidates="test")
     assert EvaluateSection(model="m", revdict_candidates="split").to_config().revdict_candidates == "split"
+    with pytest.raises(ValueError, match="revdict_modes must be a non-empty subset"):
+        EvalConfig(tasks=("revdict",), dictionary="toy", revdict_modes=("words",))
+    run_evaluation("minilm", EvalConfig(tasks=("revdict",), dictionary="toy", revdict_modes=("hybrid",),
+                                        data_dir=str(tmp_path)))
+    assert seen["modes"] == ("hybrid",)

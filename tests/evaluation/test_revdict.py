@@ -128,6 +128,46 @@ def _toy_rows():
     return rows
 
 
+def test_hybrid_ranks_equal_slow_loop():
+    """hybrid: each entry's vector is unit(mean of its other definitions) + unit(its headword vector)."""
+    rng = np.random.default_rng(2)
+    vecs, def_entry, counts = _random_dictionary(rng, n_entries=30)
+    words = rng.normal(size=(len(counts), vecs.shape[1]))
+    rows = np.array([i for i in range(len(def_entry)) if counts[def_entry[i]] >= 2])
+    q = vecs[rows]
+    unit = lambda x: x / np.linalg.norm(x)  # noqa: E731
+    slow = []
+    for qv, row in zip(q, rows):
+        own = def_entry[row]
+        scores = [float(np.dot(unit(qv), unit(unit(np.mean([vecs[i] for i in range(len(def_entry))
+                                                            if def_entry[i] == e and not (e == own and i == row)],
+                                                           axis=0)) + unit(words[e]))))
+                  for e in range(len(counts))]
+        slow.append(1 + sum(x > scores[own] for x in scores))
+    fast = revdict_ranks(q, rows, vecs, def_entry, len(counts), cosine=True, entry_vecs=words, chunk=5)
+    np.testing.assert_array_equal(fast, np.array(slow))
+    with pytest.raises(ValueError, match="needs cosine"):
+        revdict_ranks(q, rows, vecs, def_entry, len(counts), cosine=False, entry_vecs=words)
+
+
+def test_evaluate_revdict_hybrid_uses_the_headwords(tiny_bert_dir):
+    from defsentflow.encoders import encode_texts, load_encoder
+
+    table = _table(_toy_rows())
+    res = evaluate_revdict(str(tiny_bert_dir), table, split="test", modes=("cosine", "hybrid"), pooling="mean",
+                           device="cpu")
+    q = prepare_queries(table, split="test")
+    enc = load_encoder(str(tiny_bert_dir), device="cpu")
+    vecs = encode_texts(enc, q.definitions, pooling="mean", max_length=64)
+    words = encode_texts(enc, [e.replace("_", " ") for e in q.entries], pooling="mean", max_length=64)
+    ranks = revdict_ranks(vecs[q.query_rows], q.query_rows, vecs, q.def_entry, len(q.entries), cosine=True,
+                          entry_vecs=words)
+    assert res["modes"]["hybrid"]["mrr"] == pytest.approx(rank_metrics(ranks)["mrr"])
+    assert {r["setting"] for r in res["rows"]} == {"cosine", "hybrid"}
+    with pytest.raises(ValueError, match="modes must be a non-empty subset"):
+        evaluate_revdict(str(tiny_bert_dir), table, modes=("words",), device="cpu")
+
+
 def test_evaluate_revdict_cosine_equals_slow_reencoding(tiny_bert_dir):
     """End to end: the fast path equals re-encoding and re-averaging per query."""
     from defsentflow.encoders import encode_texts, load_encoder

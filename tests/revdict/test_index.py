@@ -45,6 +45,24 @@ def test_faiss_topk_equals_brute_force(tiny_bert_dir, home):
         np.testing.assert_allclose([s for _, s in hits], brute[i][order], atol=1e-5)
 
 
+def test_hybrid_index_adds_the_headword_vectors(tiny_bert_dir, home):
+    from defsentflow.encoders import encode_texts, load_encoder
+
+    table = _table()
+    idx = build_revdict_index(str(tiny_bert_dir), table, mode="hybrid", device="cpu")
+    enc = load_encoder(str(tiny_bert_dir), device="cpu")
+    unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)  # noqa: E731
+    rows = list(zip(table.column("entry").to_pylist(), table.column("definition").to_pylist()))
+    e = idx.entries[3]
+    mean = encode_texts(enc, [d for e2, d in rows if e2 == e], pooling="mean", max_length=64).mean(0)
+    word = encode_texts(enc, [e], pooling="mean", max_length=64)[0]
+    np.testing.assert_allclose(idx.index.reconstruct(3), unit(unit(mean) + unit(word)), atol=1e-5)
+    bigger = idx.add(pa.table({"entry": ["zebra"], "definition": ["a striped animal"]}), device="cpu")
+    zebra = unit(unit(encode_texts(enc, ["a striped animal"], pooling="mean", max_length=64)[0])
+                 + unit(encode_texts(enc, ["zebra"], pooling="mean", max_length=64)[0]))
+    np.testing.assert_allclose(bigger.index.reconstruct(len(bigger.entries) - 1), zebra, atol=1e-5)
+
+
 def test_index_is_cached_and_reloadable(tiny_bert_dir, home, monkeypatch):
     table = _table()
     first = build_revdict_index(str(tiny_bert_dir), table, mode="cosine", device="cpu")
@@ -79,6 +97,7 @@ def test_resolve_mode_prefers_the_better_measured_mode():
     # a model without an entry head cannot serve head mode, whatever was recorded
     assert resolve_mode("auto", {}, {"head": 0.9, "cosine": 0.2}) == "cosine"
     assert resolve_mode("head", trained, {"cosine": 0.9}) == "head"
+    assert resolve_mode("auto", {}, {"hybrid": 0.28, "cosine": 0.25}) == "hybrid"
 
 
 def test_auto_mode_serves_the_measured_best(tiny_bert_dir, home, tmp_path):
