@@ -149,9 +149,13 @@ def selected_model_dir(config_path: str | os.PathLike, stage: str = "pst") -> st
         "AND json_extract_string(config, '$.name') = ? ORDER BY ended_at DESC", [cfg.name])
     methods = list(STAGE_METHODS[stage])
     for r in rows:
+        # The run's own models (PST's pst-<run_id>, the surrogate), and models its stages produced or
+        # reused (content-addressed, so shared between runs): a stage row keyed by the model's artifact key.
         hits = cat.query(
-            "SELECT path FROM models WHERE run_id = ? AND list_contains(?, method) ORDER BY created_at DESC LIMIT 1",
-            [r["run_id"], methods])
+            "SELECT path, created_at FROM models WHERE run_id = $run AND list_contains($methods, method) "
+            "UNION ALL SELECT m.path, s.ended_at FROM stages AS s JOIN models AS m ON m.artifact_key = s.cache_key "
+            "WHERE s.run_id = $run AND list_contains($methods, m.method) ORDER BY created_at DESC LIMIT 1",
+            {"run": r["run_id"], "methods": methods})
         if hits and Path(hits[0]["path"]).exists():
             return hits[0]["path"]
     raise FileNotFoundError(f"no completed run of config {cfg.name!r} has a {stage} model; run: defsentflow run {config_path}")

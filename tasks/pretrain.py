@@ -51,12 +51,12 @@ def pretrain_encoder(section: dict[str, Any], corpus_keys: list[str], dictionary
 
 @task(name="pretrain-finish", cache_policy=NO_CACHE)
 def finish_pretrain(run_id: str, result: dict[str, Any]) -> dict[str, Any]:
-    """Close the run, naming the model it produced, and file the model under this run (a cached
-    stage included), so ``best-model --stage pretrain`` finds it from the pipeline's run."""
+    """Close the run, naming the model it produced; a ``pretrain`` stage row (keyed by the model's
+    artifact key, a cached stage included) ties the model to this run for ``best-model --stage pretrain``."""
     from defsentflow.storage import Catalog
 
     cat = Catalog()
     if result.get("completed"):
-        cat.execute("UPDATE models SET run_id = ? WHERE model_id = ?", [run_id, result["model_id"]])
+        cat.record_stage(run_id, "pretrain", "completed", cache_key=result["key"], note=result["model_id"])
     cat.end_run(run_id, "completed", note=f"pretrained {result['model_id']}")
     return result

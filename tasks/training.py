@@ -177,11 +177,13 @@ def train_defsent(section: dict[str, Any], inputs: dict[str, Any]) -> dict[str, 
 
 @task(name="defsent-finish", cache_policy=NO_CACHE)
 def finish_defsent(run_id: str, result: dict[str, Any]) -> dict[str, Any]:
-    """Close the run, naming the model it produced, and file the model under this run (a cached
-    stage included), so ``best-model`` finds it from the pipeline's run."""
+    """Close the run, naming the model it produced; a ``train-defsent`` stage row (keyed by the
+    model's artifact key, a cached stage included) ties the model to this run for ``best-model``."""
     from defsentflow.storage import Catalog
 
     cat = Catalog()
-    cat.execute("UPDATE models SET run_id = ? WHERE model_id = ?", [run_id, result["model_id"]])
+    key = cat.query("SELECT artifact_key FROM models WHERE model_id = ?", [result["model_id"]])
+    cat.record_stage(run_id, "train-defsent", "completed", cache_key=key[0]["artifact_key"] if key else None,
+                     note=result["model_id"])
     cat.end_run(run_id, "completed", note=f"trained {result['model_id']}")
     return {**result, "run_id": run_id}

@@ -76,12 +76,17 @@ def test_best_model_prints_the_trained_and_the_pretrained_encoder(prefect_test_h
     rc, _, err = _best_model(str(cfg), "--stage", "surrogate")
     assert rc == 2 and "has a surrogate model" in err
 
-    # A second run reuses the cached pretrain stage and still files the model under the new run.
-    again = pipeline(str(cfg))
-    assert again["run_id"] != result["run_id"]
-    rows = Catalog().query("SELECT run_id FROM models WHERE path = ? AND method = 'pretrain'", [raw])
-    assert [r["run_id"] for r in rows] == [again["run_id"]]
+    # Another config with the same pretrain: section reuses the (content-addressed) raw encoder;
+    # both configs still name it, and each its own trained encoder.
+    other = cfg.with_name("bm-pst-other.yaml")
+    data = yaml.safe_load(cfg.read_text())
+    data["name"], data["pst"]["lr"] = "bm-pst-other", 5e-4
+    other.write_text(yaml.safe_dump(data, sort_keys=False))
+    second = pipeline(str(other))
+    assert second["run_id"] != result["run_id"]
+    assert _best_model(str(other), "--stage", "pretrain")[1] == raw
     assert _best_model(str(cfg), "--stage", "pretrain")[1] == raw
+    assert _best_model(str(cfg))[1] == trained and _best_model(str(other))[1] == second["selected"]["model_dir"]
 
 
 def test_best_model_of_a_defsent_config(prefect_test_harness, home, tmp_path, tiny_mlm_dir):
