@@ -180,7 +180,7 @@ class SweepPoint:
     position: int
     params: dict[str, Any]
     config: dict[str, Any]      # the base config with the point's values and name (written as YAML)
-    config_hash: str            # hash of the validated config, defaults filled in
+    config_hash: str            # hash of ``config`` as written
 
     @property
     def name(self) -> str:
@@ -239,7 +239,8 @@ def _get_dotted(config: dict[str, Any], key: str) -> Any:
 
 def _validate_point(base: dict[str, Any], params: dict[str, Any], sweep_name: str,
                     where: str) -> tuple[dict[str, Any], str]:
-    """The point's config (base + values + name) and the hash of its validated form."""
+    """The point's config (base + values + name), validated, and the hash of it as written (so a
+    new optional setting in a later version does not make finished points look changed)."""
     from defsentflow.config import config_from_dict
     from defsentflow.storage import hash_config
 
@@ -250,8 +251,8 @@ def _validate_point(base: dict[str, Any], params: dict[str, Any], sweep_name: st
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
     config = {**config, "name": f"{sweep_name}-{_point_id(params)}"}
-    cfg = config_from_dict(config, origin=where)
-    return config, hash_config(cfg.model_dump(mode="json"))
+    config_from_dict(config, origin=where)
+    return config, hash_config(config)
 
 
 def expand_sweep(spec: SweepFile, base: dict[str, Any], *, origin: str = "<sweep>") -> tuple[SweepPoint, ...]:

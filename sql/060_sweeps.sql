@@ -17,7 +17,7 @@ CREATE TABLE IF NOT EXISTS sweep_points (
     label        VARCHAR,                      -- "lr=2e-06, use_pooler=no, ..."
     params       JSON,                         -- dotted key -> value
     config_path  VARCHAR,                      -- the point's pipeline config (<data root>/sweeps/<sweep>/<id>.yaml)
-    config_hash  VARCHAR,                      -- of the validated config its last run used
+    config_hash  VARCHAR,                      -- of the point config (as written) its last run used
     run_id       VARCHAR,                      -- the pipeline run (runs.run_id) of its last attempt
     status       VARCHAR NOT NULL DEFAULT 'pending',  -- pending | running | completed | failed | interrupted
     owner        VARCHAR,                      -- {"pid", "host"} of the process running it
