@@ -16,8 +16,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-import duckdb
 import pytest
+
+from tiny_pipeline_utils import catalog_rows
 
 pytestmark = pytest.mark.slow
 
@@ -49,14 +50,6 @@ def _prefect(args: list[str], env: dict, timeout: float = 300) -> subprocess.Com
     return out
 
 
-def _catalog(home: Path, sql: str, params: list | None = None) -> list[tuple]:
-    con = duckdb.connect(str(home / "catalog.duckdb"), read_only=True)
-    try:
-        return con.execute(sql, params or []).fetchall()
-    finally:
-        con.close()
-
-
 def test_deployment_run_on_loopback(tiny_pipeline, tmp_path):
     home = tmp_path / "home"
     port = _free_port()
@@ -82,17 +75,17 @@ def test_deployment_run_on_loopback(tiny_pipeline, tmp_path):
         out = _prefect(["deployment", "run", "pipeline/demo", "--param", f"config_path={tiny_pipeline}", "--watch"],
                        env, timeout=900)
         assert "Completed" in out.stdout, out.stdout[-2000:]
-        runs = _catalog(home, "SELECT run_id, status FROM runs WHERE flow = 'pipeline'")
+        runs = catalog_rows(home, "SELECT run_id, status FROM runs WHERE flow = 'pipeline'")
         assert [r[1] for r in runs] == ["completed"], runs
-        metrics = _catalog(home, "SELECT count(*) FROM metrics WHERE run_id = ?", [runs[0][0]])
+        metrics = catalog_rows(home, "SELECT count(*) FROM metrics WHERE run_id = ?", [runs[0][0]])
         assert metrics[0][0] > 0
-        assert _catalog(home, "SELECT count(*) FROM leaderboard")[0][0] >= 1
+        assert catalog_rows(home, "SELECT count(*) FROM leaderboard")[0][0] >= 1
 
         # What the nightly schedule does: same inputs -> the run is recorded as unchanged.
         t0 = time.monotonic()
         _prefect(["deployment", "run", "pipeline/demo", "--param", f"config_path={tiny_pipeline}",
                   "--param", "only_if_changed=true", "--watch"], env, timeout=300)
-        statuses = _catalog(home, "SELECT status FROM runs WHERE flow = 'pipeline' ORDER BY started_at")
+        statuses = catalog_rows(home, "SELECT status FROM runs WHERE flow = 'pipeline' ORDER BY started_at")
         assert [s[0] for s in statuses] == ["completed", "unchanged"], statuses
         print(f"unchanged deployment run: {time.monotonic() - t0:.1f}s end to end")
     finally:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tiny_pipeline_utils import run_cli
+from tiny_pipeline_utils import catalog_rows, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -44,16 +44,6 @@ def _config(tmp_path: Path, data: Path) -> Path:
     return path
 
 
-def _catalog(home: Path, sql: str, params: list | None = None) -> list[tuple]:
-    import duckdb
-
-    con = duckdb.connect(str(home / "catalog.duckdb"), read_only=True)
-    try:
-        return con.execute(sql, params or []).fetchall()
-    finally:
-        con.close()
-
-
 def test_one_defsent_plus_step_improves_a_raw_pretrained_encoder(shared_data, tmp_path):
     for needed in ("oewn/yaml", "corpus/bbc", "corpus/gutenberg", "sts"):
         if not (shared_data / needed).exists():
@@ -65,8 +55,8 @@ def test_one_defsent_plus_step_improves_a_raw_pretrained_encoder(shared_data, tm
     seconds = time.perf_counter() - t0
     assert run.returncode == 0, run.stderr[-4000:]
 
-    run_id = _catalog(home, "SELECT run_id FROM runs WHERE flow = 'pipeline' AND status = 'completed'")[0][0]
-    scores = dict(_catalog(home, "SELECT step, selection_score FROM pst_steps WHERE run_id = ? AND chosen "
+    run_id = catalog_rows(home, "SELECT run_id FROM runs WHERE flow = 'pipeline' AND status = 'completed'")[0][0]
+    scores = dict(catalog_rows(home, "SELECT step, selection_score FROM pst_steps WHERE run_id = ? AND chosen "
                                  "AND selection_metric = 'stsb-dev'", [run_id]))
     raw, trained = scores[0], scores[1]
     print(f"\npositive control: STS-B dev raw {raw:.2f} -> one DefSent+ step {trained:.2f} "
@@ -76,10 +66,10 @@ def test_one_defsent_plus_step_improves_a_raw_pretrained_encoder(shared_data, tm
         f"({trained - raw:+.2f}); the control needs at least +{MARGIN}")
 
     # The product's own record agrees: PST chose step 1, and best-model names both encoders.
-    assert _catalog(home, "SELECT winner_step FROM pst_runs WHERE run_id = ?", [run_id]) == [(1,)]
+    assert catalog_rows(home, "SELECT winner_step FROM pst_runs WHERE run_id = ?", [run_id]) == [(1,)]
     raw_dir = run_cli(["best-model", str(config), "--stage", "pretrain"], home)
     trained_dir = run_cli(["best-model", str(config)], home)
     assert raw_dir.returncode == 0 and trained_dir.returncode == 0, raw_dir.stderr + trained_dir.stderr
-    base = _catalog(home, "SELECT base_model FROM pst_runs WHERE run_id = ?", [run_id])[0][0]
+    base = catalog_rows(home, "SELECT base_model FROM pst_runs WHERE run_id = ?", [run_id])[0][0]
     assert Path(raw_dir.stdout.strip()) == Path(base) and Path(raw_dir.stdout.strip()).parent.name == "pretrain"
     assert Path(trained_dir.stdout.strip()).is_dir() and trained_dir.stdout.strip() != raw_dir.stdout.strip()

@@ -60,6 +60,17 @@ def run_cli(args: list[str], home: Path, *, timeout: float = 600, env: dict | No
                           timeout=timeout)
 
 
+def catalog_rows(home: Path, sql: str, params: list | None = None) -> list[tuple]:
+    """Rows of a read-only query against the catalog of data root ``home``."""
+    import duckdb
+
+    con = duckdb.connect(str(home / "catalog.duckdb"), read_only=True)
+    try:
+        return con.execute(sql, params or []).fetchall()
+    finally:
+        con.close()
+
+
 def final_metrics(home: Path) -> dict:
     """The selected model's reverse-dictionary metrics of the last completed pipeline run."""
     import duckdb
