@@ -31,7 +31,9 @@ def _build_tiny(path: Path, *, mlm: bool, seed: int = 0) -> Path:
     from transformers import BertConfig, BertForMaskedLM, BertModel, BertTokenizer
 
     torch.manual_seed(seed)
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(dict.fromkeys(WORDS)) + list("abcdefghijklmnopqrstuvwxyz.,;:'\"!?-")
+    # dict.fromkeys: a token listed twice (a word that is also a letter) would leave a hole in the ids.
+    vocab = list(dict.fromkeys(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS,
+                                *"abcdefghijklmnopqrstuvwxyz.,;:'\"!?-"]))
     tok = BertTokenizer(vocab={w: i for i, w in enumerate(vocab)})
     cfg = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                      intermediate_size=64, max_position_embeddings=128)
