@@ -27,7 +27,6 @@ def _prepare_env(config_path: str) -> None:
     cfg = load_config(resolve_path(config_path))  # validate before starting anything
     if cfg.home and not os.environ.get("DEFSENTFLOW_HOME"):
         os.environ["DEFSENTFLOW_HOME"] = str(Path(cfg.home).resolve())
-    os.environ.setdefault("DEFSENTFLOW_PROGRESS", "1")
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -35,7 +35,6 @@ def _load(path: str):
 
 def _run(args: argparse.Namespace) -> int:
     sweep = _load(args.sweep)
-    os.environ.setdefault("DEFSENTFLOW_PROGRESS", "1")
     from defsentflow.storage import clean_stale_temporaries, data_root
     from flows.runtime import local_api
     from flows.sweep import sweep_flow
