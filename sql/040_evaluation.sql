@@ -47,6 +47,9 @@ WITH latest AS (
         max(l.value) FILTER (WHERE l.task = 'sickr'     AND l.setting = 'all' AND l.metric = 'spearman') AS sickr,
         max(l.value) FILTER (WHERE l.task = 'revdict'   AND l.setting = 'head'   AND l.metric = 'mrr') AS revdict_mrr,
         max(l.value) FILTER (WHERE l.task = 'revdict'   AND l.setting = 'cosine' AND l.metric = 'mrr') AS revdict_mrr_cosine,
+        max(l.value) FILTER (WHERE l.task = 'revdict'   AND l.setting = 'hybrid' AND l.metric = 'mrr') AS revdict_mrr_hybrid,
+        -- PST's selection score when it selected by reverse dictionary (dev split, its mode)
+        max(l.value) FILTER (WHERE l.task = 'revdict-dev' AND l.metric = 'mrr') AS revdict_dev_mrr,
         max(l.created_at) AS evaluated_at
     FROM latest AS l
     GROUP BY l.model_id, l.pooling
@@ -63,6 +66,8 @@ SELECT
     n.n_avg,
     w.revdict_mrr,
     w.revdict_mrr_cosine,
+    w.revdict_mrr_hybrid,
+    w.revdict_dev_mrr,
     m.run_id,
     w.evaluated_at
 FROM wide AS w

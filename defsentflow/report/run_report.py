@@ -28,7 +28,8 @@ from defsentflow.report.plots import plot_label_histogram, plot_pst_progress, pl
 __all__ = ["RunReport", "build_report", "markdown_table", "report_dir"]
 
 _LB_COLS = ("role", "model_id", "pooling", "method", "sts12", "sts13", "sts14", "sts15", "sts16", "stsb_dev",
-            "stsb_test", "sickr", "avg_sts", "n_avg", "revdict_mrr", "revdict_mrr_cosine")
+            "stsb_test", "sickr", "avg_sts", "n_avg", "revdict_mrr", "revdict_mrr_cosine", "revdict_mrr_hybrid",
+            "revdict_dev_mrr")
 
 # Leaderboard rows shown in a run's report: the run's models (registered by it, PST candidates
 # of it, or evaluated in it) and the baselines: models no run produced (untrained encoders,
