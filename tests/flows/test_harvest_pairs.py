@@ -29,5 +29,8 @@ def test_dask_run_equals_sequential_run(tmp_path, tiny_bert_dir, monkeypatch):
     assert flowed["batches_computed"] == len(list((dask_root).rglob("pairs-*.parquet"))) > 1
     a, b = pq.read_table(sequential["path"]), pq.read_table(flowed["path"])
     assert a.drop_columns(["score"]).equals(b.drop_columns(["score"]))
-    assert a.column("score").to_numpy().std() > 0.05  # labels that could differ
+    # Labels that could differ between the runs (so the comparison below means something): spread
+    # out and mostly distinct. The tiny random encoder's labels are close to 1, hence the low bar.
+    scores = a.column("score").to_numpy()
+    assert scores.std() > 0.01 and len(np.unique(np.round(scores, 4))) > len(scores) // 2
     np.testing.assert_allclose(a.column("score").to_numpy(), b.column("score").to_numpy(), atol=1e-6)
