@@ -212,9 +212,9 @@ class Sweep:
 
 
 def _point_id(params: dict[str, Any]) -> str:
-    from defsentflow.storage import hash_text
+    from defsentflow.storage import hash_config
 
-    return hash_text(_canonical(params))[:_ID_CHARS]
+    return hash_config(params)[:_ID_CHARS]
 
 
 def _matches(params: dict[str, Any], rule: dict[str, Any], base: dict[str, Any]) -> bool:
