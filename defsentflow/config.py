@@ -39,6 +39,12 @@ class EvalSection(_Section):
     data_dir: str | None = Field("../shared/data", description="STS/SICK data; tasks whose files are missing are skipped and listed")
     pooling: Literal["cls", "mean", "max", "prompt"] = "mean"
     baselines: list[Literal["untrained", "sbert_wk", "surrogate"]] = Field(default_factory=lambda: ["untrained", "sbert_wk"])
+    revdict_splits: list[Literal["dev", "test"]] = Field(
+        default_factory=lambda: ["dev", "test"], min_length=1,
+        description="reverse-dictionary / word-prediction query splits: dev figures are for selection, test for reporting")
+    revdict_protocols: list[Literal["unseen", "papers"]] = Field(
+        default_factory=lambda: ["unseen"], min_length=1,
+        description="unseen: queries whose text the model never trained on; papers: every definition of the split")
     revdict_max_queries: int = Field(2000, ge=1)
     revdict_candidates: Literal["all", "split"] = Field(
         "all", description="reverse-dictionary candidates: every entry of the dictionary, or only the test split's")

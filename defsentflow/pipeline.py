@@ -100,10 +100,11 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
     ev = cfg.eval
     data_dir = resolve_data_dir(ev.data_dir)
     present = set(available_tasks(data_dir)) if data_dir else set()
-    tasks = [t for t in ev.tasks if t == "revdict" or t in present]
+    tasks = [t for t in ev.tasks if t in ("revdict", "wordpred") or t in present]
     common = {"tasks": tasks, "data_dir": str(data_dir) if data_dir else None, "dictionary": cfg.dictionary.name,
               "revdict_max_queries": ev.revdict_max_queries, "revdict_candidates": ev.revdict_candidates,
-              "revdict_modes": list(ev.revdict_modes),
+              "revdict_modes": list(ev.revdict_modes), "revdict_splits": list(ev.revdict_splits),
+              "revdict_protocols": list(ev.revdict_protocols),
               "autocast": ev.autocast, "cache": ev.cache}
     plan = [{**common, "model": selected["model_dir"], "model_id": selected["model_id"], "pooling": ev.pooling}]
     if ev.best_trained and trained:
@@ -113,7 +114,7 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
     if "untrained" in ev.baselines:
         plan.append({**common, "model": base, "model_id": base_id, "pooling": ev.pooling})
     if "sbert_wk" in ev.baselines:
-        plan.append({**common, "tasks": [t for t in tasks if t != "revdict"] or tasks, "model": base,
+        plan.append({**common, "tasks": [t for t in tasks if t not in ("revdict", "wordpred")] or tasks, "model": base,
                      "model_id": f"{base_id}+sbert_wk", "pooling": "sbert_wk"})
     if "surrogate" in ev.baselines and surrogate:
         plan.append({**common, "model": surrogate["model_dir"], "model_id": surrogate["model_id"], "pooling": "mean"})

@@ -22,7 +22,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="cls, mean, max, prompt or sbert_wk (default: the model's training pooling, else mean)")
     p.add_argument("--data-dir", default=None, help="folder with sts/ and sick/ (default: ../shared/data)")
     p.add_argument("--dictionary", default=None, help="dictionary dataset for revdict (name or artifact key)")
-    p.add_argument("--revdict-split", default="test", help="revdict query split (default: test)")
+    p.add_argument("--revdict-splits", default="dev,test",
+                   help="revdict/wordpred query splits, comma-separated (default: dev,test; dev is for selection)")
+    p.add_argument("--revdict-protocols", default="unseen",
+                   help="unseen (queries whose text the model never trained on) and/or papers (every definition "
+                        "of the split), comma-separated (default: unseen)")
     p.add_argument("--revdict-candidates", choices=["all", "split"], default="all",
                    help="revdict candidates: every entry of the dictionary, or only the query split's (default: all)")
     p.add_argument("--revdict-max-queries", type=int, default=2000, help="at most this many revdict queries")
@@ -44,6 +48,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_leaderboard)
 
 
+def _csv(value: str) -> tuple[str, ...]:
+    return tuple(v.strip() for v in value.split(",") if v.strip())
+
+
 def _eval(args: argparse.Namespace) -> int:
     import time
 
@@ -61,13 +69,14 @@ def _eval(args: argparse.Namespace) -> int:
             validate_pooling(args.pooling)
         config = EvalConfig(tasks=args.tasks, data_dir=str(data_dir), pooling=args.pooling, batch_size=args.batch_size,
                             max_length=args.max_length, autocast=args.autocast, sick_split=args.sick_split,
-                            per_subset=args.per_subset, dictionary=args.dictionary, revdict_split=args.revdict_split,
+                            per_subset=args.per_subset, dictionary=args.dictionary, revdict_splits=_csv(args.revdict_splits),
+                            revdict_protocols=_csv(args.revdict_protocols),
                             revdict_candidates=args.revdict_candidates, revdict_max_queries=args.revdict_max_queries,
                             revdict_modes=tuple(m.strip() for m in args.revdict_modes.split(",") if m.strip()),
                             device=args.device, cache=args.cache)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    if any(t != "revdict" for t in config.tasks) and not data_dir.is_dir():
+    if any(t not in ("revdict", "wordpred") for t in config.tasks) and not data_dir.is_dir():
         raise UserError(f"data directory not found: {data_dir} (pass --data-dir)")
     cat = None if args.no_record else Catalog()
     model_id, path = resolve_model(cat, args.model) if cat else (args.model, args.model)

@@ -55,6 +55,9 @@ def _register_dictionary(ingest_sub: argparse._SubParsersAction) -> None:
     p.add_argument("--variant", default="a", choices=("a", "b", "c"), help="DefSent+ variant (default a)")
     p.add_argument("--tokenizer", metavar="NAME_OR_PATH", help="tokenizer for variant c (AutoTokenizer)")
     p.add_argument("--seed", type=int, default=0, help="split seed (default 0)")
+    p.add_argument("--split-by", choices=("entry", "gloss"), default="entry",
+                   help="entry: an entry's definitions share a split; gloss: a definition text shares a split under "
+                        "every entry (WordNet: by synset; no test gloss is trained under another lemma)")
     p.add_argument("--case-fold", action=argparse.BooleanOptionalAction, default=True,
                    help="lower-case entries so 'Dog' and 'dog' are one entry (default: on)")
     p.add_argument("--max-chars", type=int, default=1000, help="longer entries/definitions are quarantined (default 1000)")
@@ -77,7 +80,7 @@ def _params(args: argparse.Namespace):
         sources.append({"kind": group[0], "paths": group[1:]})
     try:
         return IngestDictionaryParams(name=args.name, sources=sources, variant=args.variant, tokenizer=args.tokenizer,
-                                      seed=args.seed, case_fold=args.case_fold, max_chars=args.max_chars,
+                                      seed=args.seed, split_by=args.split_by, case_fold=args.case_fold, max_chars=args.max_chars,
                                       workers=args.workers)
     except ValidationError as exc:
         errors = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'parameters'}: {e['msg']}" for e in exc.errors())

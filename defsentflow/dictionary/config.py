@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from defsentflow.dictionary.records import SOURCE_KINDS, VARIANTS, SourceKind, Variant, check_choice
-from defsentflow.dictionary.split import DEFAULT_RATIOS
+from defsentflow.dictionary.split import DEFAULT_RATIOS, SPLIT_BY, SplitBy
 from defsentflow.dictionary.validate import MAX_CHARS
 
 __all__ = ["SourceSpec", "DictionaryConfig", "SourceParams", "IngestDictionaryParams", "NAME_PATTERN"]
@@ -54,11 +54,13 @@ class DictionaryConfig:
     max_chars: int = MAX_CHARS
     ratios: tuple[float, float, float] = DEFAULT_RATIOS
     workers: int = 2
+    split_by: SplitBy = "entry"
 
     def __post_init__(self) -> None:
         if not re.match(NAME_PATTERN, self.name):
             raise ValueError(f"dataset name {self.name!r} must match {NAME_PATTERN} (letters, digits, . _ -)")
         check_choice(self.variant, VARIANTS, "variant")
+        check_choice(self.split_by, SPLIT_BY, "split_by")
         if not self.sources:
             raise ValueError("at least one source is needed")
         if self.variant == "b" and len(self.sources) != 1:
@@ -90,6 +92,8 @@ class DictionaryConfig:
             "sources": [{"kind": s.kind, "name": n} for s, n in zip(self.sources, self.source_names())],
             "variant": self.variant, "seed": self.seed, "case_fold": self.case_fold,
             "max_chars": self.max_chars, "ratios": list(self.ratios),
+            # only when not the default, so datasets split by entry keep their artifact keys
+            **({"split_by": self.split_by} if self.split_by != "entry" else {}),
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -123,6 +127,9 @@ class IngestDictionaryParams(BaseModel):
     case_fold: bool = True
     max_chars: int = Field(default=MAX_CHARS, ge=1)
     workers: int = Field(default=2, ge=1)
+    split_by: SplitBy = Field(
+        "entry", description="entry: each entry's definitions in one split; gloss: each definition text in one "
+                             "split under every entry (WordNet: a split by synset)")
 
     @model_validator(mode="after")
     def _consistent(self) -> IngestDictionaryParams:
@@ -134,5 +141,5 @@ class IngestDictionaryParams(BaseModel):
             name=self.name,
             sources=tuple(SourceSpec(s.kind, tuple(s.paths), s.name) for s in self.sources),
             variant=self.variant, tokenizer=self.tokenizer, seed=self.seed, case_fold=self.case_fold,
-            max_chars=self.max_chars, workers=self.workers,
+            max_chars=self.max_chars, workers=self.workers, split_by=self.split_by,
         )

@@ -158,7 +158,8 @@ def merge_sources(config: DictionaryConfig) -> MergedDictionary:
 
     entry_filter = whole_token_filter(config.tokenizer) if config.variant == "c" and config.tokenizer else None
     return merge_records(streams(), case_fold=config.case_fold, max_chars=config.max_chars, seed=config.seed,
-                         ratios=config.ratios, entry_filter=entry_filter)
+                         ratios=config.ratios, split_by=config.split_by,
+                         entry_filter=entry_filter)
 
 
 def _summary(config: DictionaryConfig, plan: DictionaryPlan, merged: MergedDictionary, seconds: float) -> dict[str, Any]:
@@ -177,7 +178,7 @@ def _summary(config: DictionaryConfig, plan: DictionaryPlan, merged: MergedDicti
                 **asdict(merged.counts.get(n, SourceCounts()))} for s, n in zip(config.sources, config.source_names())]
     return {
         "name": config.name, "key": plan.key, "variant": config.variant, "tokenizer": config.tokenizer,
-        "seed": config.seed, "case_fold": config.case_fold, "sources": sources,
+        "seed": config.seed, "split_by": config.split_by, "case_fold": config.case_fold, "sources": sources,
         "read": total.read, "accepted": total.accepted, "duplicates": total.duplicates, "excluded": total.excluded,
         "quarantined": total.quarantined, "examples_quarantined": merged.examples_quarantined, "reasons": merged.reasons,
         "entries": len(seen), "definitions": defs.num_rows, "examples": merged.examples.num_rows, "splits": splits,

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from defsentflow.dictionary.records import RejectedRecord, Record
 from defsentflow.dictionary.schemas import DEFINITIONS_SCHEMA, EXAMPLES_SCHEMA, QUARANTINE_SCHEMA
-from defsentflow.dictionary.split import DEFAULT_RATIOS, assign_split
+from defsentflow.dictionary.split import DEFAULT_RATIOS, SplitBy, split_rows
 from defsentflow.dictionary.validate import MAX_CHARS, check_record, check_text, normalize_entry, normalize_text, printable
 
 __all__ = ["SourceCounts", "MergedDictionary", "merge_records", "RAW_LIMIT"]
@@ -90,6 +90,7 @@ def merge_records(
     max_chars: int = MAX_CHARS,
     seed: int = 0,
     ratios: tuple[float, float, float] = DEFAULT_RATIOS,
+    split_by: SplitBy = "entry",
     entry_filter: Callable[[Sequence[str]], list[bool]] | None = None,
 ) -> MergedDictionary:
     """Merge ``(source name, records)`` pairs, in order, into one dataset.
@@ -100,6 +101,9 @@ def merge_records(
         max_chars: longer entries or definitions are quarantined as ``too_long``.
         seed: the split seed (see :func:`defsentflow.dictionary.split.assign_split`).
         ratios: train/dev/test proportions.
+        split_by: ``entry`` (every definition of an entry in one split) or ``gloss`` (every
+            occurrence of a definition text, under any entry, in one split: for WordNet, a split
+            by synset, so no gloss is trained under one lemma and tested under another).
         entry_filter: for variant c, tells which entries to keep (others count as excluded).
 
     Example:
@@ -168,12 +172,12 @@ def merge_records(
             counts[origins[i]].excluded += 1
 
     order = sorted((i for i in range(len(entries)) if keep_entry[entries[i]]), key=lambda i: (entries[i], i))
-    split_of = {e: assign_split(e, seed, ratios) for e in {entries[i] for i in order}}
+    split_of = split_rows([entries[i] for i in order], [texts[i] for i in order], split_by, seed, ratios)
     definitions = pa.table({
         "def_id": list(range(len(order))),
         "entry": [entries[i] for i in order],
         "definition": [texts[i] for i in order],
-        "split": [split_of[entries[i]] for i in order],
+        "split": split_of,
         "pos": [pos[i] for i in order],
         "synset": [synsets[i] for i in order],
         "sources": [def_sources[i] for i in order],
@@ -185,7 +189,7 @@ def merge_records(
             ex_rows["def_id"].append(def_id)
             ex_rows["entry"].append(entries[i])
             ex_rows["example"].append(ex)
-            ex_rows["split"].append(split_of[entries[i]])
+            ex_rows["split"].append(split_of[def_id])
     return MergedDictionary(definitions, pa.table(ex_rows, schema=EXAMPLES_SCHEMA), quarantine.table(), counts,
                             examples_quarantined, dict(sorted(quarantine.reasons.items())))
 

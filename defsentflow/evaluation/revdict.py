@@ -22,6 +22,16 @@ Two modes are reported for every model by default, a third on request:
   what a candidate *is*, so this uses no held-out text; it helps most where an entry's other
   definitions are other senses of the word.
 
+Two query protocols:
+
+* ``unseen`` (the default, task ``revdict`` / ``revdict-<split>``): a query is a definition whose
+  text (whitespace-normalised as for de-duplication, and case-folded) occurs in no definition the
+  model was trained on, in any split and under any entry. A synset's gloss is shared by all its
+  lemmas, so with a split by entry the same gloss can be trained under one lemma and queried under
+  another; those queries are excluded and counted (``n_excluded``).
+* ``papers`` (task ``revdict-papers`` / ``revdict-<split>-papers``): every definition of the split
+  is a query, as the DefSent papers evaluate.
+
 Ties are ranked optimistically: rank = 1 + the number of candidates scoring strictly higher.
 """
 
@@ -39,10 +49,14 @@ import pyarrow as pa
 
 __all__ = [
     "CandidateSet",
+    "Protocol",
     "RevdictMode",
     "RevdictQueries",
     "dictionary_content_hash",
     "entry_sums",
+    "evaluate_revdict_runs",
+    "normalize_definition",
+    "trained_texts",
     "headword_text",
     "evaluate_revdict",
     "load_dictionary_table",
@@ -51,10 +65,14 @@ __all__ = [
     "rank_metrics",
     "revdict_metric_rows",
     "revdict_ranks",
+    "revdict_task",
+    "load_ica",
 ]
 
 RevdictMode = Literal["head", "cosine", "hybrid"]
 CandidateSet = Literal["all", "split"]
+Protocol = Literal["unseen", "papers"]
+PROTOCOLS: tuple[str, ...] = get_args(Protocol)
 ALL_MODES: tuple[str, ...] = get_args(RevdictMode)
 MODES: tuple[str, ...] = ("head", "cosine")  # the default
 TOP_K: tuple[int, ...] = (1, 3, 10)
@@ -147,6 +165,7 @@ class RevdictQueries:
     query_rows: np.ndarray         # [Q] rows of definitions used as queries
     split: str
     candidates: str
+    n_excluded: int = 0            # eligible queries dropped because the model trained on their text
 
     @property
     def query_texts(self) -> list[str]:
@@ -159,13 +178,30 @@ def _order_key(entry: str, definition: str) -> str:
     return hash_text(f"{entry}\x1f{definition}")
 
 
+def normalize_definition(text: str) -> str:
+    """A definition as the ``unseen`` protocol compares it: de-duplication's whitespace
+    normalisation, then case-folded (stricter than de-duplication: more queries count as seen)."""
+    from defsentflow.dictionary.validate import normalize_text
+
+    return normalize_text(text).casefold()
+
+
+def trained_texts(table: pa.Table, train_splits: Sequence[str] = ("train",)) -> set[str]:
+    """Normalised texts of every definition in ``train_splits``, under any entry."""
+    splits = table.column("split").to_pylist()
+    keep = set(train_splits)
+    return {normalize_definition(d) for d, s in zip(table.column("definition").to_pylist(), splits) if s in keep}
+
+
 def prepare_queries(table: pa.Table, *, split: str = "test", candidates: CandidateSet = "all",
-                    max_queries: int | None = 2000) -> RevdictQueries:
+                    max_queries: int | None = 2000, exclude: set[str] | None = None) -> RevdictQueries:
     """Choose candidate entries and up to ``max_queries`` query definitions, deterministically.
 
     Queries are definitions of ``split`` whose entry has at least two definitions, taken in the
     order of a hash of (entry, definition), so the same dictionary always gives the same queries
-    and adding entries moves few of them.
+    and adding entries moves few of them. A definition whose :func:`normalize_definition` text is
+    in ``exclude`` (what the model was trained on, :func:`trained_texts`) is never a query; those
+    are counted in ``n_excluded`` (before ``max_queries`` applies).
     """
     if candidates not in get_args(CandidateSet):
         raise ValueError(f"candidates must be one of {get_args(CandidateSet)}, got {candidates!r}")
@@ -182,11 +218,17 @@ def prepare_queries(table: pa.Table, *, split: str = "test", candidates: Candida
     def_entry = np.fromiter((index[entry[i]] for i in rows), dtype=np.int64, count=len(rows))
     counts = np.bincount(def_entry, minlength=len(names))
     eligible = [j for j, i in enumerate(rows) if splits[i] == split and counts[def_entry[j]] >= 2]
+    n_excluded = 0
+    if exclude:
+        unseen = [j for j in eligible if normalize_definition(defs[j]) not in exclude]
+        n_excluded = len(eligible) - len(unseen)
+        eligible = unseen
     eligible.sort(key=lambda j: _order_key(names[def_entry[j]], defs[j]))
     if max_queries is not None:
         eligible = eligible[:max_queries]
     return RevdictQueries(entries=names, definitions=defs, def_entry=def_entry,
-                          query_rows=np.array(sorted(eligible), dtype=np.int64), split=split, candidates=candidates)
+                          query_rows=np.array(sorted(eligible), dtype=np.int64), split=split, candidates=candidates,
+                          n_excluded=n_excluded)
 
 
 def load_dictionary_table(dictionary: str | pa.Table, *, root: str | os.PathLike | None = None) -> pa.Table:
@@ -230,90 +272,111 @@ def _has_pooler(enc: Any) -> bool:
     return getattr(enc.model, "pooler", None) is not None
 
 
-def fit_ica(matrix: np.ndarray, *, max_iter: int = 1000, random_state: int = 42,
-            scale: float = 100.0) -> Callable[[np.ndarray], np.ndarray]:
-    """Fit FastICA (the training head's settings) on ``matrix``; return the affine map x -> scale * ICA(x)."""
-    from sklearn.decomposition import FastICA
+def load_ica(meta: dict[str, Any]) -> Callable[[np.ndarray], np.ndarray]:
+    """The ICA map the model's entry matrix was transformed with at training time (saved beside it).
 
-    ica = FastICA(max_iter=max_iter, random_state=random_state)
-    ica.fit(matrix)
-    return lambda x: scale * ica.transform(x)
+    Raises:
+        ValueError: the model records no entry matrix, or its matrix keeps no saved transform.
+    """
+    from defsentflow.training.entry_embeddings import IcaTransform
+
+    matrix = meta.get("entry_matrix")
+    if not matrix:
+        raise ValueError("the model was trained with ICA but records no entry matrix: its ICA space is unknown")
+    directory = Path(matrix)
+    directory = directory.parent if directory.suffix == ".npy" else directory
+    try:
+        return IcaTransform.load(directory)
+    except FileNotFoundError as exc:
+        raise ValueError(str(exc)) from None
 
 
 # -- evaluation -----------------------------------------------------------------------------------------
 def evaluate_revdict(model: str | os.PathLike, dictionary: str | pa.Table, *, split: str = "test",
-                     candidates: CandidateSet = "all", modes: Sequence[str] = MODES,
-                     pooling: str | None = None, use_pooler: bool | None = None,
-                     entry_encoder: str | os.PathLike | None = None, entry_encoding: str | None = None,
-                     ica: bool | None = None, normalize_logits: bool | None = None,
-                     max_queries: int | None = 2000, batch_size: int = 128, max_length: int = 64,
-                     autocast: str = "none", device: str = "auto", cache: bool = False,
-                     task: str | None = None, root: str | os.PathLike | None = None) -> dict[str, Any]:
-    """Reverse-dictionary MRR and top-1/3/10 of ``model`` in the ``head`` and ``cosine`` modes.
+                     protocol: Protocol = "unseen", **kwargs: Any) -> dict[str, Any]:
+    """Reverse-dictionary MRR and top-1/3/10 of ``model`` on one split under one protocol.
 
-    Settings left as None come from the model's ``defsentflow.json`` (written at training time),
-    else: mean pooling, the pooler when the model has one, the model itself as entry encoder, AMP
-    for mean pooling and AC for CLS pooling, no ICA. ``pooling`` is the cosine mode's; the head
-    mode always uses the training-time pooling when the model records one (it is the head's input).
+    See :func:`evaluate_revdict_runs` for the arguments.
+
+    Example:
+        >>> evaluate_revdict("minilm", "sample", split="test")["modes"]["cosine"]["mrr"]
+    """
+    return evaluate_revdict_runs(model, dictionary, runs=[(split, protocol)], **kwargs)[0]
+
+
+def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, *,
+                          runs: Sequence[tuple[str, str]] = (("test", "unseen"),),
+                          candidates: CandidateSet = "all", modes: Sequence[str] = MODES,
+                          pooling: str | None = None, use_pooler: bool | None = None,
+                          entry_encoder: str | os.PathLike | None = None, entry_encoding: str | None = None,
+                          ica: bool | None = None, normalize_logits: bool | None = None,
+                          train_splits: Sequence[str] | None = None,
+                          max_queries: int | None = 2000, batch_size: int = 128, max_length: int = 64,
+                          autocast: str = "none", device: str = "auto", cache: bool = False,
+                          task: str | None = None, root: str | os.PathLike | None = None) -> list[dict[str, Any]]:
+    """Reverse-dictionary figures of ``model`` for each ``(split, protocol)`` of ``runs``.
+
+    Definition vectors are encoded once and shared by the runs. Settings left as None come from
+    the model's ``defsentflow.json`` (written at training time), else: mean pooling, the pooler
+    when the model has one, the model itself as entry encoder, AMP for mean pooling and AC for
+    CLS pooling, no ICA, trained on the ``train`` split. ``pooling`` is the cosine mode's; the
+    head mode always uses the training-time pooling when the model records one (the head's
+    input). A model trained with ICA is scored in the ICA space fitted at training time.
 
     Args:
         model: model directory, Hugging Face id or ``minilm``.
         dictionary: dataset name/key or a table with entry, definition and split columns.
-        split: the split whose definitions are queries (``dev`` for model selection).
-        candidates: ``all`` entries of the dataset, or only the entries of ``split``.
-        max_queries: at most this many queries (deterministic choice).
+        runs: ``(split, protocol)`` pairs; split ``dev`` is for model selection, ``test`` for
+            reporting; protocol ``unseen`` or ``papers`` (see the module docstring).
+        candidates: ``all`` entries of the dataset, or only the entries of the split.
+        train_splits: the splits the model was trained on (default: the model's record, else
+            ``train``); the ``unseen`` protocol excludes queries whose text occurs in them.
+        max_queries: at most this many queries per run (deterministic choice).
         cache: cache definition vectors in the data root's embedding cache.
-        task: metric task name; default ``revdict`` for the test split, ``revdict-<split>`` otherwise.
+        task: metric task name (one run only); default see :func:`revdict_task`.
         root: data root holding the dictionary (default ``$DEFSENTFLOW_HOME`` or ``./storage``).
 
     Returns:
-        ``{"split", "candidates", "n_queries", "n_candidates", "n_definitions", "pooling",
-        "entry_encoder", "entry_encoding", "modes": {mode: {"mrr", "top1", "top3", "top10"}},
-        "rows": [metric rows for the catalog]}``.
-
-    Example:
-        >>> evaluate_revdict("minilm", "sample", split="test")["modes"]["cosine"]["mrr"]
+        One dict per run: ``{"split", "protocol", "candidates", "n_queries", "n_excluded",
+        "n_candidates", "n_definitions", "pooling", "modes": {mode: {"mrr", "top1", "top3",
+        "top10"}}, "rows": [metric rows for the catalog]}``.
     """
     from defsentflow.encoders import encode_texts, load_encoder, validate_pooling
 
     bad = [m for m in modes if m not in ALL_MODES]
     if bad or not modes:
         raise ValueError(f"modes must be a non-empty subset of {ALL_MODES}, got {list(modes)}")
+    bad = [p for _, p in runs if p not in PROTOCOLS]
+    if bad or not runs:
+        raise ValueError(f"protocols must be among {PROTOCOLS}, got {[p for _, p in runs]}")
+    if task is not None and len(runs) != 1:
+        raise ValueError("task names one run; give one (split, protocol) with it")
     meta = model_meta(model)
     pooling = validate_pooling(pooling or meta.get("pooling") or "mean")
     table = load_dictionary_table(dictionary, root=root)
-    data = prepare_queries(table, split=split, candidates=candidates, max_queries=max_queries)
-    result: dict[str, Any] = {
-        "split": split, "candidates": candidates, "n_queries": int(len(data.query_rows)),
-        "n_candidates": len(data.entries), "n_definitions": len(data.definitions), "pooling": pooling, "modes": {},
-    }
-    if len(data.query_rows) == 0:
-        raise ValueError(f"no reverse-dictionary queries in split {split!r} (entries need >= 2 definitions)")
+    train_splits = tuple(train_splits or meta.get("train_splits") or ("train",))
+    seen = trained_texts(table, train_splits)
+    datasets = []
+    for split, protocol in runs:
+        data = prepare_queries(table, split=split, candidates=candidates, max_queries=max_queries,
+                               exclude=seen if protocol == "unseen" else None)
+        if len(data.query_rows) == 0:
+            why = (f" ({data.n_excluded} excluded: the model trained on their text in {list(train_splits)})"
+                   if data.n_excluded else " (entries need >= 2 definitions)")
+            raise ValueError(f"no reverse-dictionary queries in split {split!r} under protocol {protocol!r}{why}")
+        datasets.append((protocol, data))
     enc = load_encoder(model, device=device)
     kw = dict(batch_size=batch_size, max_length=max_length, autocast=autocast, cache=cache)
-    own_vecs: dict[str, np.ndarray] = {}
+    own_vecs: dict[tuple, np.ndarray] = {}
 
-    def vectors_of(encoder: Any, pool: str) -> np.ndarray:
-        key = f"{id(encoder)}:{pool}"
+    def vectors_of(encoder: Any, pool: str, data: RevdictQueries) -> np.ndarray:
+        key = (id(encoder), pool, data.candidates, data.split if data.candidates == "split" else None)
         if key not in own_vecs:
             own_vecs[key] = encode_texts(encoder, data.definitions, pooling=pool, desc=f"revdict {pool}", **kw)
         return own_vecs[key]
 
-    if "cosine" in modes:
-        vecs = vectors_of(enc, pooling)
-        ranks = revdict_ranks(vecs[data.query_rows], data.query_rows, vecs, data.def_entry, len(data.entries),
-                              cosine=True)
-        result["modes"]["cosine"] = rank_metrics(ranks)
-    if "hybrid" in modes:
-        vecs = vectors_of(enc, pooling)
-        words = encode_texts(enc, [headword_text(e) for e in data.entries], pooling=pooling, desc="revdict headwords",
-                             **kw)
-        ranks = revdict_ranks(vecs[data.query_rows], data.query_rows, vecs, data.def_entry, len(data.entries),
-                              cosine=True, entry_vecs=words)
-        result["modes"]["hybrid"] = rank_metrics(ranks)
+    head: dict[str, Any] = {}
     if "head" in modes:
-        from defsentflow.training.heads import sentence_head_vectors
-
         use_pooler = meta.get("use_pooler", _has_pooler(enc)) if use_pooler is None else use_pooler
         entry_encoder = entry_encoder or meta.get("entry_encoder")
         head_pooling = validate_pooling(meta.get("pooling") or pooling)
@@ -322,26 +385,62 @@ def evaluate_revdict(model: str | os.PathLike, dictionary: str | pa.Table, *, sp
             raise ValueError(f"entry_encoding must be 'ac' or 'amp', got {entry_encoding!r}")
         ica = bool(meta.get("ica", False)) if ica is None else ica
         normalize_logits = bool(meta.get("normalize_logits", False)) if normalize_logits is None else normalize_logits
-        ent = enc if entry_encoder is None else load_encoder(entry_encoder, device=device)
-        def_vecs = vectors_of(ent, "cls" if entry_encoding == "ac" else "mean")
-        transform = None
-        if ica:
-            sums, counts = entry_sums(def_vecs, data.def_entry, len(data.entries))
-            transform = fit_ica(sums / counts[:, None])
-        queries = sentence_head_vectors(enc.path, data.query_texts, head_pooling, use_pooler, batch_size=batch_size,
-                                        max_length=max_length, autocast=autocast, device=device)
-        ranks = revdict_ranks(np.asarray(queries), data.query_rows, def_vecs, data.def_entry, len(data.entries),
-                              cosine=normalize_logits, transform=transform)
-        result["modes"]["head"] = rank_metrics(ranks)
-        result.update(entry_encoder=str(entry_encoder or model), entry_encoding=entry_encoding, use_pooler=use_pooler,
-                      ica=ica, head_pooling=head_pooling)
-    result["rows"] = revdict_metric_rows(result, task=task)
-    return result
+        head = dict(use_pooler=use_pooler, head_pooling=head_pooling, entry_encoding=entry_encoding,
+                    transform=load_ica(meta) if ica else None, normalize_logits=normalize_logits,
+                    ent=enc if entry_encoder is None else load_encoder(entry_encoder, device=device))
+    words_cache: dict[tuple, np.ndarray] = {}
+    results = []
+    for protocol, data in datasets:
+        result: dict[str, Any] = {
+            "split": data.split, "protocol": protocol, "candidates": candidates,
+            "n_queries": int(len(data.query_rows)), "n_excluded": int(data.n_excluded),
+            "n_candidates": len(data.entries), "n_definitions": len(data.definitions), "pooling": pooling,
+            "train_splits": list(train_splits), "modes": {},
+        }
+        n = len(data.entries)
+        if "cosine" in modes:
+            vecs = vectors_of(enc, pooling, data)
+            result["modes"]["cosine"] = rank_metrics(
+                revdict_ranks(vecs[data.query_rows], data.query_rows, vecs, data.def_entry, n, cosine=True))
+        if "hybrid" in modes:
+            vecs = vectors_of(enc, pooling, data)
+            wkey = (data.candidates, data.split if data.candidates == "split" else None)
+            if wkey not in words_cache:
+                words_cache[wkey] = encode_texts(enc, [headword_text(e) for e in data.entries], pooling=pooling,
+                                                 desc="revdict headwords", **kw)
+            result["modes"]["hybrid"] = rank_metrics(
+                revdict_ranks(vecs[data.query_rows], data.query_rows, vecs, data.def_entry, n, cosine=True,
+                              entry_vecs=words_cache[wkey]))
+        if head:
+            from defsentflow.training.heads import sentence_head_vectors
+
+            def_vecs = vectors_of(head["ent"], "cls" if head["entry_encoding"] == "ac" else "mean", data)
+            queries = sentence_head_vectors(enc.path, data.query_texts, head["head_pooling"], head["use_pooler"],
+                                            batch_size=batch_size, max_length=max_length, autocast=autocast,
+                                            device=device)
+            result["modes"]["head"] = rank_metrics(
+                revdict_ranks(np.asarray(queries), data.query_rows, def_vecs, data.def_entry, n,
+                              cosine=head["normalize_logits"], transform=head["transform"]))
+            result.update(entry_encoder=str(entry_encoder or model), entry_encoding=head["entry_encoding"],
+                          use_pooler=head["use_pooler"], ica=head["transform"] is not None,
+                          head_pooling=head["head_pooling"])
+        result["rows"] = revdict_metric_rows(result, task=task)
+        results.append(result)
+    return results
+
+
+def revdict_task(split: str, protocol: str = "unseen") -> str:
+    """The catalog task of a reverse-dictionary figure: ``revdict`` (test, unseen queries),
+    ``revdict-dev`` (dev, unseen: the selection figure), ``revdict-papers`` /
+    ``revdict-dev-papers`` (the papers' protocol: every definition of the split is a query)."""
+    base = "revdict" if split == "test" else f"revdict-{split}"
+    return base if protocol == "unseen" else f"{base}-{protocol}"
 
 
 def revdict_metric_rows(result: dict[str, Any], *, task: str | None = None) -> list[dict[str, Any]]:
-    """Catalog metric rows: task ``revdict`` (test) or ``revdict-<split>``, setting = mode."""
-    task = task or ("revdict" if result["split"] == "test" else f"revdict-{result['split']}")
+    """Catalog metric rows (see :func:`revdict_task`), setting = mode; ``n`` queries used and
+    ``n_excluded`` queries left out as seen in training."""
+    task = task or revdict_task(result["split"], result.get("protocol", "unseen"))
     return [{"task": task, "setting": mode, "metric": metric, "value": value, "n": result["n_queries"],
-             "pooling": result["pooling"]}
+             "n_excluded": result.get("n_excluded", 0), "pooling": result["pooling"]}
             for mode, metrics in result["modes"].items() for metric, value in metrics.items()]

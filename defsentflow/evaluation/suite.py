@@ -23,7 +23,8 @@ from defsentflow.evaluation.sts_data import SickSplit
 __all__ = ["EVAL_TASKS", "EvalConfig", "EvalResult", "EvaluateSection", "default_data_dir", "default_pooling",
            "evaluation_inputs_hash", "record_evaluation", "resolve_model", "run_evaluation", "validate_eval_tasks"]
 
-EVAL_TASKS: tuple[str, ...] = (*STS_TASKS, "revdict")
+EVAL_TASKS: tuple[str, ...] = (*STS_TASKS, "revdict", "wordpred")
+DICTIONARY_TASKS: tuple[str, ...] = ("revdict", "wordpred")
 
 
 def validate_eval_tasks(tasks: str | Sequence[str]) -> tuple[str, ...]:
@@ -54,18 +55,28 @@ class EvalConfig:
     sick_split: SickSplit = "auto"
     per_subset: bool = False
     dictionary: str | None = None  # revdict: dictionary dataset name or artifact key
-    revdict_split: str = "test"
+    revdict_splits: tuple[str, ...] = ("dev", "test")  # dev figures are for selection, test for reporting
+    revdict_protocols: tuple[str, ...] = ("unseen",)  # and/or "papers" (see evaluation.revdict)
     revdict_max_queries: int | None = 2000
-    revdict_candidates: str = "all"  # all entries of the dataset, or only those of revdict_split
+    revdict_candidates: str = "all"  # all entries of the dataset, or only those of each split
     revdict_modes: tuple[str, ...] = ("head", "cosine")  # and/or "hybrid" (see evaluation.revdict)
     device: str = "auto"
     cache: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", validate_eval_tasks(self.tasks))
-        if "revdict" in self.tasks and not self.dictionary:
-            raise ValueError("task 'revdict' needs a dictionary dataset (--dictionary NAME)")
+        needs = [t for t in DICTIONARY_TASKS if t in self.tasks]
+        if needs and not self.dictionary:
+            raise ValueError(f"task {needs[0]!r} needs a dictionary dataset (--dictionary NAME)")
         object.__setattr__(self, "revdict_modes", tuple(self.revdict_modes))
+        object.__setattr__(self, "revdict_splits", tuple(self.revdict_splits))
+        object.__setattr__(self, "revdict_protocols", tuple(self.revdict_protocols))
+        bad = [x for x in self.revdict_splits if x not in ("train", "dev", "test")]
+        if bad or not self.revdict_splits:
+            raise ValueError(f"revdict_splits must be a non-empty subset of train, dev, test; got {list(self.revdict_splits)}")
+        bad = [x for x in self.revdict_protocols if x not in ("unseen", "papers")]
+        if bad or not self.revdict_protocols:
+            raise ValueError(f"revdict_protocols must be a non-empty subset of unseen, papers; got {list(self.revdict_protocols)}")
         bad = [m for m in self.revdict_modes if m not in ("head", "cosine", "hybrid")]
         if bad or not self.revdict_modes:
             raise ValueError(f"revdict_modes must be a non-empty subset of head, cosine, hybrid; got {list(self.revdict_modes)}")
@@ -100,7 +111,8 @@ class EvaluateSection(BaseModel):
     sick_split: Literal["auto", "test", "trial", "train"] = "auto"
     per_subset: bool = False
     dictionary: str | None = None
-    revdict_split: str = "test"
+    revdict_splits: list[Literal["train", "dev", "test"]] = ["dev", "test"]
+    revdict_protocols: list[Literal["unseen", "papers"]] = ["unseen"]
     revdict_max_queries: int | None = 2000
     revdict_candidates: Literal["all", "split"] = "all"
     revdict_modes: list[Literal["head", "cosine", "hybrid"]] = ["head", "cosine"]
@@ -116,6 +128,8 @@ class EvaluateSection(BaseModel):
         d = self.model_dump(exclude={"model", "model_id"})
         d["tasks"] = tuple(d["tasks"])
         d["revdict_modes"] = tuple(d["revdict_modes"])
+        d["revdict_splits"] = tuple(d["revdict_splits"])
+        d["revdict_protocols"] = tuple(d["revdict_protocols"])
         d["data_dir"] = d["data_dir"] or str(default_data_dir())
         return EvalConfig(**d)
 
@@ -147,16 +161,6 @@ def default_pooling(model: str | os.PathLike) -> str:
     return "mean"
 
 
-def _evaluate_revdict():
-    try:
-        from defsentflow.evaluation.revdict import evaluate_revdict
-    except ModuleNotFoundError as exc:  # the training engineer's module is not in this checkout
-        if exc.name != "defsentflow.evaluation.revdict":
-            raise
-        raise RuntimeError("task 'revdict' needs defsentflow.evaluation.revdict, which this installation lacks") from exc
-    return evaluate_revdict
-
-
 def run_evaluation(model: str | os.PathLike, config: EvalConfig) -> EvalResult:
     """Evaluate ``model`` on ``config.tasks``; nothing is written (see :func:`record_evaluation`)."""
     from defsentflow.encoders import validate_pooling
@@ -164,22 +168,34 @@ def run_evaluation(model: str | os.PathLike, config: EvalConfig) -> EvalResult:
     pooling = validate_pooling(config.pooling or default_pooling(model))
     rows: list[dict[str, Any]] = []
     seconds: dict[str, float] = {}
-    sts = [t for t in config.tasks if t != "revdict"]
+    sts = [t for t in config.tasks if t not in DICTIONARY_TASKS]
     if sts:
         t0 = time.perf_counter()
         rows += evaluate_sts(str(model), sts, data_dir=config.data_dir, pooling=pooling, batch_size=config.batch_size,
                              autocast=config.autocast, max_length=config.max_length, sick_split=config.sick_split,
                              per_subset=config.per_subset, cache=config.cache, device=config.device)
         seconds["sts"] = time.perf_counter() - t0
+    runs = [(split, protocol) for split in config.revdict_splits for protocol in config.revdict_protocols]
     if "revdict" in config.tasks:
-        evaluate_revdict = _evaluate_revdict()
+        from defsentflow.evaluation.revdict import evaluate_revdict_runs
+
         t0 = time.perf_counter()
-        res = evaluate_revdict(str(model), config.dictionary, split=config.revdict_split, pooling=pooling,
-                               candidates=config.revdict_candidates, modes=config.revdict_modes,
-                               max_queries=config.revdict_max_queries, batch_size=config.batch_size,
-                               autocast=config.autocast, device=config.device, cache=config.cache)
-        rows += res["rows"]
+        for res in evaluate_revdict_runs(str(model), config.dictionary, runs=runs, pooling=pooling,
+                                         candidates=config.revdict_candidates, modes=config.revdict_modes,
+                                         max_queries=config.revdict_max_queries, batch_size=config.batch_size,
+                                         autocast=config.autocast, device=config.device, cache=config.cache):
+            rows += res["rows"]
         seconds["revdict"] = time.perf_counter() - t0
+    if "wordpred" in config.tasks:
+        from defsentflow.evaluation.wordpred import evaluate_wordpred
+
+        t0 = time.perf_counter()
+        for split, protocol in runs:
+            res = evaluate_wordpred(str(model), config.dictionary, split=split, protocol=protocol,
+                                    max_queries=config.revdict_max_queries, batch_size=config.batch_size,
+                                    autocast=config.autocast, device=config.device)
+            rows += res["rows"]
+        seconds["wordpred"] = time.perf_counter() - t0
     return EvalResult(str(model), pooling, tuple(rows), seconds)
 
 
@@ -193,8 +209,9 @@ def evaluation_inputs_hash(config: EvalConfig) -> str:
 
     parts = []
     for task in config.tasks:
-        if task == "revdict":
-            parts.append(f"revdict:{config.dictionary}:{config.revdict_split}:{config.revdict_candidates}")
+        if task in DICTIONARY_TASKS:
+            parts.append(f"{task}:{config.dictionary}:{','.join(config.revdict_splits)}:"
+                         f"{','.join(config.revdict_protocols)}:{config.revdict_candidates}")
             continue
         for f in task_files(config.data_dir, task, sick_split=config.sick_split):
             parts.append(f"{task}:{f.name}:{hash_file(f) if f.is_file() else 'missing'}")
@@ -219,6 +236,7 @@ def resolve_model(catalog: Any, model: str) -> tuple[str, str]:
 
 def record_evaluation(catalog: Any, model_id: str, result: EvalResult, *, run_id: str | None = None) -> int:
     """Write the result's metric rows (replacing older values of the same keys); returns the count."""
-    rows = [{k: r[k] for k in ("task", "setting", "metric", "value", "n", "pooling")} for r in result.rows]
+    rows = [{k: r.get(k) for k in ("task", "setting", "metric", "value", "n", "n_excluded", "pooling")}
+            for r in result.rows]
     catalog.record_metrics(model_id, rows, run_id=run_id)
     return len(rows)

@@ -8,8 +8,8 @@ already encoded come from the embedding cache. :meth:`RevdictIndex.add` extends 
 entries (or new definitions of known entries) by encoding only those; later look-ups of the same
 (model, dictionary, mode) are served by the newest extension.
 
-``mode="auto"`` serves the mode with the higher reverse-dictionary MRR measured for the model
-(the catalog's ``revdict`` head/cosine metrics, e.g. written by the pipeline's evaluation); for a
+``mode="auto"`` serves the mode with the higher dev-split reverse-dictionary MRR measured for the model
+(the catalog's ``revdict-dev`` metrics, written by the pipeline's evaluation); for a
 model never evaluated, ``head`` when it was trained against an entry head, else ``cosine``.
 
 Modes (see :mod:`defsentflow.evaluation.revdict`): ``cosine`` indexes L2-normalised entry means
@@ -56,7 +56,8 @@ def resolve_mode(mode: str, meta: dict[str, Any], measured: dict[str, float] | N
 
 
 def measured_modes(model: str | os.PathLike, root: str | os.PathLike | None = None) -> dict[str, float]:
-    """The newest test-split reverse-dictionary MRR per mode recorded for ``model`` (by path or id)."""
+    """The newest **dev-split** reverse-dictionary MRR per mode recorded for ``model`` (by path or
+    id): ``auto`` chooses with dev figures only; test-split figures are reported, never read here."""
     from defsentflow.encoders import resolve_model_path
     from defsentflow.storage import Catalog, data_root
 
@@ -69,7 +70,7 @@ def measured_modes(model: str | os.PathLike, root: str | os.PathLike | None = No
         pass
     rows = Catalog(root).query(
         "SELECT m.setting, arg_max(m.value, m.created_at) AS mrr FROM metrics AS m "
-        "WHERE m.task = 'revdict' AND m.metric = 'mrr' AND m.model_id IN "
+        "WHERE m.task = 'revdict-dev' AND m.metric = 'mrr' AND m.model_id IN "
         "(SELECT model_id FROM models WHERE path = ? OR model_id = ?) GROUP BY m.setting", [path, str(model)])
     return {r["setting"]: float(r["mrr"]) for r in rows if r["setting"] in _MODES}
 
@@ -173,15 +174,12 @@ class RevdictIndex:
         index, so :func:`build_revdict_index` serves it for the same model, dictionary and mode.
 
         Raises:
-            ValueError: the table lacks entry/definition columns or is empty, or the index is in
-                the ICA-transformed head space (adding entries would refit ICA: rebuild instead).
+            ValueError: the table lacks entry/definition columns or is empty. An index in the
+                ICA-transformed head space maps new entries with the model's saved ICA (no refit).
         """
         from defsentflow.evaluation.revdict import dictionary_content_hash
         from defsentflow.storage import Catalog, combine_hashes, data_root, hash_path
 
-        if self.meta.get("ica"):
-            raise ValueError("this index is in the ICA-transformed head space: adding entries would refit ICA; "
-                             "rebuild the index over the extended dictionary instead")
         if not (self.path / "means.npy").is_file():
             raise ValueError(f"{self.path} keeps no entry means (built by an older version): rebuild it to add entries")
         missing = [c for c in ("entry", "definition") if c not in table.column_names]
@@ -222,7 +220,7 @@ class RevdictIndex:
         meta = {**self.meta, "key": key, "extends": self.meta["key"], "added_hash": added_hash,
                 "n_entries": len(entries), "n_added_definitions": len(new_defs)}
         words = _headword_vectors(spec, entries, batch_size=batch_size, device=device)
-        _write_index(final, entries, new_means, counts, meta, spec.normalize, words=words)
+        _write_index(final, entries, new_means, counts, meta, spec.normalize, _ica_of(spec), words=words)
         cat = Catalog(root)
         cat.register_artifact(key, "revdict_index", final, hash_path(final), name=self.meta.get("name"),
                               input_hashes={"extends": self.meta["key"], "added": added_hash}, config=meta)
@@ -263,13 +261,20 @@ def _headword_vectors(spec: _Spec, entries: Sequence[str], *, batch_size: int, d
                         max_length=spec.max_length, cache=True, desc="indexing headwords")
 
 
-def _index_matrix(means: np.ndarray, ica: bool, normalize: bool, words: np.ndarray | None = None) -> np.ndarray:
-    from defsentflow.evaluation.revdict import fit_ica
+def _ica_of(spec: _Spec) -> Any:
+    """The model's training-time ICA map (saved with its entry matrix), or None without ICA."""
+    if not spec.ica:
+        return None
+    from defsentflow.evaluation.revdict import load_ica, model_meta
 
+    return load_ica(model_meta(spec.model))
+
+
+def _index_matrix(means: np.ndarray, transform: Any, normalize: bool, words: np.ndarray | None = None) -> np.ndarray:
     unit = lambda x: x / np.linalg.norm(x, axis=1, keepdims=True).clip(min=1e-12)  # noqa: E731
     out = means.astype(np.float64)
-    if ica:
-        out = fit_ica(out)(out)
+    if transform is not None:  # the map fitted at training time: the served space is the trained one
+        out = transform(out)
     if words is not None:
         out = unit(out) + unit(np.asarray(words, dtype=np.float64))
     if normalize:
@@ -278,14 +283,14 @@ def _index_matrix(means: np.ndarray, ica: bool, normalize: bool, words: np.ndarr
 
 
 def _write_index(final: Path, entries: list[str], means: np.ndarray, counts: np.ndarray, meta: dict[str, Any],
-                 normalize: bool, ica: bool = False, words: np.ndarray | None = None) -> None:
+                 normalize: bool, transform: Any = None, words: np.ndarray | None = None) -> None:
     """``index.faiss`` (inner product over the served vectors), ``entries.parquet``, ``means.npy``
     (the raw entry means, so entries can be added later) and ``meta.json``, atomically."""
     import faiss
 
     from defsentflow.storage import atomic_dir, write_parquet
 
-    matrix = _index_matrix(means, ica, normalize, words)
+    matrix = _index_matrix(means, transform, normalize, words)
     with atomic_dir(final) as tmp:
         index = faiss.IndexFlatIP(matrix.shape[1])
         index.add(matrix)
@@ -342,7 +347,7 @@ def build_revdict_index(model: str | os.PathLike, dictionary: str | pa.Table, *,
     name = dictionary if isinstance(dictionary, str) else None
     meta = {**spec.__dict__, "key": key, "name": name, "dictionary_hash": dict_hash, "n_entries": len(entries)}
     words = _headword_vectors(spec, entries, batch_size=batch_size, device=device)
-    _write_index(final, entries, means, counts, meta, spec.normalize, spec.ica, words)
+    _write_index(final, entries, means, counts, meta, spec.normalize, _ica_of(spec), words)
     cat.register_artifact(key, "revdict_index", final, hash_path(final), name=name,
                           input_hashes={"dictionary": dict_hash}, config=meta)
     return RevdictIndex(final)

@@ -202,6 +202,8 @@ class Catalog:
                     [model_id, r["task"], r["setting"], r["metric"], r.get("pooling")],
                 )
                 con.execute(
-                    "INSERT INTO metrics (model_id, task, setting, metric, value, n, pooling, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [model_id, r["task"], r["setting"], r["metric"], float(r["value"]), r.get("n"), r.get("pooling"), run_id],
+                    "INSERT INTO metrics (model_id, task, setting, metric, value, n, n_excluded, pooling, run_id) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [model_id, r["task"], r["setting"], r["metric"], float(r["value"]), r.get("n"), r.get("n_excluded"),
+                     r.get("pooling"), run_id],
                 )

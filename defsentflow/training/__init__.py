@@ -13,7 +13,7 @@ from defsentflow.training.config import (
     TrainConfig,
     paper_config,
 )
-from defsentflow.training.entry_embeddings import EntryMatrix, build_entry_embeddings, entry_means, ica_transform
+from defsentflow.training.entry_embeddings import EntryMatrix, IcaTransform, build_entry_embeddings, entry_means, ica_transform
 from defsentflow.training.heads import DefinitionClassifier, head_vector, sentence_head_vectors
 from defsentflow.training.loop import LoopOutcome, TrainResult, build_optimizer, linear_schedule, run_loop, train_encoder
 from defsentflow.training.targets import entry_targets, single_token_targets
@@ -25,6 +25,7 @@ __all__ = [
     "ENTRY_ENCODINGS",
     "EntryEncoding",
     "EntryMatrix",
+    "IcaTransform",
     "LoopOutcome",
     "METHODS",
     "Method",

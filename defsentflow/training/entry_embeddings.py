@@ -24,7 +24,7 @@ from defsentflow.encoders.loading import Autocast, LoadedEncoder, load_encoder, 
 from defsentflow.storage.atomic import atomic_dir
 from defsentflow.training.config import ENTRY_ENCODINGS, EntryEncoding, validate_choice
 
-__all__ = ["ENTRY_SCHEMA", "EntryMatrix", "build_entry_embeddings", "entry_means", "ica_transform"]
+__all__ = ["ENTRY_SCHEMA", "EntryMatrix", "IcaTransform", "build_entry_embeddings", "entry_means", "ica_transform"]
 
 ENTRY_SCHEMA = pa.schema([pa.field("row", pa.int64(), nullable=False), pa.field("entry", pa.string(), nullable=False)])
 
@@ -44,6 +44,7 @@ class EntryMatrix:
     entries: list[str]
     matrix: np.ndarray
     meta: dict[str, Any] = field(default_factory=dict)
+    ica: IcaTransform | None = None
 
     def __post_init__(self) -> None:
         if self.matrix.ndim != 2 or len(self.entries) != self.matrix.shape[0]:
@@ -68,6 +69,8 @@ class EntryMatrix:
                              schema=ENTRY_SCHEMA)
             pq.write_table(table, tmp / "entries.parquet", compression="zstd")
             (tmp / "meta.json").write_text(json.dumps(self.meta, indent=2, sort_keys=True, default=str))
+            if self.ica is not None:
+                self.ica.save(tmp)
         return Path(path)
 
     @classmethod
@@ -78,7 +81,8 @@ class EntryMatrix:
         matrix = np.load(p / "matrix.npy")
         entries = pq.read_table(p / "entries.parquet").sort_by("row").column("entry").to_pylist()
         meta = json.loads((p / "meta.json").read_text()) if (p / "meta.json").is_file() else {}
-        return cls(entries=entries, matrix=matrix, meta=meta)
+        ica = IcaTransform.load(p) if (p / IcaTransform.FILE).is_file() else None
+        return cls(entries=entries, matrix=matrix, meta=meta, ica=ica)
 
 
 def entry_means(entries: Sequence[str], vectors: np.ndarray) -> tuple[list[str], np.ndarray]:
@@ -92,19 +96,70 @@ def entry_means(entries: Sequence[str], vectors: np.ndarray) -> tuple[list[str],
     return list(codes), (sums / counts[:, None]).astype(np.float32)
 
 
+@dataclass(frozen=True)
+class IcaTransform:
+    """A fitted FastICA map ``x -> scale * (x - mean) @ unmixing.T``, saved beside the matrix it made.
+
+    Training fits it once on the entry matrix; evaluation and serving load it (:meth:`load`) and
+    apply the same map to other entry vectors, so the evaluated space is the trained one (same
+    component order and signs). Nothing refits it after training.
+    """
+
+    mean: np.ndarray        # [H]
+    unmixing: np.ndarray    # [H, H] (FastICA.components_)
+    scale: float = 100.0
+
+    FILE = "ica.npz"
+
+    @classmethod
+    def fit(cls, matrix: np.ndarray, *, max_iter: int = 1000, random_state: int = 42,
+            scale: float = 100.0) -> "IcaTransform":
+        """FastICA (scikit-learn, unit-variance whitening, ``n_components = dim``) on ``matrix``."""
+        from sklearn.decomposition import FastICA
+
+        matrix = np.asarray(matrix, dtype=np.float64)
+        n, dim = matrix.shape
+        if n < dim:
+            raise ValueError(f"ICA needs at least as many entries as dimensions ({n} entries < {dim})")
+        ica = FastICA(n_components=dim, max_iter=max_iter, random_state=random_state, whiten="unit-variance")
+        ica.fit(matrix)
+        return cls(mean=np.asarray(ica.mean_, dtype=np.float64), unmixing=np.asarray(ica.components_, np.float64),
+                   scale=float(scale))
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """The transformed rows of ``x`` (float64)."""
+        return self.scale * ((np.asarray(x, dtype=np.float64) - self.mean) @ self.unmixing.T)
+
+    def save(self, directory: str | os.PathLike) -> Path:
+        path = Path(directory) / self.FILE
+        with open(path, "wb") as fh:
+            np.savez(fh, mean=self.mean, unmixing=self.unmixing, scale=np.float64(self.scale))
+        return path
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike) -> "IcaTransform":
+        """The transform saved in ``directory`` (an entry-matrix directory).
+
+        Raises:
+            FileNotFoundError: the directory keeps no ``ica.npz`` (its matrix was not ICA-transformed,
+                or it was built by an older version: rebuild it).
+        """
+        path = Path(directory) / cls.FILE
+        if not path.is_file():
+            raise FileNotFoundError(f"{directory}: no saved ICA transform ({cls.FILE}); the entry matrix was "
+                                    "built without ICA or by an older version: rebuild it")
+        with np.load(path) as z:
+            return cls(mean=z["mean"], unmixing=z["unmixing"], scale=float(z["scale"]))
+
+
 def ica_transform(matrix: np.ndarray, *, max_iter: int = 1000, random_state: int = 42, scale: float = 100.0) -> np.ndarray:
     """FastICA (scikit-learn, unit-variance whitening) of the entry matrix, times ``scale``.
 
-    The result keeps the matrix's shape; it needs at least as many entries as dimensions.
+    The result keeps the matrix's shape; it needs at least as many entries as dimensions. Use
+    :meth:`IcaTransform.fit` to keep the fitted map.
     """
-    from sklearn.decomposition import FastICA
-
-    matrix = np.asarray(matrix, dtype=np.float32)
-    n, dim = matrix.shape
-    if n < dim:
-        raise ValueError(f"ICA needs at least as many entries as dimensions ({n} entries < {dim})")
-    ica = FastICA(n_components=dim, max_iter=max_iter, random_state=random_state, whiten="unit-variance")
-    return (ica.fit_transform(matrix.astype(np.float64)) * scale).astype(np.float32)
+    ica = IcaTransform.fit(matrix, max_iter=max_iter, random_state=random_state, scale=scale)
+    return ica(matrix).astype(np.float32)
 
 
 def build_entry_embeddings(encoder: LoadedEncoder | str | os.PathLike, entries: Sequence[str],
@@ -131,8 +186,10 @@ def build_entry_embeddings(encoder: LoadedEncoder | str | os.PathLike, entries: 
     vectors = encode_texts(enc, definitions, pooling=_POOLING[encoding], batch_size=batch_size,
                            max_length=max_length, autocast=autocast, cache=cache, desc=f"entry embeddings ({encoding})")
     names, matrix = entry_means(entries, vectors)
+    transform = None
     if ica:
-        matrix = ica_transform(matrix)
+        transform = IcaTransform.fit(matrix)
+        matrix = transform(matrix).astype(np.float32)
     meta = {"encoding": encoding, "ica": ica, "model": enc.path, "model_hash": model_content_hash(enc.path),
             "max_length": max_length, "autocast": autocast, "n_pairs": len(entries), "n_entries": len(names)}
-    return EntryMatrix(entries=names, matrix=matrix, meta=meta)
+    return EntryMatrix(entries=names, matrix=matrix, meta=meta, ica=transform)

@@ -327,7 +327,7 @@ def build_entry_matrix(section: PstSection | DefSentSection, data: TrainingData,
     found = cat.artifact(key)
     if found is not None:
         return MatrixRef.from_dict(found["meta"])
-    from defsentflow.training.entry_embeddings import build_entry_embeddings, ica_transform
+    from defsentflow.training.entry_embeddings import IcaTransform, build_entry_embeddings
 
     enc = load_encoder(encoder, device=section.device)
     em = build_entry_embeddings(enc, data.definition_entries, data.definitions, encoding,
@@ -335,11 +335,15 @@ def build_entry_matrix(section: PstSection | DefSentSection, data: TrainingData,
                                 autocast=section.autocast, cache=str(data_root(root)))
     row = {e: i for i, e in enumerate(em.entries)}
     matrix = np.asarray(em.matrix, dtype=np.float32)[[row[e] for e in data.entries]]
-    if ica:
-        matrix = np.asarray(ica_transform(matrix), dtype=np.float32)
+    transform = None
+    if ica:  # fitted once here and saved: evaluation and serving reuse this map, never refit it
+        transform = IcaTransform.fit(matrix)
+        matrix = np.asarray(transform(matrix), dtype=np.float32)
     final = data_root(root) / "pst" / "entry_matrices" / key
     with atomic_dir(final) as tmp:
         np.save(tmp / "matrix.npy", matrix)
+        if transform is not None:
+            transform.save(tmp)
         write_parquet(pa.table({"entry": pa.array(data.entries, pa.string())}), tmp / "entries.parquet")
         source = f"base {section.base_model}" if encoder_id == _base(section)[1] else f"step {step - 1}'s best"
         title = f"PST step {step}: {encoding.upper()}{' + ICA' if ica else ''} entries by {source}"
@@ -377,6 +381,7 @@ def _train_model(cfg: Any, base: str, definitions: Sequence[str], targets: Seque
     meta_file = out / "defsentflow.json"
     meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
     meta.update(extra_meta)
+    meta.setdefault("train_splits", ["train"])  # what the reverse dictionary's unseen protocol excludes
     write_json(meta, meta_file)
     with cat.transaction() as con:
         cat.register_artifact(key, "model", out, hash_path(out), name=model_id, config=dataclasses.asdict(cfg),

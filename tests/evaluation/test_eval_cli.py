@@ -10,7 +10,6 @@ from defsentflow.cli import main
 from defsentflow.evaluation.suite import (
     EvalConfig,
     EvaluateSection,
-    _evaluate_revdict,
     evaluation_inputs_hash,
     resolve_model,
 )
@@ -35,12 +34,6 @@ def test_inputs_hash_follows_the_data_files(sts_data_dir):
     gs = sts_data_dir / "sts" / "STS13-en-test" / "STS.gs.FNWN.txt"
     gs.write_text("0.125\n" + gs.read_text().split("\n", 1)[1])
     assert evaluation_inputs_hash(cfg) != before
-
-
-def test_revdict_task_without_the_module_is_a_clear_error(monkeypatch):
-    monkeypatch.setitem(sys.modules, "defsentflow.evaluation.revdict", None)
-    with pytest.raises(RuntimeError, match="task 'revdict' needs defsentflow.evaluation.revdict"):
-        _evaluate_revdict()
 
 
 def test_eval_command_prints_records_and_feeds_the_leaderboard(home, tiny_bert_dir, sts_data_dir, capsys):
@@ -86,12 +79,14 @@ def test_revdict_candidates_reach_the_evaluation_and_its_cache_key(monkeypatch, 
 
     def fake(model, dictionary, **kw):
         seen.update(kw)
-        return {"rows": []}
+        return [{"rows": []} for _ in kw["runs"]]
 
-    monkeypatch.setattr(revdict, "evaluate_revdict", fake)
+    monkeypatch.setattr(revdict, "evaluate_revdict_runs", fake)
     cfg = EvalConfig(tasks=("revdict",), dictionary="toy", revdict_candidates="split", data_dir=str(tmp_path))
     run_evaluation("minilm", cfg)
     assert seen["candidates"] == "split"
+    # dev (selection) and test (reporting) figures, unseen queries by default
+    assert seen["runs"] == [("dev", "unseen"), ("test", "unseen")]
     assert evaluation_inputs_hash(cfg) != evaluation_inputs_hash(
         EvalConfig(tasks=("revdict",), dictionary="toy", data_dir=str(tmp_path)))
     with pytest.raises(ValueError, match="revdict_candidates must be 'all' or 'split'"):

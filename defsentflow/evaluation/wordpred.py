@@ -1,0 +1,165 @@
+"""Word prediction (DefSent's own evaluation, its Table 2): a definition predicts its word.
+
+Each query definition is pooled as the model was trained (pooling, then the pooler when it was
+trained with one) and scored by the frozen prediction head:
+
+* a word-prediction layer (``mlm_head``: the base model's MLM head; ``input_embeddings``: its
+  frozen input word embeddings as decoder when it has none) over the whole vocabulary, for
+  entries that are a single vocabulary token (the only words such a head can predict);
+* DefSent+'s trained entry matrix (``entry_matrix``) over its rows, for entries that have a row.
+
+A model trained here names its head in ``defsentflow.json`` (``decoder``, ``base_model``,
+``entry_matrix``); any other model is scored through its own word-prediction layer. Queries
+follow the reverse dictionary's protocols (:mod:`defsentflow.evaluation.revdict`): ``unseen``
+leaves out definitions whose text the model trained on; figures are MRR and top-1/3/10 over the
+head's candidates, with ties ranked optimistically.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from defsentflow.evaluation.revdict import (PROTOCOLS, Protocol, _order_key, load_dictionary_table, model_meta,
+                                            normalize_definition, rank_metrics, trained_texts)
+
+__all__ = ["evaluate_wordpred", "head_ranks", "wordpred_task"]
+
+
+def wordpred_task(split: str, protocol: str = "unseen") -> str:
+    """``wordpred`` (test, unseen), ``wordpred-dev`` (selection), ``-papers`` for the papers' protocol."""
+    base = "wordpred" if split == "test" else f"wordpred-{split}"
+    return base if protocol == "unseen" else f"{base}-{protocol}"
+
+
+def head_ranks(scores: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """1-based rank of each row's target column in ``scores`` ``[Q, C]`` (ties optimistic)."""
+    own = scores[np.arange(len(targets)), targets]
+    return 1 + (scores > own[:, None]).sum(axis=1)
+
+
+def _queries(table: pa.Table, split: str, targets_of: dict[str, int], exclude: set[str] | None,
+             max_queries: int | None) -> tuple[list[str], np.ndarray, int, int]:
+    """Query texts of ``split`` whose entry has a target, their targets, how many were excluded as
+    seen in training and how many had no target."""
+    entry = table.column("entry").to_pylist()
+    definition = table.column("definition").to_pylist()
+    splits = table.column("split").to_pylist()
+    rows = [i for i, s in enumerate(splits) if s == split]
+    with_target = [i for i in rows if entry[i] in targets_of]
+    n_untargeted = len(rows) - len(with_target)
+    n_excluded = 0
+    if exclude:
+        unseen = [i for i in with_target if normalize_definition(definition[i]) not in exclude]
+        n_excluded = len(with_target) - len(unseen)
+        with_target = unseen
+    with_target.sort(key=lambda i: _order_key(entry[i], definition[i]))
+    if max_queries is not None:
+        with_target = with_target[:max_queries]
+    texts = [definition[i] for i in with_target]
+    return texts, np.array([targets_of[entry[i]] for i in with_target], dtype=np.int64), n_excluded, n_untargeted
+
+
+def _word_head(source: str, device: Any) -> tuple[Any, dict[str, int], str]:
+    """The frozen word-prediction layer of ``source``, the single-token entry -> id map's tokenizer
+    and the decoder's kind."""
+    from defsentflow.training.adapters import prepare_backbone
+
+    prepared = prepare_backbone(source, device=device, word_head=True, use_pooler=False)
+    return prepared.word_head, prepared.encoder.tokenizer, str(prepared.decoder)
+
+
+def evaluate_wordpred(model: str | os.PathLike, dictionary: str | pa.Table, *, split: str = "test",
+                      protocol: Protocol = "unseen", pooling: str | None = None, use_pooler: bool | None = None,
+                      train_splits: list[str] | None = None, max_queries: int | None = 2000, batch_size: int = 128,
+                      max_length: int = 64, autocast: str = "none", device: str = "auto",
+                      root: str | os.PathLike | None = None) -> dict[str, Any]:
+    """MRR and top-1/3/10 of predicting each query definition's word through the model's frozen head.
+
+    Args:
+        model: model directory, Hugging Face id or ``minilm``.
+        dictionary: dataset name/key or a table with entry, definition and split columns.
+        split: the split whose definitions are queries (``dev`` for selection).
+        protocol: ``unseen`` (no query text the model trained on) or ``papers`` (every definition).
+        pooling, use_pooler: the sentence vector fed to the head (default: the model's training
+            settings from ``defsentflow.json``, else mean pooling without the pooler).
+        train_splits: the splits the model trained on (default: its record, else ``train``).
+
+    Returns:
+        ``{"split", "protocol", "head", "n_queries", "n_excluded", "n_untargeted", "n_candidates",
+        "metrics": {"mrr", "top1", "top3", "top10"}, "rows": [metric rows]}``.
+
+    Raises:
+        ValueError: no query has a target (e.g. a DefSent+ matrix of train-split entries and a
+            split by entry, whose test entries have no row: use ``split_by: gloss``).
+    """
+    import torch
+
+    from defsentflow.encoders import validate_pooling
+    from defsentflow.encoders.loading import pick_device, resolve_model_path
+    from defsentflow.training.heads import sentence_head_vectors
+    from defsentflow.training.targets import single_token_targets
+
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+    meta = model_meta(model)
+    pooling = validate_pooling(pooling or meta.get("pooling") or "mean")
+    use_pooler = bool(meta.get("use_pooler", False)) if use_pooler is None else use_pooler
+    table = load_dictionary_table(dictionary, root=root)
+    train_splits = list(train_splits or meta.get("train_splits") or ["train"])
+    exclude = trained_texts(table, train_splits) if protocol == "unseen" else None
+    dev = pick_device(device)
+    entries = sorted(set(table.column("entry").to_pylist()))
+    if meta.get("decoder") == "entry_matrix":
+        import pyarrow.parquet as pq
+
+        matrix_dir = Path(str(meta.get("entry_matrix") or ""))
+        matrix_dir = matrix_dir.parent if matrix_dir.suffix == ".npy" else matrix_dir
+        if not (matrix_dir / "matrix.npy").is_file():
+            raise ValueError(f"{model}: the model's entry matrix {matrix_dir} is missing")
+        matrix = np.load(matrix_dir / "matrix.npy").astype(np.float32)
+        names = pq.read_table(matrix_dir / "entries.parquet").column("entry").to_pylist()
+        targets_of = {e: i for i, e in enumerate(names)}
+        head_kind, n_candidates = "entry_matrix", len(names)
+        normalize = bool(meta.get("normalize_logits", False))
+        weights = torch.from_numpy(matrix / np.linalg.norm(matrix, axis=1, keepdims=True).clip(min=1e-12)
+                                   if normalize else matrix).to(dev)
+
+        def score(h: torch.Tensor) -> torch.Tensor:
+            if normalize:
+                h = torch.nn.functional.normalize(h, dim=-1)
+            return h @ weights.T
+    else:
+        source = str(meta.get("base_model") or resolve_model_path(model)) if meta.get("decoder") else str(model)
+        head, tokenizer, head_kind = _word_head(source, dev)
+        mask, ids = single_token_targets(tokenizer, entries)
+        targets_of = {e: int(t) for e, m, t in zip(entries, mask, ids) if m}
+        n_candidates = int(getattr(tokenizer, "vocab_size", 0) or len(tokenizer))
+
+        def score(h: torch.Tensor) -> torch.Tensor:
+            return head(h)
+
+    texts, targets, n_excluded, n_untargeted = _queries(table, split, targets_of, exclude, max_queries)
+    if not texts:
+        raise ValueError(f"no word-prediction queries in split {split!r} under protocol {protocol!r}: "
+                         f"{n_untargeted} definitions have no target in the {head_kind} head, {n_excluded} were "
+                         f"seen in training")
+    vecs = sentence_head_vectors(resolve_model_path(model), texts, pooling, use_pooler, batch_size=batch_size,
+                                 max_length=max_length, autocast=autocast, device=device)
+    ranks = []
+    with torch.inference_mode():
+        for start in range(0, len(texts), 256):
+            h = torch.from_numpy(np.ascontiguousarray(vecs[start:start + 256])).to(dev)
+            ranks.append(head_ranks(score(h).float().cpu().numpy(), targets[start:start + 256]))
+    metrics = rank_metrics(np.concatenate(ranks))
+    result = {"split": split, "protocol": protocol, "head": head_kind, "pooling": pooling, "use_pooler": use_pooler,
+              "n_queries": len(texts), "n_excluded": n_excluded, "n_untargeted": n_untargeted,
+              "n_candidates": n_candidates, "train_splits": train_splits, "metrics": metrics}
+    task = wordpred_task(split, protocol)
+    result["rows"] = [{"task": task, "setting": head_kind, "metric": k, "value": v, "n": len(texts),
+                       "n_excluded": n_excluded, "pooling": pooling} for k, v in metrics.items()]
+    return result
