@@ -43,6 +43,12 @@ WITH trained AS (
     SELECT model_id, coalesce(pooling, '') AS pooling, arg_max(value, created_at) AS mrr
     FROM metrics WHERE task = 'revdict' AND setting = 'hybrid' AND metric = 'mrr'
     GROUP BY ALL
+), dev AS (          -- dev-split reverse dictionary (the figure a choice may read)
+    SELECT model_id, coalesce(pooling, '') AS pooling,
+           arg_max(value, created_at) FILTER (WHERE setting = 'cosine') AS cosine_mrr,
+           arg_max(value, created_at) FILTER (WHERE setting = 'head') AS head_mrr
+    FROM metrics WHERE task = 'revdict-dev' AND metric = 'mrr'
+    GROUP BY ALL
 )
 SELECT
     sp.sweep,
@@ -64,6 +70,8 @@ SELECT
     lb.revdict_mrr      AS revdict_head_mrr,
     lb.revdict_mrr_cosine AS revdict_cosine_mrr,
     h.mrr               AS revdict_hybrid_mrr,
+    d.cosine_mrr        AS revdict_dev_cosine_mrr,
+    d.head_mrr          AS revdict_dev_head_mrr,
     sp.note
 FROM sweep_points AS sp
 LEFT JOIN runs AS r ON r.run_id = sp.run_id
@@ -75,4 +83,6 @@ LEFT JOIN leaderboard AS lb
    AND coalesce(lb.pooling, '') = coalesce(json_extract_string(r.config, '$.eval.pooling'), 'mean')
 LEFT JOIN hybrid AS h
     ON h.model_id = t.model_id AND h.pooling = coalesce(json_extract_string(r.config, '$.eval.pooling'), 'mean')
+LEFT JOIN dev AS d
+    ON d.model_id = t.model_id AND d.pooling = coalesce(json_extract_string(r.config, '$.eval.pooling'), 'mean')
 ORDER BY sp.sweep, sp.position;

@@ -201,11 +201,19 @@ def test_sweep_results_view_and_report(home):
     assert rows[1]["revdict_hybrid_mrr"] == pytest.approx(0.33)
 
     table = sweep_table("s")
-    assert table.rows[0][1] == "untrained" and table.rows[0][6] == 86.72 and table.rows[0][9] == 0.236
-    assert table.rows[2][7] == pytest.approx(87.1 - 86.72)
+    cols = table.columns
+    assert table.rows[0][1] == "untrained" and table.rows[0][cols.index("STS-B dev")] == 86.72
+    assert table.rows[0][cols.index("revdict test MRR cosine")] == 0.236
+    # ranked by the dev selection figure (b: 87.1 before a: 85.0), whatever the test columns say
+    assert [r[1] for r in table.rows[1:]] == [b, a]
+    assert table.rows[1][cols.index("Δ STS-B dev")] == pytest.approx(87.1 - 86.72)
+    # changing only test-split figures (now a beats b on every test column) changes no ranking
+    cat.record_metrics("m-a", [{"task": t, "setting": m, "metric": "mrr", "value": 0.99, "n": 2000, "pooling": "mean"}
+                               for t in ("revdict",) for m in ("head", "cosine", "hybrid")])
+    assert [r[1] for r in sweep_table("s").rows[1:]] == [b, a]
     out = write_sweep_report("s")
     text = out.markdown_path.read_text()
-    assert "| 2 | " + b + " | lr=2e-06 | completed | 1 | 1 | 87.10 | +0.38 | 0.310 | 0.260 | 0.330 |" in text
+    assert "| 2 | " + b + " | lr=2e-06 | completed | 1 | 1 | 87.10 | 87.10 | +0.38 |  | 0.310 | 0.260 | 0.330 |" in text
     assert out.chart_path is not None and out.chart_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(KeyError, match="no sweep 'other'"):
         sweep_table("other")

@@ -193,10 +193,18 @@ def trained_texts(table: pa.Table, train_splits: Sequence[str] = ("train",)) -> 
     return {normalize_definition(d) for d, s in zip(table.column("definition").to_pylist(), splits) if s in keep}
 
 
+def _readable(row_split: str, query_split: str) -> bool:
+    """Whether a figure on ``query_split`` may read a row of ``row_split``: a figure on any split
+    but test (a selection figure) never reads the test split, not even as candidates."""
+    return query_split == "test" or row_split != "test"
+
+
 def prepare_queries(table: pa.Table, *, split: str = "test", candidates: CandidateSet = "all",
                     max_queries: int | None = 2000, exclude: set[str] | None = None) -> RevdictQueries:
     """Choose candidate entries and up to ``max_queries`` query definitions, deterministically.
 
+    Candidates are the entries of every split (``all``) or of ``split`` alone; for a split other
+    than test (a selection figure) ``all`` leaves out the test split, so no choice reads test data.
     Queries are definitions of ``split`` whose entry has at least two definitions, taken in the
     order of a hash of (entry, definition), so the same dictionary always gives the same queries
     and adding entries moves few of them. A definition whose :func:`normalize_definition` text is
@@ -211,7 +219,7 @@ def prepare_queries(table: pa.Table, *, split: str = "test", candidates: Candida
     entry = table.column("entry").to_pylist()
     definition = table.column("definition").to_pylist()
     splits = table.column("split").to_pylist()
-    rows = [i for i, s in enumerate(splits) if candidates == "all" or s == split]
+    rows = [i for i, s in enumerate(splits) if s == split or (candidates == "all" and _readable(s, split))]
     names = sorted({entry[i] for i in rows})
     index = {e: k for k, e in enumerate(names)}
     defs = [definition[i] for i in rows]
@@ -370,7 +378,7 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
     own_vecs: dict[tuple, np.ndarray] = {}
 
     def vectors_of(encoder: Any, pool: str, data: RevdictQueries) -> np.ndarray:
-        key = (id(encoder), pool, data.candidates, data.split if data.candidates == "split" else None)
+        key = (id(encoder), pool, data.candidates, data.split if data.candidates == "split" else data.split == "test")
         if key not in own_vecs:
             own_vecs[key] = encode_texts(encoder, data.definitions, pooling=pool, desc=f"revdict {pool}", **kw)
         return own_vecs[key]
@@ -404,7 +412,7 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
                 revdict_ranks(vecs[data.query_rows], data.query_rows, vecs, data.def_entry, n, cosine=True))
         if "hybrid" in modes:
             vecs = vectors_of(enc, pooling, data)
-            wkey = (data.candidates, data.split if data.candidates == "split" else None)
+            wkey = (data.candidates, data.split if data.candidates == "split" else data.split == "test")
             if wkey not in words_cache:
                 words_cache[wkey] = encode_texts(enc, [headword_text(e) for e in data.entries], pooling=pooling,
                                                  desc="revdict headwords", **kw)

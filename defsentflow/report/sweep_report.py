@@ -16,8 +16,11 @@ from typing import Any
 
 __all__ = ["SweepReport", "SweepTable", "sweep_table", "write_sweep_report", "plot_sweep"]
 
-COLUMNS = ("#", "point", "values", "status", "winner step", "trained step", "STS-B dev", "Δ STS-B dev",
-           "revdict MRR head", "revdict MRR cosine", "revdict MRR hybrid", "minutes")
+# Ranked by "dev selection" (the dev figure PST chose with: STS-B dev or reverse-dictionary dev MRR);
+# test-split columns are reported beside it and never ranked on.
+COLUMNS = ("#", "point", "values", "status", "winner step", "trained step", "dev selection", "STS-B dev",
+           "Δ STS-B dev", "revdict dev MRR cosine", "revdict test MRR head", "revdict test MRR cosine",
+           "revdict test MRR hybrid", "minutes")
 
 
 @dataclass(frozen=True)
@@ -53,13 +56,19 @@ def _baseline(cat: Any, results: list[dict[str, Any]]) -> dict[str, Any] | None:
     rows = cat.query("SELECT * FROM leaderboard WHERE model_id = ? AND coalesce(pooling, '') = ?", key)
     if not rows:
         return None
-    hybrid = cat.query("SELECT arg_max(value, created_at) AS mrr FROM metrics WHERE model_id = ? "
-                       "AND coalesce(pooling, '') = ? AND task = 'revdict' AND setting = 'hybrid' AND metric = 'mrr'", key)
-    return {**rows[0], "revdict_mrr_hybrid": hybrid[0]["mrr"] if hybrid else None}
+    def mrr(task: str, mode: str) -> float | None:
+        got = cat.query("SELECT arg_max(value, created_at) AS mrr FROM metrics WHERE model_id = ? "
+                        "AND coalesce(pooling, '') = ? AND task = ? AND setting = ? AND metric = 'mrr'", [*key, task, mode])
+        return got[0]["mrr"] if got else None
+
+    return {**rows[0], "revdict_mrr_hybrid": mrr("revdict", "hybrid"), "revdict_dev_mrr_cosine": mrr("revdict-dev", "cosine"),
+            "selection": results[0].get("untrained_selection")}
 
 
 def sweep_table(sweep: str, root: str | os.PathLike | None = None) -> SweepTable:
-    """The sweep's rows (ordered as in the sweep file), with the untrained baseline first.
+    """The sweep's rows ranked by their dev selection figure (best first), the untrained baseline first.
+
+    Test-split columns are shown beside the dev figure; no ranking reads them.
 
     Raises:
         KeyError: no sweep of that name in the catalog.
@@ -77,12 +86,16 @@ def sweep_table(sweep: str, root: str | os.PathLike | None = None) -> SweepTable
     base_stsb = base["stsb_dev"] if base else None
     rows: list[tuple[Any, ...]] = []
     if base:
-        rows.append(("", "untrained", base["model_id"], "", 0, "", base["stsb_dev"], None, base["revdict_mrr"],
-                     base["revdict_mrr_cosine"], base.get("revdict_mrr_hybrid"), None))
-    for r in results:
+        rows.append(("", "untrained", base["model_id"], "", 0, "", base["selection"], base["stsb_dev"], None,
+                     base["revdict_dev_mrr_cosine"], base["revdict_mrr"], base["revdict_mrr_cosine"],
+                     base.get("revdict_mrr_hybrid"), None))
+    ranked = sorted(results, key=lambda r: (r["trained_selection"] is None, -(r["trained_selection"] or 0.0),
+                                            r["position"]))
+    for r in ranked:
         delta = r["stsb_dev"] - base_stsb if r["stsb_dev"] is not None and base_stsb is not None else None
         rows.append((r["position"], r["point_id"], r["label"], r["status"], r["winner_step"], r["trained_step"],
-                     r["stsb_dev"], delta, r["revdict_head_mrr"], r["revdict_cosine_mrr"], r["revdict_hybrid_mrr"],
+                     r["trained_selection"], r["stsb_dev"], delta, r["revdict_dev_cosine_mrr"], r["revdict_head_mrr"],
+                     r["revdict_cosine_mrr"], r["revdict_hybrid_mrr"],
                      None if r["seconds"] is None else r["seconds"] / 60))
     return SweepTable(sweep=sweep, columns=COLUMNS, rows=rows, results=results, baseline=base)
 
@@ -91,7 +104,7 @@ def _md_cell(v: Any, column: str) -> str:
     if v is None or v == "":
         return ""
     if isinstance(v, float):
-        if column.startswith("revdict"):
+        if column.startswith("revdict") or (column == "dev selection" and abs(v) <= 1):
             return f"{v:.3f}"
         if column.startswith("Δ"):
             return f"{v:+.2f}"
@@ -153,7 +166,9 @@ def write_sweep_report(sweep: str, root: str | os.PathLike | None = None) -> Swe
         f"{len(table.results)} points, {done} completed. Each point is a pipeline run (`run_id` in the catalog's "
         "`sweep_points`). Scores are those of the point's best trained candidate (PST step >= 1, chosen by "
         f"{metric}), so a point whose selection kept the untrained encoder (winner step 0) still shows what "
-        "training did. STS-B dev: Spearman x 100; Δ: against the untrained encoder; revdict: leave-one-out MRR.",
+        "training did. Rows are ranked by the dev selection figure; test-split columns are reported, never "
+        "ranked on. STS-B dev: Spearman x 100; Δ: against the untrained encoder; revdict: leave-one-out MRR on "
+        "unseen queries (definitions whose text the model never trained on).",
         "",
         markdown(table),
         "",
