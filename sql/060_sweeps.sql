@@ -43,6 +43,15 @@ WITH trained AS (
     SELECT model_id, coalesce(pooling, '') AS pooling, arg_max(value, created_at) AS mrr
     FROM metrics WHERE task = 'revdict' AND setting = 'hybrid' AND metric = 'mrr'
     GROUP BY ALL
+), defsent AS (      -- a point that trains one DefSent(+) model instead of PST: its model, by stage row
+    SELECT s.run_id, m.model_id
+    FROM stages AS s JOIN models AS m ON m.artifact_key = s.cache_key
+    WHERE m.method IN ('defsent', 'defsent_plus')
+    QUALIFY row_number() OVER (PARTITION BY s.run_id ORDER BY s.ended_at DESC NULLS LAST) = 1
+), wordpred_dev AS (  -- DefSent's selection figure: dev-split word-prediction MRR
+    SELECT model_id, arg_max(value, created_at) AS mrr
+    FROM metrics WHERE task = 'wordpred-dev' AND metric = 'mrr'
+    GROUP BY ALL
 ), dev AS (          -- dev-split reverse dictionary (the figure a choice may read)
     SELECT model_id, coalesce(pooling, '') AS pooling,
            arg_max(value, created_at) FILTER (WHERE setting = 'cosine') AS cosine_mrr,
@@ -61,10 +70,10 @@ SELECT
     sp.seconds,
     pr.winner_step,
     t.step              AS trained_step,
-    t.model_id          AS trained_model_id,
-    t.selection_metric,
+    coalesce(t.model_id, ds.model_id) AS trained_model_id,
+    coalesce(t.selection_metric, CASE WHEN ds.model_id IS NOT NULL THEN 'wordpred-dev-mrr' END) AS selection_metric,
     u.selection_score   AS untrained_selection,
-    t.selection_score   AS trained_selection,
+    coalesce(t.selection_score, wd.mrr) AS trained_selection,
     lb.stsb_dev,
     lb.avg_sts,
     lb.revdict_mrr      AS revdict_head_mrr,
@@ -78,11 +87,13 @@ LEFT JOIN runs AS r ON r.run_id = sp.run_id
 LEFT JOIN pst_runs AS pr ON pr.run_id = sp.run_id
 LEFT JOIN trained AS t ON t.run_id = sp.run_id
 LEFT JOIN untrained AS u ON u.run_id = sp.run_id
+LEFT JOIN defsent AS ds ON ds.run_id = sp.run_id AND t.model_id IS NULL
+LEFT JOIN wordpred_dev AS wd ON wd.model_id = ds.model_id
 LEFT JOIN leaderboard AS lb
-    ON lb.model_id = t.model_id
+    ON lb.model_id = coalesce(t.model_id, ds.model_id)
    AND coalesce(lb.pooling, '') = coalesce(json_extract_string(r.config, '$.eval.pooling'), 'mean')
 LEFT JOIN hybrid AS h
-    ON h.model_id = t.model_id AND h.pooling = coalesce(json_extract_string(r.config, '$.eval.pooling'), 'mean')
+    ON h.model_id = coalesce(t.model_id, ds.model_id) AND h.pooling = coalesce(json_extract_string(r.config, '$.eval.pooling'), 'mean')
 LEFT JOIN dev AS d
-    ON d.model_id = t.model_id AND d.pooling = coalesce(json_extract_string(r.config, '$.eval.pooling'), 'mean')
+    ON d.model_id = coalesce(t.model_id, ds.model_id) AND d.pooling = coalesce(json_extract_string(r.config, '$.eval.pooling'), 'mean')
 ORDER BY sp.sweep, sp.position;

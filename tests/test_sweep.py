@@ -237,4 +237,37 @@ def test_cli_show_lists_points_and_rejects_a_bad_file(tmp_path):
                          ids=lambda p: p.name)
 def test_shipped_sweeps_validate(path):
     s = load_sweep(path)
-    assert len(s.points) >= 16 and len({p.point_id for p in s.points}) == len(s.points)
+    assert len(s.points) >= 15 and len({p.point_id for p in s.points}) == len(s.points)
+
+
+def test_defsent_lr_sweep_is_ranked_by_dev_word_prediction(home):
+    """configs/sweeps/defsent-lr.yaml: DefSent points (no PST) ranked by wordpred-dev MRR, never by test."""
+    from defsentflow.report.sweep_report import sweep_table
+
+    s = load_sweep(Path(__file__).resolve().parents[1] / "configs" / "sweeps" / "defsent-lr.yaml")
+    assert len(s.points) == 15 and s.points[0].params == {"defsent.lr": 1.0e-6}
+    assert [p.params["defsent.lr"] for p in s.points][-1] == pytest.approx(2 ** 7 * 1e-6, rel=1e-3)
+    cat = Catalog()
+    runs = {}
+
+    def run_point(point, config_path, run_id):
+        runs[point.point_id] = run_id
+        return {"status": "completed"}
+
+    run_sweep(s, run_point, only=["1", "2"])
+    a, b = s.points[0].point_id, s.points[1].point_id
+    for pid, model, dev, test in ((a, "defsent-a", 0.40, 0.10), (b, "defsent-b", 0.20, 0.90)):
+        run_id = runs[pid]
+        cat.execute("INSERT INTO runs (run_id, flow, config, status) VALUES (?, 'pipeline', ?, 'completed')",
+                    [run_id, json.dumps({"defsent": {"base_model": "raw"}, "eval": {"pooling": "mean"}})])
+        cat.register_model(model, f"/models/{model}", method="defsent", artifact_key=f"key-{model}")
+        cat.record_stage(run_id, "train-defsent", "completed", cache_key=f"key-{model}")
+        cat.record_metrics(model, [
+            {"task": "wordpred-dev", "setting": "mlm_head", "metric": "mrr", "value": dev, "n": 100, "pooling": "mean"},
+            {"task": "wordpred", "setting": "mlm_head", "metric": "mrr", "value": test, "n": 100, "pooling": "mean"}])
+    rows = {r["point_id"]: r for r in cat.query("SELECT * FROM sweep_results WHERE sweep = 'defsent-lr'")}
+    assert rows[a]["trained_model_id"] == "defsent-a" and rows[a]["selection_metric"] == "wordpred-dev-mrr"
+    assert rows[a]["trained_selection"] == pytest.approx(0.40)
+    table = sweep_table("defsent-lr")
+    ranked = [r[1] for r in table.rows if r[1] in (a, b)]
+    assert ranked == [a, b]  # a has the better dev MRR; b's far better test MRR is not read
