@@ -41,15 +41,15 @@ _ENTRIES_SCHEMA = pa.schema([pa.field("entry", pa.string(), nullable=False),
 
 
 def resolve_mode(mode: str, meta: dict[str, Any], measured: dict[str, float] | None = None) -> str:
-    """``auto``: the mode with the higher measured MRR (``measured``: mode -> MRR); without
-    measurements ``head`` for models trained against an entry head (their meta names the entry
-    encoder), else ``cosine``."""
+    """``auto``: the mode with the higher measured dev MRR (``measured``: mode -> MRR) when at least
+    two modes were measured; otherwise ``head`` for models trained against an entry head (their
+    meta names the entry encoder), else ``cosine``."""
     if mode not in ("auto", *_MODES):
         raise ValueError(f"mode must be one of {('auto', *_MODES)}, got {mode!r}")
     if mode == "auto":
         can_head = bool(meta.get("entry_encoder"))
         scores = {m: v for m, v in (measured or {}).items() if m in _MODES and (m != "head" or can_head)}
-        if scores:
+        if len(scores) >= 2:  # a comparison needs two measured modes (PST's selection measures one)
             return max(sorted(scores), key=lambda m: scores[m])
         return "head" if can_head else "cosine"
     return mode

@@ -25,7 +25,8 @@ def write_tiny_dictionary(path: Path, n_entries: int = 120) -> Path:
     for i in range(n_entries):
         entry = f"{words[i % len(words)]}{i}"
         for j in range(2 + i % 2):
-            defn = " ".join(words[(i * 7 + j * 3 + k * 5) % len(words)] for k in range(4 + (i + j) % 4))
+            # the entry's number makes each text unique: no dev/test definition is also a training one
+            defn = " ".join(words[(i * 7 + j * 3 + k * 5) % len(words)] for k in range(4 + (i + j) % 4)) + f" {i}"
             lines.append(json.dumps({"entry": entry, "definition": defn}))
     path.write_text("\n".join(lines) + "\n")
     return path

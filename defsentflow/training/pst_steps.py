@@ -1,0 +1,335 @@
+"""The pieces PST and DefSent runs are made of: content keys, entry matrices, training one
+candidate, selection scores, step plans and the catalog rows of a step.
+
+Each piece is content-addressed (inputs + config + code version -> key) and skips its work when
+its artifact exists. The order they run in is written once, in :mod:`defsentflow.training.pst`
+(PST) and :mod:`defsentflow.training.defsent_run` (one DefSent / DefSent+ run).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from defsentflow.training.data import TrainingData
+from defsentflow.training.pst_config import DefSentSection, GridPoint, PstSection, resolve_data_dir
+from defsentflow.training.pst_records import Candidate, MatrixRef, SelectionPlan, StepPlan, StepResult
+
+__all__ = ["base_candidates", "build_entry_matrix", "choose_best", "plan_step", "record_step", "score_candidate",
+           "selection_plan", "step_key", "train_candidate", "train_model"]
+
+log = logging.getLogger(__name__)
+
+
+# -- keys -----------------------------------------------------------------------------------------------
+def _base(section: PstSection | DefSentSection) -> tuple[str, str]:
+    """The base model's resolved path and content hash."""
+    from defsentflow.encoders import model_content_hash, resolve_model_path
+
+    path = resolve_model_path(section.base_model)
+    return path, model_content_hash(path)
+
+
+def _train_config(section: PstSection | DefSentSection, *, method: str, pooling: str, lr: float, seed: int,
+                  n_examples: int) -> Any:
+    """The papers' settings for ``method`` (:func:`paper_config`), overridden by what the section sets.
+
+    Settings the section leaves unset keep the paper's choice (e.g. DefSent+'s batch 32, or 16
+    for small dictionaries; DefSent's 10% warm-up and no clipping).
+    """
+    from defsentflow.training.config import paper_config
+
+    overrides = {k: getattr(section, k) for k in ("batch_size", "warmup_ratio", "epochs")
+                 if getattr(section, k, None) is not None}
+    return paper_config(method, n_examples=n_examples, pooling=pooling, lr=lr, seed=seed, use_pooler=section.use_pooler,
+                        max_length=section.max_length, temperature=section.temperature,
+                        normalize_logits=section.normalize_logits, autocast=section.autocast,
+                        checkpoint_every=section.checkpoint_every, device=section.device, **overrides)
+
+
+def _config_identity(cfg: Any) -> str:
+    """Hash of the settings that change the trained weights (not where or how often it checkpoints)."""
+    from defsentflow.storage import hash_config
+
+    d = dataclasses.asdict(cfg)
+    d.pop("device", None), d.pop("checkpoint_every", None)
+    return hash_config(d)
+
+
+def _key(*parts: Any) -> str:
+    from defsentflow.storage import code_version, combine_hashes
+
+    return combine_hashes([*(str(p) for p in parts), code_version()])
+
+
+# -- entry matrices -------------------------------------------------------------------------------------
+def _entry_space_extras(matrix: np.ndarray, out_dir: Path, title: str) -> dict[str, Any]:
+    """Entry-space statistics and a picture of the matrix."""
+    from defsentflow.report.isotropy import entry_space_stats
+    from defsentflow.report.plots import plot_entry_space
+
+    stats = {k: (float(v) if isinstance(v, (np.floating, np.integer)) else v)
+             for k, v in dict(entry_space_stats(matrix)).items()}
+    plot_entry_space(matrix, out_dir / "entry_space.png", title)
+    return stats
+
+
+def build_entry_matrix(section: PstSection | DefSentSection, data: TrainingData, *, encoder: str, encoder_id: str,
+                       encoding: str, ica: bool, step: int = 1, root: str | os.PathLike | None = None,
+                       run_id: str | None = None) -> MatrixRef:
+    """Build (or reuse) the frozen entry matrix of the training entries with ``encoder``.
+
+    Row i is the mean over entry i's training definitions of the encoder's CLS (``ac``) or
+    mean-pooled (``amp``) vector, FastICA-transformed when ``ica``. Stored atomically under
+    ``<root>/pst/entry_matrices/<key>/`` with ``entries.parquet``, ``stats.json`` and a plot.
+    """
+    from defsentflow.encoders import load_encoder
+    from defsentflow.storage import Catalog, atomic_dir, data_root, hash_path, write_parquet
+
+    key = _key("pst_entry_matrix", encoder_id, data.train_hash, encoding, ica, section.max_length, section.autocast)
+    cat = Catalog(root)
+    found = cat.artifact(key)
+    if found is not None:
+        return MatrixRef.from_dict(found["meta"])
+    from defsentflow.training.entry_embeddings import IcaTransform, build_entry_embeddings
+
+    enc = load_encoder(encoder, device=section.device)
+    em = build_entry_embeddings(enc, data.definition_entries, data.definitions, encoding,
+                                batch_size=section.entry_batch_size, max_length=section.max_length,
+                                autocast=section.autocast, cache=str(data_root(root)))
+    row = {e: i for i, e in enumerate(em.entries)}
+    matrix = np.asarray(em.matrix, dtype=np.float32)[[row[e] for e in data.entries]]
+    transform = None
+    if ica:  # fitted once here and saved: evaluation and serving reuse this map, never refit it
+        transform = IcaTransform.fit(matrix)
+        matrix = np.asarray(transform(matrix), dtype=np.float32)
+    final = data_root(root) / "pst" / "entry_matrices" / key
+    with atomic_dir(final) as tmp:
+        np.save(tmp / "matrix.npy", matrix)
+        if transform is not None:
+            transform.save(tmp)
+        write_parquet(pa.table({"entry": pa.array(data.entries, pa.string())}), tmp / "entries.parquet")
+        source = f"base {section.base_model}" if encoder_id == _base(section)[1] else f"step {step - 1}'s best"
+        title = f"PST step {step}: {encoding.upper()}{' + ICA' if ica else ''} entries by {source}"
+        stats = _entry_space_extras(matrix, tmp, title)
+        (tmp / "stats.json").write_text(json.dumps(stats, indent=2, sort_keys=True, default=str))
+    ref = MatrixRef(key=key, path=str(final), encoder=str(encoder), encoder_id=encoder_id, encoding=encoding, ica=ica,
+                    n_entries=int(matrix.shape[0]), dim=int(matrix.shape[1]), stats=stats)
+    cat.register_artifact(key, "entry_matrix", final, hash_path(final), name=f"pst-step{step}-{encoding}",
+                          input_hashes={"encoder": encoder_id, "train": data.train_hash},
+                          config={"encoding": encoding, "ica": ica, "max_length": section.max_length},
+                          run_id=run_id, meta=ref.to_dict())
+    return ref
+
+
+# -- training -------------------------------------------------------------------------------------------
+def train_model(cfg: Any, base: str, definitions: Sequence[str], targets: Sequence[int], *, key: str,
+                 entry_matrix_path: str | None, extra_meta: dict[str, Any], method: str, base_name: str,
+                 root: str | os.PathLike | None, run_id: str | None) -> tuple[str, str]:
+    """Train (or reuse) one model under its content key; return (model_id, model_dir)."""
+    from defsentflow.storage import Catalog, data_root, hash_path, write_json
+
+    cat = Catalog(root)
+    model_id = f"{'dsp' if method == 'defsent_plus' else method}-{key[:12]}"
+    found = cat.artifact(key)
+    if found is not None:
+        return model_id, found["path"]
+    out = data_root(root) / "models" / "pst" / key
+    ckpt = data_root(root) / "checkpoints" / "pst" / key
+    if not (out / "defsentflow.json").is_file():  # a finished but unregistered model is kept
+        from defsentflow.training.loop import train_encoder
+
+        matrix = np.load(entry_matrix_path) if entry_matrix_path else None
+        train_encoder(cfg, base, list(definitions), list(map(int, targets)), out_dir=out, checkpoint_dir=ckpt,
+                      entry_matrix=matrix)
+    meta_file = out / "defsentflow.json"
+    meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
+    meta.update(extra_meta)
+    meta.setdefault("train_splits", ["train"])  # what the reverse dictionary's unseen protocol excludes
+    write_json(meta, meta_file)
+    with cat.transaction() as con:
+        cat.register_artifact(key, "model", out, hash_path(out), name=model_id, config=dataclasses.asdict(cfg),
+                              run_id=run_id, meta=extra_meta, con=con)
+    cat.register_model(model_id, out, base_model=base_name, method=method, pooling=cfg.pooling, run_id=run_id,
+                       artifact_key=key, meta=extra_meta)
+    shutil.rmtree(ckpt, ignore_errors=True)
+    return model_id, str(out)
+
+
+def train_candidate(section: PstSection, data: TrainingData, *, step: int, seed: int, grid: GridPoint, lr: float,
+                    matrix: MatrixRef, root: str | os.PathLike | None = None, run_id: str | None = None) -> Candidate:
+    """Train a fresh copy of the ORIGINAL base model against ``matrix`` (one PST candidate)."""
+    base, base_hash = _base(section)
+    cfg = _train_config(section, method="defsent_plus", pooling=grid.pooling, lr=lr, seed=seed,
+                        n_examples=len(data.definitions))
+    key = _key("pst_model", base_hash, matrix.key, data.train_hash, _config_identity(cfg))
+    extra = {"entry_encoder": matrix.encoder, "entry_encoding": grid.entry_encoding, "ica": matrix.ica,
+             "normalize_logits": section.normalize_logits, "entry_matrix": str(matrix.matrix_path),
+             "pst_step": step, "dictionary": section.dictionary}
+    model_id, model_dir = train_model(cfg, base, data.definitions, data.targets, key=key,
+                                       entry_matrix_path=str(matrix.matrix_path), extra_meta=extra,
+                                       method="defsent_plus", base_name=section.base_model, root=root, run_id=run_id)
+    return Candidate(step=step, seed=seed, pooling=grid.pooling, entry_encoding=grid.entry_encoding, lr=lr,
+                     model_id=model_id, model_dir=model_dir, artifact_key=key, use_pooler=section.use_pooler,
+                     entry_matrix_path=str(matrix.matrix_path))
+
+
+# -- selection ------------------------------------------------------------------------------------------
+def _stsb_dev_file(data_dir: Path) -> Path | None:
+    for p in (data_dir / "sts" / "STSBenchmark" / "sts-dev.csv", data_dir / "STSBenchmark" / "sts-dev.csv"):
+        if p.is_file():
+            return p
+    return None
+
+
+def selection_plan(section: PstSection, data: TrainingData) -> SelectionPlan:
+    """STS-B dev when asked for and available; otherwise reverse-dictionary dev MRR, with the reason."""
+    from defsentflow.storage import hash_path
+
+    revdict_hash = f"{data.dictionary_hash}:{section.selection_revdict_mode}:{section.selection_max_queries}"
+    revdict = SelectionPlan(metric="revdict-mrr", data_dir=None, data_hash=revdict_hash)
+    if section.selection == "revdict-mrr":
+        return revdict
+    data_dir = resolve_data_dir(section.data_dir)
+    if data_dir is None:
+        why = f"data_dir {section.data_dir!r} not found"
+    else:
+        from defsentflow.evaluation.sts_data import available_tasks
+
+        stsb = _stsb_dev_file(data_dir)
+        if "stsb-dev" in available_tasks(data_dir):
+            return SelectionPlan(metric="stsb-dev", data_dir=str(data_dir),
+                                 data_hash=hash_path(stsb) if stsb else f"dir:{data_dir}")
+        why = f"no STS-B dev set under {data_dir}"
+    note = f"{why}: selecting by reverse-dictionary dev MRR ({section.selection_revdict_mode}) instead of STS-B dev"
+    log.warning(note)
+    return dataclasses.replace(revdict, note=note)
+
+
+def score_candidate(section: PstSection, data: TrainingData, cand: Candidate, plan: SelectionPlan, *,
+                    root: str | os.PathLike | None = None, run_id: str | None = None) -> Candidate:
+    """Score ``cand`` on the selection metric (cached by model key + metric + data + pooling)."""
+    from defsentflow.storage import Catalog, data_root, hash_path, write_json
+
+    pooling = section.selection_pooling or cand.pooling
+    key = _key("pst_score", cand.artifact_key, plan.metric, plan.data_hash, pooling, section.max_length)
+    cat = Catalog(root)
+    found = cat.artifact(key)
+    if found is not None:
+        rec = json.loads(Path(found["path"]).read_text())
+    else:
+        if plan.metric == "stsb-dev":
+            from defsentflow.evaluation.sts import evaluate_sts
+
+            rows = evaluate_sts(cand.model_dir, ["stsb-dev"], data_dir=plan.data_dir, pooling=pooling,
+                                autocast=section.autocast)
+            value = next(r["value"] for r in rows
+                         if r["task"] == "stsb-dev" and r["setting"] == "all" and r["metric"] == "spearman")
+        else:
+            from defsentflow.evaluation.revdict import evaluate_revdict
+
+            mode = section.selection_revdict_mode
+            res = evaluate_revdict(cand.model_dir, data.table, split="dev", modes=(mode,), pooling=pooling,
+                                   entry_encoding=cand.entry_encoding, max_queries=section.selection_max_queries,
+                                   batch_size=section.entry_batch_size, max_length=section.max_length,
+                                   autocast=section.autocast, device=section.device, root=root)
+            rows, value = res["rows"], res["modes"][mode]["mrr"]
+        rec = {"metric": plan.metric, "value": float(value), "pooling": pooling, "rows": rows, "note": plan.note}
+        final = data_root(root) / "pst" / "scores" / f"{key}.json"
+        write_json(rec, final)
+        cat.register_artifact(key, "selection_score", final, hash_path(final), name=cand.model_id,
+                              input_hashes={"model": cand.artifact_key, "data": plan.data_hash},
+                              config={"metric": plan.metric, "pooling": pooling}, run_id=run_id)
+    cat.record_metrics(cand.model_id, rec["rows"], run_id=run_id)
+    return dataclasses.replace(cand, metric=plan.metric, score=float(rec["value"]), score_note=plan.note)
+
+
+def choose_best(candidates: Sequence[Candidate]) -> Candidate:
+    """The highest-scoring candidate; ties go to the earliest (the order candidates were made in)."""
+    if not candidates:
+        raise ValueError("no candidates to choose from")
+    best = candidates[0]
+    for c in candidates[1:]:
+        if c.score is not None and (best.score is None or c.score > best.score):
+            best = c
+    return best
+
+
+# -- steps ----------------------------------------------------------------------------------------------
+def base_candidates(section: PstSection, *, root: str | os.PathLike | None = None,
+                    run_id: str | None = None) -> list[Candidate]:
+    """Step 0: the untrained base model, once per pooling the later steps are scored with."""
+    from defsentflow.storage import Catalog
+
+    base, base_hash = _base(section)
+    model_id = f"base-{base_hash[:12]}"
+    Catalog(root).register_model(model_id, base, base_model=section.base_model, method="base", run_id=run_id)
+    poolings = ([section.selection_pooling] if section.selection_pooling
+                else list(dict.fromkeys(g.pooling for g in section.grid)))
+    return [Candidate(step=0, seed=None, pooling=p, entry_encoding=None, lr=None, model_id=model_id, model_dir=base,
+                      artifact_key=f"base:{base_hash}", use_pooler=section.use_pooler) for p in poolings]
+
+
+def plan_step(section: PstSection, step: int, previous: StepResult | None) -> StepPlan:
+    """What step ``step`` trains: the entry encoder, the grid, the seeds and the learning rate."""
+    if step == 1:
+        base, base_hash = _base(section)
+        return StepPlan(step=1, lr=section.lr_for_step(1), grid=tuple(section.grid), seeds=tuple(section.seeds),
+                        ica=section.ica_last_step and section.total_steps == 1, encoder=base, encoder_id=base_hash)
+    if previous is None or previous.step != step - 1 or previous.best.step < 1:
+        raise ValueError(f"step {step} needs step {step - 1}'s best trained encoder")
+    best = previous.best
+    grid = (GridPoint(pooling=best.pooling, entry_encoding=best.entry_encoding),)
+    return StepPlan(step=step, lr=section.lr_for_step(step), grid=grid, seeds=tuple(section.seeds),
+                    ica=section.ica_last_step and step == section.total_steps, encoder=best.model_dir,
+                    encoder_id=best.artifact_key)
+
+
+def step_key(section: PstSection, data: TrainingData, plan: StepPlan, selection: SelectionPlan) -> str:
+    from defsentflow.storage import hash_config
+
+    _, base_hash = _base(section)
+    training = section.model_dump(mode="json", include={"use_pooler", "batch_size", "max_length", "autocast",
+                                                         "temperature", "normalize_logits", "selection_pooling"})
+    plan_fields = {k: v for k, v in plan.to_dict().items() if k != "encoder"}  # encoder_id names it by content
+    return _key("pst_step", base_hash, data.train_hash, hash_config(plan_fields), hash_config(training),
+                selection.metric, selection.data_hash)
+
+
+def record_step(run_id: str, result: StepResult, *, root: str | os.PathLike | None = None) -> None:
+    """Replace this run's ``pst_steps`` rows of one step (one row per candidate)."""
+    from defsentflow.storage import Catalog
+
+    with Catalog(root).transaction() as con:
+        con.execute("DELETE FROM pst_steps WHERE run_id = ? AND step = ?", [run_id, result.step])
+        for c in result.candidates:
+            chosen = c.model_id == result.best.model_id and c.pooling == result.best.pooling
+            note = c.score_note if c.step else "untrained encoder (step 0)"
+            con.execute(
+                "INSERT INTO pst_steps (run_id, step, seed, model_id, selection_metric, selection_score, chosen, "
+                "entry_matrix_path, lr, pooling, entry_encoding, use_pooler, note) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [run_id, c.step, c.seed, c.model_id, c.metric, c.score, chosen, c.entry_matrix_path, c.lr,
+                 c.pooling, c.entry_encoding, c.use_pooler, note],
+            )
+    _record_entry_space(run_id, result, root)
+
+
+def _record_entry_space(run_id: str, result: StepResult, root: str | os.PathLike | None) -> None:
+    """One ``entry_space_stats`` row per entry matrix of the step (read by the ``pst_progress`` view)."""
+    from defsentflow.report.entry_space import record_entry_space_stats
+
+    for m in result.entry_matrices:
+        if m.stats:
+            plot = Path(m.path) / "entry_space.png"
+            record_entry_space_stats(run_id, result.step, m.key, m.stats, root=root, matrix_path=str(m.matrix_path),
+                                     plot_path=str(plot) if plot.is_file() else None)
