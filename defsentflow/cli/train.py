@@ -34,7 +34,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def _load(path: str, key: str):
     from defsentflow.cli import UserError
-    from defsentflow.training.pst_config import load_section
+    from defsentflow.config import load_section
 
     try:
         return load_section(path, key)  # type: ignore[arg-type]

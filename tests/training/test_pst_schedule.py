@@ -95,7 +95,7 @@ def pipeline_config(pst: dict, name: str = "toy") -> dict:
 def test_unknown_key_and_bad_choice_are_rejected(tmp_path):
     import yaml
 
-    from defsentflow.training.pst_config import load_section
+    from defsentflow.config import load_section
 
     p = tmp_path / "c.yaml"
     p.write_text(yaml.safe_dump(pipeline_config({"base_model": "minilm", "stepz": 2})))
