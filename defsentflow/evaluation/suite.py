@@ -147,16 +147,6 @@ def default_pooling(model: str | os.PathLike) -> str:
     return "mean"
 
 
-def _evaluate_revdict():
-    try:
-        from defsentflow.evaluation.revdict import evaluate_revdict
-    except ModuleNotFoundError as exc:  # the training engineer's module is not in this checkout
-        if exc.name != "defsentflow.evaluation.revdict":
-            raise
-        raise RuntimeError("task 'revdict' needs defsentflow.evaluation.revdict, which this installation lacks") from exc
-    return evaluate_revdict
-
-
 def run_evaluation(model: str | os.PathLike, config: EvalConfig) -> EvalResult:
     """Evaluate ``model`` on ``config.tasks``; nothing is written (see :func:`record_evaluation`)."""
     from defsentflow.encoders import validate_pooling
@@ -172,7 +162,8 @@ def run_evaluation(model: str | os.PathLike, config: EvalConfig) -> EvalResult:
                              per_subset=config.per_subset, cache=config.cache, device=config.device)
         seconds["sts"] = time.perf_counter() - t0
     if "revdict" in config.tasks:
-        evaluate_revdict = _evaluate_revdict()
+        from defsentflow.evaluation.revdict import evaluate_revdict
+
         t0 = time.perf_counter()
         res = evaluate_revdict(str(model), config.dictionary, split=config.revdict_split, pooling=pooling,
                                candidates=config.revdict_candidates, modes=config.revdict_modes,

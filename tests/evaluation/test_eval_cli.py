@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 from defsentflow.cli import main
 from defsentflow.evaluation.suite import (
     EvalConfig,
     EvaluateSection,
-    _evaluate_revdict,
     evaluation_inputs_hash,
     resolve_model,
 )
@@ -35,12 +32,6 @@ def test_inputs_hash_follows_the_data_files(sts_data_dir):
     gs = sts_data_dir / "sts" / "STS13-en-test" / "STS.gs.FNWN.txt"
     gs.write_text("0.125\n" + gs.read_text().split("\n", 1)[1])
     assert evaluation_inputs_hash(cfg) != before
-
-
-def test_revdict_task_without_the_module_is_a_clear_error(monkeypatch):
-    monkeypatch.setitem(sys.modules, "defsentflow.evaluation.revdict", None)
-    with pytest.raises(RuntimeError, match="task 'revdict' needs defsentflow.evaluation.revdict"):
-        _evaluate_revdict()
 
 
 def test_eval_command_prints_records_and_feeds_the_leaderboard(home, tiny_bert_dir, sts_data_dir, capsys):

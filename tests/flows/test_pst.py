@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import uuid
 
-import pytest
-
 from defsentflow.storage import Catalog
 from tests.training.test_pst_schedule import section, toy_dictionary
-
-pytest.importorskip("defsentflow.training.loop")
 
 _STAGE_TASKS = ("pst-score-untrained", "pst-entry-matrix", "pst-train-candidate", "pst-score-candidate")
 

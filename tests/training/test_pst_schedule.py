@@ -12,8 +12,6 @@ import pytest
 from defsentflow.storage import Catalog
 from defsentflow.training.pst_config import GridPoint, PstSection
 
-pytest.importorskip("defsentflow.training.loop")
-
 
 def toy_dictionary(marker: str = "") -> pa.Table:
     """~45 entries from the tiny tokenizer's words; every entry has 2-3 definitions."""
