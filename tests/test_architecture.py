@@ -8,6 +8,7 @@ cycle from the interpreter, not from a reader.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import networkx as nx
@@ -65,8 +66,11 @@ def _graph() -> nx.DiGraph:
     graph.add_nodes_from(modules)
     for path in files:
         for name in _imports(path):
-            if name in modules and name != _module_name(path):
-                graph.add_edge(_module_name(path), name)
+            # Importing a.b.c runs a/__init__.py and a/b/__init__.py first: those are edges too.
+            parts = name.split(".")
+            for target in (".".join(parts[:k]) for k in range(1, len(parts) + 1)):
+                if target in modules and target != _module_name(path):
+                    graph.add_edge(_module_name(path), target)
     return graph
 
 
@@ -148,3 +152,11 @@ def _size_params():
 def test_module_size(path: Path):
     lines = len(path.read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines (limit {MAX_LINES})"
+
+
+def test_tests_import_the_project_directly():
+    """``importorskip`` is for optional third-party packages: an import error of our own code must fail."""
+    pattern = re.compile(r"importorskip\(\s*['\"](" + "|".join(PACKAGES) + r")\b")
+    offenders = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "tests").rglob("*.py"))
+                 if pattern.search(p.read_text(encoding="utf-8"))]
+    assert not offenders, f"tests that skip on an import error of the project: {offenders}"
