@@ -18,14 +18,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from defsentflow.config_tools import format_errors, read_yaml_mapping
+from defsentflow.config_tools import format_errors, read_yaml_mapping, resolve_path
 from defsentflow.dictionary.config import NAME_PATTERN, IngestDictionaryParams
 from defsentflow.scoring.config import HarvestConfig
 from defsentflow.training.pretrain_config import PretrainSection
 from defsentflow.training.pst_config import DefSentSection, PstSection
 
-__all__ = ["PipelineConfig", "EvalSection", "config_from_dict", "format_errors", "load_config", "read_yaml_mapping",
-           "resolve_path"]
+__all__ = ["PipelineConfig", "EvalSection", "config_from_dict", "format_errors", "load_config",
+           "load_pretrain_section", "load_section", "read_yaml_mapping", "resolve_path"]
 
 
 class _Section(BaseModel):
@@ -88,23 +88,6 @@ class PipelineConfig(_Section):
         return self
 
 
-def resolve_path(path: str | os.PathLike, *, must_exist: bool = True) -> Path:
-    """A relative path from the current directory, else from the repository root."""
-    from defsentflow.storage.paths import repo_root
-
-    p = Path(path).expanduser()
-    if p.is_absolute():
-        candidates = [p]
-    else:
-        candidates = [Path.cwd() / p, repo_root() / p]
-    for c in candidates:
-        if c.exists():
-            return c.resolve()
-    if must_exist:
-        raise FileNotFoundError(f"not found: {path} (looked in {', '.join(str(c.parent) for c in candidates)})")
-    return candidates[0]
-
-
 def load_config(path: str | os.PathLike) -> PipelineConfig:
     """Read and validate a pipeline YAML; errors name the file and the offending keys.
 
@@ -132,3 +115,62 @@ def config_from_dict(data: Any, *, origin: str = "<config>") -> PipelineConfig:
         return PipelineConfig.model_validate(data)
     except ValidationError as exc:
         raise ValueError(f"{origin}: invalid config: {format_errors(exc)}") from exc
+
+
+def load_pretrain_section(path: str | os.PathLike) -> PretrainSection:
+    """The ``pretrain:`` section of a YAML config.
+
+    The whole file is validated as a pipeline config when :func:`load_config` accepts it; a file
+    it rejects (e.g. one whose pipeline sections are incomplete) is still used, with the
+    ``pretrain:`` section validated on its own.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: not a YAML mapping, no ``pretrain:`` section, or an invalid one (the message
+            names the file and the keys).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"config not found: {p}")
+    try:
+        section = load_config(p).pretrain
+    except ValueError:
+        section = None
+    if section is not None:
+        return section
+    raw = read_yaml_mapping(p, what="config")
+    if raw.get("pretrain") is None:
+        raise ValueError(f"{p}: no 'pretrain:' section (top-level keys: {sorted(raw)})")
+    try:
+        return PretrainSection.model_validate(raw["pretrain"])
+    except ValidationError as exc:
+        raise ValueError(f"{p}: invalid 'pretrain:' section: {format_errors(exc, 'pretrain')}") from None
+
+
+_TRAINING_SECTIONS: dict[str, type[BaseModel]] = {"pst": PstSection, "defsent": DefSentSection}
+
+
+def load_section(path: str | os.PathLike, key: Literal["pst", "defsent"]) -> PstSection | DefSentSection:
+    """Read a YAML config and validate its ``key`` section.
+
+    ``pst``: the whole pipeline file is validated by :func:`load_config`, so a PST config is a
+    pipeline config. ``defsent``: a training config whose ``defsent:`` section is validated on its
+    own (other top-level keys, e.g. ``name`` and ``dictionary``, are tolerated).
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        ValueError: the file is not a YAML mapping, lacks the section, or the section is invalid
+            (the message names the file and the offending keys).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"config not found: {p}")
+    if key == "pst":
+        return load_config(p).pst
+    raw = read_yaml_mapping(p, what="config")
+    if key not in raw or raw[key] is None:
+        raise ValueError(f"{p}: no '{key}:' section (top-level keys: {sorted(raw)})")
+    try:
+        return _TRAINING_SECTIONS[key].model_validate(raw[key])
+    except ValidationError as exc:
+        raise ValueError(f"{p}: invalid '{key}:' section: {format_errors(exc, key)}") from None

@@ -1,6 +1,7 @@
 """Small helpers shared by every YAML config of the project (pipeline, PST, pretrain, harvest, sweep).
 
-A leaf module (it imports nothing from the project) so that each config module can use it.
+A leaf module (it imports nothing from the project but ``storage.paths``) so that each config
+module can use it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any, Hashable, Sequence
 import yaml
 from pydantic import ValidationError
 
-__all__ = ["format_errors", "read_yaml_mapping", "require_distinct"]
+__all__ = ["format_errors", "read_yaml_mapping", "require_distinct", "resolve_path"]
 
 
 def format_errors(exc: ValidationError, prefix: str | None = None) -> str:
@@ -50,3 +51,20 @@ def require_distinct(values: Sequence[Hashable], what: str) -> None:
     """A validator's check: ``values`` (names, seeds, labels) must not repeat."""
     if len(set(values)) != len(values):
         raise ValueError(f"{what} must be distinct, got {list(values)}")
+
+
+def resolve_path(path: str | os.PathLike, *, must_exist: bool = True) -> Path:
+    """A relative path from the current directory, else from the repository root."""
+    from defsentflow.storage.paths import repo_root  # leaf: imports nothing from the project
+
+    p = Path(path).expanduser()
+    if p.is_absolute():
+        candidates = [p]
+    else:
+        candidates = [Path.cwd() / p, repo_root() / p]
+    for c in candidates:
+        if c.exists():
+            return c.resolve()
+    if must_exist:
+        raise FileNotFoundError(f"not found: {path} (looked in {', '.join(str(c.parent) for c in candidates)})")
+    return candidates[0]

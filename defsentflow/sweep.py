@@ -298,7 +298,7 @@ def expand_sweep(spec: SweepFile, base: dict[str, Any], *, origin: str = "<sweep
 
 
 def _resolve_base(base: str, sweep_dir: Path | None) -> Path:
-    from defsentflow.config import resolve_path
+    from defsentflow.config_tools import resolve_path
 
     p = Path(base).expanduser()
     if not p.is_absolute() and sweep_dir is not None and (sweep_dir / p).is_file():

@@ -1,7 +1,6 @@
-"""Prefect tasks for the run report and entry-space analysis: thin calls into ``defsentflow.report``.
+"""The Prefect task for the run report: a thin call into ``defsentflow.report``.
 
-Neither is cached: a report reads the catalog as it is now (new evaluations, new baselines), and
-entry-space statistics are cheap next to the training that produced the matrix.
+Not cached: a report reads the catalog as it is now (new evaluations, new baselines).
 """
 
 from __future__ import annotations
@@ -26,14 +25,3 @@ def write_run_report(run_id: str, out_dir: str | None = None) -> dict[str, Any]:
     create_markdown_artifact(markdown=report.markdown + note, key=key, description=f"Run report of {run_id}")
     return {"dir": str(report.dir), "markdown_path": str(report.markdown_path), "html_path": str(report.html_path),
             "images": list(report.images)}
-
-
-@task(name="analyse-entry-space", cache_policy=NO_CACHE)
-def analyse_entry_space(run_id: str, step: int, matrix_path: str, seed: int | None = None,
-                        matrix_key: str | None = None) -> dict[str, Any]:
-    """Statistics and scatter plot of one PST step's entry matrix, recorded in ``entry_space_stats``."""
-    from defsentflow.report import analyse_entry_matrix
-    from defsentflow.storage import Catalog
-
-    return analyse_entry_matrix(matrix_path, run_id=run_id, step=step, seed=seed, matrix_key=matrix_key,
-                                catalog=Catalog())

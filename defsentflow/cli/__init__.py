@@ -28,13 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in _GROUPS:
-        try:
-            module = importlib.import_module(f"defsentflow.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"defsentflow.cli.{name}":
-                continue  # group not built yet
-            raise
-        module.register(sub)
+        importlib.import_module(f"defsentflow.cli.{name}").register(sub)
     return parser
 
 

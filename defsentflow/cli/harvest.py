@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "regresses the pair labels; registered in the catalog's models table.")
     p.add_argument("config", help="YAML config")
     _common(p)
-    p.set_defaults(func=_train_surrogate)
+    p.set_defaults(func=train_surrogate)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -103,7 +103,8 @@ def _print_harvest(cat, result: dict, seconds: float, run_id: str) -> None:
     print(f"run {run_id} done in {seconds:.1f}s")
 
 
-def _train_surrogate(args: argparse.Namespace) -> int:
+def train_surrogate(args: argparse.Namespace) -> int:
+    """``train-surrogate`` (and its alias ``train surrogate``)."""
     from defsentflow.cli.stage import run_stage
     from defsentflow.training.surrogate import run_surrogate_config
 

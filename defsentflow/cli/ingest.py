@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import importlib
+
+from defsentflow.cli.ingest_corpus import register_corpus
 
 _KINDS = ("oewn", "oxford", "tsv", "jsonl")
 
@@ -32,14 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ingest", help="ingest dictionaries or corpora into the data root")
     ingest_sub = p.add_subparsers(dest="ingest_command", required=True, metavar="WHAT")
     _register_dictionary(ingest_sub)
-    # -- corpus ingestion: added by the corpus package when it is present ------------------
-    try:
-        corpus_cli = importlib.import_module("defsentflow.corpus.cli")
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("defsentflow.corpus", "defsentflow.corpus.cli"):
-            raise
-    else:
-        corpus_cli.register_corpus(ingest_sub)
+    register_corpus(ingest_sub)
 
 
 def _register_dictionary(ingest_sub: argparse._SubParsersAction) -> None:

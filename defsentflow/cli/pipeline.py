@@ -57,7 +57,7 @@ def _run(args: argparse.Namespace) -> int:
 def _print_task_states(flow_run_id) -> None:
     """List every stage of this run with its final state, so the log says what was cached."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, FlowRunFilterParentFlowRunId
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
 
     def task_runs(ids):
         from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterFlowRunId

@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _pretrain(args: argparse.Namespace) -> int:
     from defsentflow.cli import UserError
-    from defsentflow.training.pretrain_config import load_pretrain_section
+    from defsentflow.config import load_pretrain_section
 
     try:
         section = load_pretrain_section(args.config)

@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.set_defaults(func=_defsent)
 
     q = tsub.add_parser("surrogate", help="train the surrogate encoder on harvested pairs (alias of train-surrogate)")
-    q.add_argument("config", help="YAML config")
+    _common(q)
     q.set_defaults(func=_surrogate)
 
 
@@ -34,7 +34,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def _load(path: str, key: str):
     from defsentflow.cli import UserError
-    from defsentflow.training.pst_config import load_section
+    from defsentflow.config import load_section
 
     try:
         return load_section(path, key)  # type: ignore[arg-type]
@@ -104,13 +104,6 @@ def _defsent(args: argparse.Namespace) -> int:
 
 
 def _surrogate(args: argparse.Namespace) -> int:
-    from defsentflow.cli import UserError
+    from defsentflow.cli.harvest import train_surrogate
 
-    try:
-        from defsentflow.training.surrogate import run_surrogate_cli
-    except ImportError as exc:
-        raise UserError(f"surrogate training is not available ({exc})") from None
-    summary = run_surrogate_cli(args.config)
-    for key, value in (summary or {}).items():
-        print(f"{key}: {value}")
-    return 0
+    return train_surrogate(args)

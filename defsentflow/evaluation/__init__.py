@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from defsentflow.evaluation.metrics import paired_cosine, pearson, spearman
+from defsentflow.evaluation.revdict import evaluate_revdict
 from defsentflow.evaluation.sts import SEVEN_TASKS, average_row, evaluate_sts, score_tasks, spearman_rows
 from defsentflow.evaluation.sts_data import (
     TASKS,
@@ -40,6 +41,7 @@ __all__ = [
     "TASKS",
     "available_tasks",
     "average_row",
+    "evaluate_revdict",
     "evaluate_sts",
     "evaluation_inputs_hash",
     "load_sick",
@@ -57,11 +59,3 @@ __all__ = [
     "validate_eval_tasks",
     "validate_tasks",
 ]
-
-try:  # the reverse dictionary is written by the training side; export it when present
-    from defsentflow.evaluation.revdict import evaluate_revdict  # noqa: F401
-
-    __all__.append("evaluate_revdict")
-except ModuleNotFoundError as _exc:  # pragma: no cover - only in a checkout without revdict.py
-    if _exc.name != "defsentflow.evaluation.revdict":
-        raise

@@ -23,8 +23,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 __all__ = [
@@ -35,7 +33,6 @@ __all__ = [
     "isoscore_from_variances",
     "partition_isotropy",
     "pca_variances",
-    "record_entry_space_stats",
     "top1_var_share",
 ]
 
@@ -140,14 +137,3 @@ def entry_space_stats(matrix: np.ndarray, *, n_pairs: int = 100_000, seed: int =
         "effective_rank": _effective_rank_from_variances(var),
         "mean_norm": float(np.linalg.norm(x, axis=1).mean()),
     }
-
-
-def record_entry_space_stats(run_id: str, step: int, matrix_key: str, stats: Any, **kwargs: Any) -> None:
-    """Record statistics in the catalog's ``entry_space_stats`` table.
-
-    See :func:`defsentflow.report.entry_space.record_entry_space_stats` (re-exported here, next to
-    :func:`entry_space_stats`, for callers that compute and record in one place).
-    """
-    from defsentflow.report.entry_space import record_entry_space_stats as record
-
-    record(run_id, step, matrix_key, stats, **kwargs)

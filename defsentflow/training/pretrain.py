@@ -301,7 +301,7 @@ def corpus_sources(section: Any) -> list[tuple[str, list[Path]]]:
     Raises:
         FileNotFoundError: a path is missing (relative paths: cwd, then the repository root).
     """
-    from defsentflow.config import resolve_path
+    from defsentflow.config_tools import resolve_path
 
     return [(c.name, [resolve_path(p) for p in c.paths]) for c in section.corpora]
 

@@ -12,15 +12,13 @@ Example:
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from defsentflow.config_tools import format_errors, read_yaml_mapping, require_distinct
+from defsentflow.config_tools import require_distinct
 
-__all__ = ["ArchitectureSection", "CorpusSource", "PretrainSection", "load_pretrain_section"]
+__all__ = ["ArchitectureSection", "CorpusSource", "PretrainSection"]
 
 AutocastName = Literal["none", "bf16", "fp16"]
 DictionarySplit = Literal["train", "dev", "test"]
@@ -101,35 +99,3 @@ class PretrainSection(_Section):
             lr=self.lr, weight_decay=self.weight_decay, warmup_steps=self.warmup_steps, epochs=self.epochs,
             max_steps=self.max_steps, mask_prob=self.mask_prob, grad_clip=self.grad_clip, seed=self.seed,
             device=self.device, autocast=self.autocast, checkpoint_every=self.checkpoint_every)
-
-
-def load_pretrain_section(path: str | os.PathLike) -> PretrainSection:
-    """The ``pretrain:`` section of a YAML config.
-
-    The whole file is validated as a pipeline config when ``defsentflow.config`` accepts it; a file
-    it rejects (e.g. one whose pipeline sections are incomplete) is still used, with the
-    ``pretrain:`` section validated on its own.
-
-    Raises:
-        FileNotFoundError: no such file.
-        ValueError: not a YAML mapping, no ``pretrain:`` section, or an invalid one (the message
-            names the file and the keys).
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"config not found: {p}")
-    try:
-        from defsentflow.config import load_config
-
-        section = getattr(load_config(p), "pretrain", None)
-    except (ImportError, ValueError):
-        section = None
-    if isinstance(section, PretrainSection):
-        return section
-    raw = read_yaml_mapping(p, what="config")
-    if raw.get("pretrain") is None:
-        raise ValueError(f"{p}: no 'pretrain:' section (top-level keys: {sorted(raw)})")
-    try:
-        return PretrainSection.model_validate(raw["pretrain"])
-    except ValidationError as exc:
-        raise ValueError(f"{p}: invalid 'pretrain:' section: {format_errors(exc, 'pretrain')}") from None

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from defsentflow.config_tools import format_errors, read_yaml_mapping, require_distinct
+from defsentflow.config_tools import require_distinct
 
 __all__ = [
     "DEFAULT_GRID",
@@ -26,7 +26,6 @@ __all__ = [
     "GridPoint",
     "PstSection",
     "SelectionMetric",
-    "load_section",
     "resolve_data_dir",
 ]
 
@@ -198,40 +197,3 @@ def _repo_root() -> Path:
     from defsentflow.storage.paths import repo_root
 
     return repo_root()
-
-
-_SECTIONS: dict[str, type[_Section]] = {"pst": PstSection, "defsent": DefSentSection}
-
-
-def load_section(path: str | os.PathLike, key: Literal["pst", "defsent"]) -> Any:
-    """Read a YAML config and validate its ``key`` section.
-
-    ``pst``: the whole pipeline file is validated by ``defsentflow.config.load_config`` (when that
-    module is present), so a PST config is a pipeline config. ``defsent``: a training config whose
-    ``defsent:`` section is validated on its own (other top-level keys, e.g. ``name`` and
-    ``dictionary``, are tolerated).
-
-    Raises:
-        FileNotFoundError: the file does not exist.
-        ValueError: the file is not a YAML mapping, lacks the section, or the section is invalid
-            (the message names the file and the offending keys).
-    """
-    from pydantic import ValidationError
-
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"config not found: {p}")
-    if key == "pst":
-        try:
-            from defsentflow.config import load_config
-        except ImportError:
-            pass
-        else:
-            return load_config(p).pst
-    raw = read_yaml_mapping(p, what="config")
-    if key not in raw or raw[key] is None:
-        raise ValueError(f"{p}: no '{key}:' section (top-level keys: {sorted(raw)})")
-    try:
-        return _SECTIONS[key].model_validate(raw[key])
-    except ValidationError as exc:
-        raise ValueError(f"{p}: invalid '{key}:' section: {format_errors(exc, key)}") from None

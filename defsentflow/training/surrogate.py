@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["SurrogateConfig", "SurrogateResult", "build_surrogate_model", "load_pair_dataset", "train_surrogate",
-           "run_surrogate", "run_surrogate_config", "run_surrogate_cli"]
+           "run_surrogate", "run_surrogate_config"]
 
 log = logging.getLogger(__name__)
 
@@ -206,17 +206,3 @@ def run_surrogate_config(cfg, *, run_id: str | None = None) -> dict:
 
     harvest = run_harvest(cfg, run_id=run_id)
     return run_surrogate(cfg, {"key": harvest["key"], "path": harvest["path"]}, run_id=run_id)
-
-
-def run_surrogate_cli(config_path: str | os.PathLike) -> int:
-    """``defsentflow train surrogate CONFIG`` (alias of ``train-surrogate``): train, print a summary, return 0."""
-    import uuid
-
-    from defsentflow.cli.harvest import _print_surrogate
-    from defsentflow.scoring.config import load_harvest_config
-
-    run_id = f"surrogate-{uuid.uuid4().hex[:8]}"
-    t0 = time.perf_counter()
-    result = run_surrogate_config(load_harvest_config(config_path), run_id=run_id)
-    _print_surrogate(result, time.perf_counter() - t0, run_id)
-    return 0

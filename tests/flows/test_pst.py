@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import uuid
 
-import pytest
-
 from defsentflow.storage import Catalog
 from tests.training.test_pst_schedule import section, toy_dictionary
 
-pytest.importorskip("defsentflow.training.loop")
 
 def _task_states(flow_run_id) -> dict[str, set[str]]:
     """Task name prefix -> states, over the flow run and its subflow runs."""

@@ -6,7 +6,6 @@ pipeline config as a parameter override so the test stays small.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket

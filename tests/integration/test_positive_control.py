@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 
-# Measured with this config, one thread (STS-B dev, mean pooling; the README's positive-control
+# Measured with this config, one thread (STS-B dev, mean pooling; docs/results.md's positive-control
 # section has the commands): raw encoder 43.29, one DefSent+ step 49.74 (+6.45; training seeds
 # 1 and 2: +6.36, +6.26; the encoder pretrained with seed 1: 43.20 -> 48.24, +5.04). The same step
 # trained against shuffled targets (a deliberately broken variant) still gains +2.80 (a

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import pytest
 import yaml
 
 WORDS = ("the a of to is in and or for with on at by from that which who what as be are was cat dog animal small "

@@ -4,7 +4,6 @@ import subprocess
 import sys
 import time
 
-import duckdb
 import pytest
 
 from defsentflow.storage import Catalog, CatalogLockedError, hash_path

@@ -20,7 +20,8 @@ from defsentflow.training.pretrain import (
     pretrain_mlm,
     run_pretrain,
 )
-from defsentflow.training.pretrain_config import PretrainSection, load_pretrain_section
+from defsentflow.config import load_pretrain_section
+from defsentflow.training.pretrain_config import PretrainSection
 
 SENTENCES = [
     "the cat is a small animal that lives in the house",

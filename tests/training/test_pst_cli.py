@@ -14,8 +14,6 @@ from defsentflow.cli import main
 from defsentflow.storage import Catalog
 from tests.training.test_pst_schedule import pipeline_config
 
-pytest.importorskip("defsentflow.training.loop")
-
 
 @pytest.fixture()
 def toy_dataset(home, tmp_path):

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from defsentflow.training.pst_config import DefSentSection, PstSection, load_section
+from defsentflow.config import load_section
+from defsentflow.training.pst_config import DefSentSection, PstSection
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 REQUIRED = ("demo.yaml", "minilm-wordnet.yaml", "bert-base-defsent-plus.yaml", "roberta-base-defsent-plus.yaml",

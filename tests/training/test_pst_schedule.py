@@ -12,8 +12,6 @@ import pytest
 from defsentflow.storage import Catalog
 from defsentflow.training.pst_config import GridPoint, PstSection
 
-pytest.importorskip("defsentflow.training.loop")
-
 
 def toy_dictionary(marker: str = "") -> pa.Table:
     """~45 entries from the tiny tokenizer's words; every entry has 2-3 definitions."""
@@ -95,7 +93,7 @@ def pipeline_config(pst: dict, name: str = "toy") -> dict:
 def test_unknown_key_and_bad_choice_are_rejected(tmp_path):
     import yaml
 
-    from defsentflow.training.pst_config import load_section
+    from defsentflow.config import load_section
 
     p = tmp_path / "c.yaml"
     p.write_text(yaml.safe_dump(pipeline_config({"base_model": "minilm", "stepz": 2})))

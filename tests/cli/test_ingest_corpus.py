@@ -5,7 +5,7 @@ import argparse
 import pytest
 
 from defsentflow.cli import UserError
-from defsentflow.corpus.cli import register_corpus
+from defsentflow.cli.ingest_corpus import register_corpus
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -1,0 +1,158 @@
+"""The shape of the code: no import cycles, the library free of Prefect/flows/tasks/CLI, small modules.
+
+The import graph is read from the source with ``ast`` (nothing is imported), so an import
+inside a function counts as much as one at the top of a module: a lazy import hides a
+cycle from the interpreter, not from a reader.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("defsentflow", "flows", "tasks")
+MAX_LINES = 500
+# Modules being split on another branch; the size test is expected to fail for them until then.
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _resolve(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The absolute module name an ``ImportFrom`` reads from."""
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    # A relative import in pkg/__init__.py is relative to pkg itself, in pkg/mod.py to pkg.
+    drop = node.level - 1 if is_package else node.level
+    base = base[: len(base) - drop] if drop else base
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def _imports(path: Path, module: str | None = None) -> set[str]:
+    """Every module name imported anywhere in the file (top level, functions, TYPE_CHECKING blocks)."""
+    module = module or _module_name(path)
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            source = _resolve(node, module, is_package)
+            found.add(source)
+            # `from pkg import mod` imports the submodule pkg.mod when there is one.
+            found.update(f"{source}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _project_files() -> list[Path]:
+    return sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py"))
+
+
+def _graph() -> nx.DiGraph:
+    files = _project_files()
+    modules = {_module_name(p) for p in files}
+    graph = nx.DiGraph()
+    graph.add_nodes_from(modules)
+    for path in files:
+        for name in _imports(path):
+            # Importing a.b.c runs a/__init__.py and a/b/__init__.py first: those are edges too.
+            parts = name.split(".")
+            for target in (".".join(parts[:k]) for k in range(1, len(parts) + 1)):
+                if target in modules and target != _module_name(path):
+                    graph.add_edge(_module_name(path), target)
+    return graph
+
+
+def _graph_without_parent_edges() -> nx.DiGraph:
+    """The project's module graph without the edges from a module to its own ancestor packages.
+
+    Importing ``defsentflow.a.b`` runs ``defsentflow/a/__init__.py`` first; an ``__init__`` that
+    re-exports its children therefore "imports" them and every child "imports" it back. That is
+    how packages work, not a cycle a reader has to untangle, so edges from a module to one of
+    its own ancestor packages are left out; every other edge, to an ``__init__`` included, counts.
+    """
+    graph = _graph()
+    graph.remove_edges_from([(a, b) for a, b in list(graph.edges) if a.startswith(b + ".")])
+    return graph
+
+
+def test_import_reader_sees_function_level_and_relative_imports(tmp_path):
+    source = tmp_path / "__init__.py"
+    source.write_text(
+        "import os\n"
+        "from . import sibling\n"
+        "from ..other import thing\n"
+        "def f():\n"
+        "    from prefect import flow\n"
+        "    if True:\n"
+        "        import defsentflow.cli.table\n"
+    )
+    assert _imports(source, module="defsentflow.pkg") == {
+        "os", "defsentflow.pkg", "defsentflow.pkg.sibling", "defsentflow.other", "defsentflow.other.thing",
+        "prefect", "prefect.flow", "defsentflow.cli.table",
+    }
+
+
+def test_graph_covers_the_project():
+    graph = _graph_without_parent_edges()
+    layers = {(a.split(".")[0], b.split(".")[0]) for a, b in graph.edges}
+    assert {("flows", "tasks"), ("tasks", "defsentflow"), ("defsentflow", "defsentflow")} <= layers
+    assert graph.number_of_edges() > 100
+
+
+def test_no_import_cycles():
+    cycles = sorted(" -> ".join([*c, c[0]]) for c in nx.simple_cycles(_graph_without_parent_edges()))
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+# flows -> tasks -> defsentflow, one way; the CLI is a client of all three and nothing imports it.
+LAYER_RULES = {
+    "defsentflow": ("prefect", "prefect_dask", "flows", "tasks", "defsentflow.cli"),
+    "tasks": ("flows", "defsentflow.cli"),
+    "flows": ("defsentflow.cli",),
+}
+
+
+def _layer_files(layer: str) -> list[Path]:
+    files = sorted((ROOT / layer).rglob("*.py"))
+    return [p for p in files if p.relative_to(ROOT).parts[:2] != ("defsentflow", "cli")]
+
+
+@pytest.mark.parametrize("layer", sorted(LAYER_RULES))
+def test_no_forbidden_imports(layer: str):
+    def forbidden(name: str) -> bool:
+        return any(name == f or name.startswith(f + ".") for f in LAYER_RULES[layer])
+
+    files = _layer_files(layer)
+    assert files
+    offenders = [f"{p.relative_to(ROOT)}: {name}" for p in files for name in sorted(_imports(p)) if forbidden(name)]
+    assert not offenders, f"{layer} must not import {', '.join(LAYER_RULES[layer])}:\n" + "\n".join(offenders)
+
+
+def _size_params():
+    for path in _project_files():
+        yield pytest.param(path, id=path.relative_to(ROOT).as_posix())
+
+
+@pytest.mark.parametrize("path", list(_size_params()))
+def test_module_size(path: Path):
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines (limit {MAX_LINES})"
+
+
+def test_tests_import_the_project_directly():
+    """``importorskip`` is for optional third-party packages: an import error of our own code must fail."""
+    pattern = re.compile(r"importorskip\(\s*['\"](" + "|".join(PACKAGES) + r")\b")
+    offenders = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "tests").rglob("*.py"))
+                 if pattern.search(p.read_text(encoding="utf-8"))]
+    assert not offenders, f"tests that skip on an import error of the project: {offenders}"
