@@ -1,7 +1,10 @@
-"""Pipeline-level logic shared by the flow and the CLI: fingerprints, run records, evaluation plans.
+"""The pipeline's one sequencer and its decisions: fingerprints, run records, the encoder PST starts
+from, PST's best trained candidate and the evaluation plan.
 
-Prefect-free, like the rest of the library; ``flows/pipeline.py`` only sequences these calls and
-the stage flows.
+:func:`run_pipeline` runs ingest dictionary -> (harvest -> surrogate) -> (pretrain) -> PST or
+DefSent -> evaluate -> report, taking its stage executor as an argument (:class:`PipelineSteps`).
+``flows/pipeline.py`` hands in the stage flows as subflows; nothing in the flow decides anything.
+Prefect-free, like the rest of the library.
 """
 
 from __future__ import annotations
@@ -9,7 +12,10 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +23,9 @@ from defsentflow.config import PipelineConfig, resolve_path
 from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config, hash_path
 from defsentflow.storage.atomic import pid_alive
 
-__all__ = ["STAGE_METHODS", "baseline_model_id", "input_fingerprint", "start_run", "evaluation_plan", "mark_interrupted_runs", "selected_model_dir"]
+__all__ = ["STAGE_METHODS", "PipelineSteps", "baseline_model_id", "best_trained", "evaluation_plan", "input_fingerprint",
+           "mark_interrupted_runs", "resolved_config", "run_pipeline", "selected_model_dir", "start_run",
+           "training_section"]
 
 
 def _source_paths(cfg: PipelineConfig) -> list[str]:
@@ -160,3 +168,111 @@ def selected_model_dir(config_path: str | os.PathLike, stage: str = "pst") -> st
         if hits and Path(hits[0]["path"]).exists():
             return hits[0]["path"]
     raise FileNotFoundError(f"no completed run of config {cfg.name!r} has a {stage} model; run: defsentflow run {config_path}")
+
+
+# -- the sequencer ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PipelineSteps:
+    """The pipeline's stages, each a callable the flow wraps as a subflow (or a test as a plain call).
+
+    Signatures: ``ingest_dictionary(section)``; ``harvest(harvest_config, run_id) -> {"key", "path"}``;
+    ``train_surrogate(harvest_config, pairs, run_id) -> {"path", "model_id"}``;
+    ``pretrain(section, run_id) -> PretrainOutcome``; ``pst(section, run_id) -> PstResult``;
+    ``defsent(section, run_id) -> DefSentResult``; ``evaluate(section, run_id) -> {"model_id", "average"}``;
+    ``report(run_id) -> {...}``.
+    """
+
+    ingest_dictionary: Callable[[dict[str, Any]], Any]
+    harvest: Callable[[dict[str, Any], str], dict[str, Any]]
+    train_surrogate: Callable[[dict[str, Any], dict[str, Any], str], dict[str, Any]]
+    pretrain: Callable[[dict[str, Any], str], Any]
+    pst: Callable[[dict[str, Any], str], Any]
+    defsent: Callable[[dict[str, Any], str], Any]
+    evaluate: Callable[[dict[str, Any], str], dict[str, Any]]
+    report: Callable[[str], Any]
+
+
+def resolved_config(config_path: str | os.PathLike) -> dict[str, Any]:
+    """The validated config as a dict, every source path made absolute (stages may run elsewhere)."""
+    from defsentflow.config import load_config
+
+    cfg = load_config(resolve_path(config_path))
+    data = cfg.model_dump(mode="json")
+    for s in data["dictionary"]["sources"]:
+        s["paths"] = [str(resolve_path(p)) for p in s["paths"]]
+    if data.get("harvest"):
+        data["harvest"]["corpus"]["paths"] = [str(resolve_path(p)) for p in data["harvest"]["corpus"]["paths"]]
+    return data
+
+
+def training_section(config: dict[str, Any], surrogate: dict[str, Any] | None,
+                     pretrained: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``pst:`` or ``defsent:`` section with the encoder it starts from (``pst_from``)."""
+    section = dict(config["pst"] or config["defsent"])
+    if config["pst_from"] == "surrogate":
+        section["base_model"] = surrogate["model_dir"]
+    elif config["pst_from"] == "pretrain":
+        section["base_model"] = pretrained["model_dir"]
+    return section
+
+
+def best_trained(result: Any) -> dict[str, Any] | None:
+    """PST's best trained candidate (steps >= 1, by the dev selection score), or None."""
+    steps = [s.best for s in result.steps if s.step >= 1]
+    if not steps:
+        return None
+    best = max(steps, key=lambda c: float("-inf") if c.score is None else c.score)
+    return {"model_dir": best.model_dir, "model_id": best.model_id, "step": best.step}
+
+
+def run_pipeline(config_path: str | os.PathLike, *, steps: PipelineSteps, only_if_changed: bool = False,
+                 run_id: str | None = None) -> dict[str, Any]:
+    """Run the whole pipeline for ``config_path``; returns the run id, the selected model and the report.
+
+    With ``only_if_changed`` (the scheduled retraining) a run whose inputs match the last completed
+    run of the same config name ends at once as ``unchanged``. A failure marks the run failed.
+    """
+    t0 = time.perf_counter()
+    config = resolved_config(config_path)
+    fingerprint = input_fingerprint(config)
+    run = start_run(config, fingerprint, only_if_changed=only_if_changed, run_id=run_id)
+    run_id = run["run_id"]
+    if run["unchanged"]:
+        print(f"run {run_id}: {run['note']}")
+        return {"run_id": run_id, "status": "unchanged", "note": run["note"]}
+    try:
+        dictionary = steps.ingest_dictionary(config["dictionary"])
+        surrogate = None
+        if config.get("harvest"):
+            pairs = steps.harvest(config["harvest"], run_id)
+            if config["train_surrogate"]:
+                trained = steps.train_surrogate(config["harvest"], pairs, run_id)
+                surrogate = {"model_dir": trained["path"], "model_id": trained["model_id"]}
+        pretrained = None
+        if config.get("pretrain"):
+            outcome = steps.pretrain(config["pretrain"], run_id)
+            pretrained = {"model_dir": outcome.model_dir, "model_id": outcome.model_id}
+        section = training_section(config, surrogate, pretrained)
+        trained = None
+        if config["pst"]:
+            result = steps.pst(section, run_id)
+            selected = {"model_dir": result.model_dir, "model_id": result.model_id, "winner_step": result.winner.step,
+                        "reason": result.reason}
+            trained = best_trained(result)
+        else:
+            result = steps.defsent(section, run_id)
+            selected = {"model_dir": result.model_dir, "model_id": result.model_id, "winner_step": 1,
+                        "reason": f"{section['method']} (no PST)"}
+        plan = evaluation_plan(config, selected, surrogate, section["base_model"], trained)
+        scores = [steps.evaluate(s, run_id) for s in plan]
+        report = steps.report(run_id) if config["report"] else None
+    except BaseException as exc:
+        Catalog().end_run(run_id, "failed", note=json.dumps({"error": f"{type(exc).__name__}: {exc}"})[:4000],
+                          flow="pipeline")
+        raise
+    summary = {"run_id": run_id, "status": "completed",
+               "dictionary": dictionary.get("key") if isinstance(dictionary, dict) else None,
+               "selected": selected, "averages": {s["model_id"]: s["average"] for s in scores},
+               "report": report, "seconds": round(time.perf_counter() - t0, 1)}
+    Catalog().end_run(run_id, "completed", note=json.dumps(summary, default=str)[:4000], flow="pipeline")
+    return summary
