@@ -68,13 +68,22 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["DEFSENTFLOW_QUIET"] = "1"
     try:
         rc = args.func(args)
-    except UserError as exc:
-        print(f"defsentflow: error: {exc}", file=sys.stderr)
-        return 2
-    except (FileNotFoundError, PermissionError, IsADirectoryError, ValueError) as exc:
-        print(f"defsentflow: error: {exc}", file=sys.stderr)
-        return 2
+    except (UserError, FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, ValueError) as exc:
+        return _fail(exc)
+    except BrokenPipeError:  # `defsentflow sql ... | head`: the reader left, nothing to report
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the flush at exit does not fail again
+        return 1
     return int(rc or 0)
+
+
+def _fail(exc: BaseException) -> int:
+    """Print an input error as one line (control characters escaped) and return exit status 2."""
+    from defsentflow.cli.table import printable
+
+    text = " ".join(str(exc).split("\n")).strip() or type(exc).__name__
+    print(f"defsentflow: error: {printable(text)}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":  # pragma: no cover
