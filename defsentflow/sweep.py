@@ -341,9 +341,10 @@ def load_sweep(path: str | os.PathLike | None = None, *, data: dict[str, Any] | 
 
 
 def point_config_path(sweep: Sweep, point: SweepPoint, root: str | os.PathLike | None = None) -> Path:
-    from defsentflow.storage import data_root
+    from defsentflow.storage import check_identifier, data_root, under_root
 
-    return data_root(root) / "sweeps" / sweep.name / f"{point.point_id}.yaml"
+    return under_root(data_root(root), "sweeps", check_identifier(sweep.name, "sweep name"),
+                      f"{check_identifier(point.point_id, 'point id')}.yaml")
 
 
 def write_point_configs(sweep: Sweep, root: str | os.PathLike | None = None) -> dict[str, Path]:

@@ -11,7 +11,7 @@ import importlib
 import logging
 import sys
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "identifier"]
 
 # Modules under defsentflow.cli, each registering one or more sub-commands.
 _GROUPS = ("catalog", "ingest", "encode", "train", "pretrain", "evaluate", "harvest", "pipeline", "report", "sweep")
@@ -19,6 +19,21 @@ _GROUPS = ("catalog", "ingest", "encode", "train", "pretrain", "evaluate", "harv
 
 class UserError(Exception):
     """An error caused by input (a path, a config, a record): printed without a traceback."""
+
+
+def identifier(what: str):
+    """An argparse ``type=`` that accepts only a safe identifier (run id, dataset or corpus name)."""
+
+    def check(value: str) -> str:
+        from defsentflow.storage.identifiers import check_identifier
+
+        try:
+            return check_identifier(value, what)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    check.__name__ = what  # argparse names the type in its message
+    return check
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from defsentflow.dictionary.merge import MergedDictionary
 from defsentflow.dictionary.records import SPLITS, check_choice
-from defsentflow.storage import Catalog, atomic_dir, combine_hashes, data_root, hash_file
+from defsentflow.storage import Catalog, atomic_dir, check_identifier, combine_hashes, data_root, hash_file, under_root
 
 __all__ = [
     "FILES",
@@ -42,7 +42,7 @@ _CORPUS_SOURCE = "corpus"
 
 
 def dictionary_dir(name: str, key: str, root: str | os.PathLike | None = None) -> Path:
-    return data_root(root) / "parquet" / "dictionaries" / name / key
+    return under_root(data_root(root), "parquet", "dictionaries", check_identifier(name, "dataset name"), key)
 
 
 def write_artifact(merged: MergedDictionary, summary: dict[str, Any], final: Path) -> dict[str, Any]:

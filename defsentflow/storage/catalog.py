@@ -20,6 +20,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import duckdb
 
 from defsentflow.storage.hashing import code_version, hash_text
+from defsentflow.storage.identifiers import check_identifier
 from defsentflow.storage.paths import data_root, sql_dir
 
 __all__ = ["Catalog", "CatalogLockedError", "SANDBOX", "migrate", "parse_one_read_statement", "pending_ddl"]
@@ -239,7 +240,7 @@ class Catalog:
 
     # -- runs and stages -------------------------------------------------------------------
     def start_run(self, flow: str, config: Any = None, config_hash: str | None = None, run_id: str | None = None) -> str:
-        run_id = run_id or uuid.uuid4().hex[:12]
+        run_id = check_identifier(run_id or uuid.uuid4().hex[:12], "run id")
         self.execute(
             "INSERT INTO runs (run_id, flow, config, config_hash, code_version, status) VALUES (?, ?, ?, ?, ?, 'running') "
             "ON CONFLICT (run_id) DO UPDATE SET status = 'running', ended_at = NULL",

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
 from defsentflow.config_tools import format_errors, read_yaml_mapping, require_distinct
 
 __all__ = ["ArchitectureSection", "CorpusSource", "PretrainSection", "load_pretrain_section"]
@@ -34,7 +35,7 @@ class CorpusSource(_Section):
     """A corpus to read sentences from: ingested from ``paths`` if given (a cache hit when unchanged),
     else the newest ingest of ``name`` already in the catalog."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+    name: str = Field(pattern=IDENTIFIER_PATTERN)
     paths: list[str] = Field(default_factory=list, description="files or directories (relative: cwd, then the repo root)")
 
 
@@ -65,7 +66,7 @@ class PretrainSection(_Section):
     examples (never its definitions, so the glosses DefSent trains on stay unseen).
     """
 
-    name: str = Field("raw", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$", description="model id prefix")
+    name: str = Field("raw", pattern=IDENTIFIER_PATTERN, description="model id prefix")
     corpora: list[CorpusSource] = Field(min_length=1)
     dictionary: str | None = Field(None, description="dictionary dataset whose usage examples are added; None: none")
     dictionary_splits: list[DictionarySplit] = Field(default_factory=lambda: ["train", "dev", "test"], min_length=1)
