@@ -59,6 +59,11 @@ def write_artifact(merged: MergedDictionary, summary: dict[str, Any], final: Pat
     return summary
 
 
+def files_match_summary(path: str | os.PathLike, summary: dict[str, Any]) -> bool:
+    """Whether the Parquet files under ``path`` are the ones ``summary`` (its content hash) describes."""
+    return combine_hashes(hash_file(Path(path) / f) for f in FILES) == summary.get("content_hash")
+
+
 def read_summary(path: str | os.PathLike) -> dict[str, Any] | None:
     """The summary of a complete artifact directory, or None if it is not there."""
     p = Path(path)
@@ -138,8 +143,8 @@ def resolve_dictionary(name_or_key: str, root: str | os.PathLike | None = None) 
     if not rows:
         raise KeyError(f"no dictionary dataset or artifact {name_or_key!r} in {cat.path}")
     path = Path(rows[0]["path"])
-    if read_summary(path) is None:
-        raise KeyError(f"dictionary {name_or_key!r}: artifact files missing under {path}; ingest it again")
+    if read_summary(path) is None or cat.artifact(rows[0]["artifact_key"]) is None:
+        raise KeyError(f"dictionary {name_or_key!r}: artifact files under {path} are missing or changed; ingest it again")
     return rows[0]["artifact_key"], path
 
 

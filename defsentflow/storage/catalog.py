@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import random
 import time
@@ -19,11 +20,14 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import duckdb
 
-from defsentflow.storage.hashing import code_version, hash_text
+from defsentflow.storage.hashing import code_version, hash_path, hash_text
 from defsentflow.storage.identifiers import check_identifier
+from defsentflow.storage.manifest import artifact_manifest, full_check, manifest_hash, quick_check
 from defsentflow.storage.paths import data_root, sql_dir
 
 __all__ = ["Catalog", "CatalogLockedError", "SANDBOX", "migrate", "parse_one_read_statement", "pending_ddl"]
+
+log = logging.getLogger(__name__)
 
 STORAGE_COMPATIBILITY = "v1.4.0"
 _LOCK_MARKERS = ("Could not set lock", "Conflicting lock", "database is locked", "lock on file")
@@ -121,6 +125,7 @@ class Catalog:
     """
 
     _ddl_applied: set[str] = set()
+    _reported: set[str] = set()
 
     def __init__(self, root: str | os.PathLike | None = None, *, lock_timeout: float = 120.0, create: bool = True):
         self.root = data_root(root, create=create)
@@ -270,27 +275,64 @@ class Catalog:
                           name: str | None = None, input_hashes: Mapping[str, str] | None = None,
                           config: Any = None, run_id: str | None = None, meta: Any = None,
                           con: duckdb.DuckDBPyConnection | None = None) -> None:
-        """Record a complete artifact. Call only after its files are in place."""
+        """Record a complete artifact. Call only after its files are in place.
+
+        Its manifest (each file's size, quick hash and full hash) is stored too, so that
+        :meth:`artifact` can tell a changed or damaged artifact from the one registered.
+        """
+        manifest = artifact_manifest(path)
         sql = (
             "INSERT OR REPLACE INTO artifacts (artifact_key, kind, name, path, content_hash, input_hashes, config, "
-            "code_version, run_id, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            "code_version, run_id, meta, size_bytes, manifest, manifest_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
-        params = [key, kind, name, str(path), content_hash, _json(input_hashes), _json(config), code_version(), run_id, _json(meta)]
+        params = [key, kind, name, str(path), content_hash, _json(input_hashes), _json(config), code_version(), run_id,
+                  _json(meta), sum(f["size"] for f in manifest.values()), _json(manifest), manifest_hash(manifest)]
         if con is not None:
             con.execute(sql, params)
         else:
             self.execute(sql, params)
 
     def artifact(self, key: str) -> dict[str, Any] | None:
-        """The artifact registered under ``key`` if its files still exist, else None."""
+        """The artifact registered under ``key`` if its files are still the ones registered, else None.
+
+        The files are checked against the manifest (names, sizes, quick hashes): a changed or
+        damaged artifact is reported (a warning) and treated as absent, so its stage recomputes.
+        """
         rows = self.query("SELECT * FROM artifacts WHERE artifact_key = ?", [key])
         if not rows or not Path(rows[0]["path"]).exists():
             return None
         row = rows[0]
+        if row.get("manifest"):
+            problem = quick_check(row["path"], row["manifest"])
+            if problem:
+                if key not in Catalog._reported:  # once per process, however often it is looked up
+                    Catalog._reported.add(key)
+                    log.warning("artifact %s (%s %s) does not match its record: %s; recomputing it", key,
+                                row["kind"], row.get("name") or "", problem)
+                return None
         for col in ("input_hashes", "config", "meta"):
             if isinstance(row.get(col), str):
                 row[col] = json.loads(row[col])
+        row.pop("manifest", None)
         return row
+
+    def verify_artifacts(self, *, full: bool = True) -> list[dict[str, Any]]:
+        """Check every registered artifact against its manifest: ``[{key, kind, name, path, status, detail}]``.
+
+        ``status`` is ``ok``, ``changed`` (or missing) or, for artifacts registered before
+        manifests were kept, ``ok``/``changed`` by their full ``content_hash``.
+        """
+        out = []
+        for r in self.query("SELECT artifact_key, kind, name, path, content_hash, manifest FROM artifacts ORDER BY created_at"):
+            if r["manifest"]:
+                problem = (full_check if full else quick_check)(r["path"], r["manifest"])
+            elif not Path(r["path"]).exists():
+                problem = f"{r['path']}: missing"
+            else:
+                problem = None if hash_path(r["path"]) == r["content_hash"] else f"{r['path']}: content hash differs"
+            out.append({"key": r["artifact_key"], "kind": r["kind"], "name": r["name"], "path": r["path"],
+                        "status": "changed" if problem else "ok", "detail": problem or ""})
+        return out
 
     def latest_artifact(self, kind: str, name: str) -> dict[str, Any] | None:
         rows = self.query(
