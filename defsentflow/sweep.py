@@ -72,7 +72,7 @@ _ID_CHARS = 10
 class SweepFile(BaseModel):
     """The sweep YAML (``extra="forbid"``: a misspelt top-level key is an error naming it)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: str = Field(pattern=NAME_PATTERN, description="the sweep's name; point configs are named <name>-<id>")
     description: str | None = None

@@ -83,12 +83,12 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["DEFSENTFLOW_QUIET"] = "1"
     try:
         rc = args.func(args)
-    except (UserError, FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, ValueError) as exc:
-        return _fail(exc)
     except BrokenPipeError:  # `defsentflow sql ... | head`: the reader left, nothing to report
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so the flush at exit does not fail again
         return 1
+    except (UserError, OSError, ValueError) as exc:  # bad paths, files, models, configs: no traceback
+        return _fail(exc)
     return int(rc or 0)
 
 

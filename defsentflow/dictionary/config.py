@@ -100,7 +100,7 @@ class DictionaryConfig:
 class SourceParams(BaseModel):
     """A source at the boundary (CLI, flow parameters, YAML)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     kind: SourceKind
     paths: list[str] = Field(min_length=1)
@@ -114,7 +114,7 @@ class IngestDictionaryParams(BaseModel):
         >>> IngestDictionaryParams(name="oewn", sources=[{"kind": "oewn", "paths": ["../shared/data/oewn/yaml"]}])
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     name: str = Field(pattern=NAME_PATTERN)
     sources: list[SourceParams] = Field(min_length=1)

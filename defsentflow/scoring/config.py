@@ -18,15 +18,15 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
-from defsentflow.config_tools import format_errors, read_yaml_mapping
+from defsentflow.config_tools import ConfigSection, format_errors, read_yaml_mapping
 
 __all__ = ["HarvestConfig", "RetrievalKind", "load_harvest_config", "resolve_input_path"]
 
 RetrievalKind = Literal["bm25", "tfidf", "dense"]
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Section(ConfigSection):
+    """A section of this config: frozen, unknown keys refused, strict types (config_tools.ConfigSection)."""
 
 
 class CorpusSection(_Section):

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
-from defsentflow.config_tools import format_errors, read_yaml_mapping, require_distinct
+from defsentflow.config_tools import ConfigSection, format_errors, read_yaml_mapping, require_distinct
 
 __all__ = ["ArchitectureSection", "CorpusSource", "PretrainSection", "load_pretrain_section"]
 
@@ -27,8 +27,8 @@ AutocastName = Literal["none", "bf16", "fp16"]
 DictionarySplit = Literal["train", "dev", "test"]
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Section(ConfigSection):
+    """A section of this config: frozen, unknown keys refused, strict types (config_tools.ConfigSection)."""
 
 
 class CorpusSource(_Section):
