@@ -38,6 +38,19 @@ def test_half_created_catalog_heals_on_next_command(home):
         con.close()
 
 
+def test_ingest_into_a_half_created_catalog_works(home, tmp_path, capsys):
+    from defsentflow.cli import main
+
+    con = duckdb.connect(str(home / "catalog.duckdb"))
+    con.execute((sql_dir() / "001_core.sql").read_text())  # killed after the first DDL file
+    con.close()
+    Catalog._ddl_applied.clear()
+    src = tmp_path / "d.tsv"
+    src.write_text("".join(f"word{i}\tthing number {i}\n" for i in range(30)))
+    assert main(["--quiet", "ingest", "dictionary", "--name", "d", "--source", "tsv", str(src)]) == 0
+    assert "dataset d: built" in capsys.readouterr().out
+
+
 def test_a_failing_ddl_file_is_rolled_back_and_retried(home, tmp_path, monkeypatch):
     ddl = tmp_path / "sql"
     shutil.copytree(sql_dir(), ddl)
