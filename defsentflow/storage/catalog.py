@@ -112,6 +112,16 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     return done
 
 
+def _move_aside(path: Path) -> Path | None:
+    """Rename a changed artifact to ``.changed-<time>-<name>`` beside it; None if it is gone already."""
+    aside = path.with_name(f".changed-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}-{path.name}")
+    try:
+        os.replace(path, aside)
+    except FileNotFoundError:  # another process moved it first
+        return None
+    return aside
+
+
 def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value, sort_keys=True, default=str)
 
@@ -125,7 +135,6 @@ class Catalog:
     """
 
     _ddl_applied: set[str] = set()
-    _reported: set[str] = set()
 
     def __init__(self, root: str | os.PathLike | None = None, *, lock_timeout: float = 120.0, create: bool = True):
         self.root = data_root(root, create=create)
@@ -305,10 +314,11 @@ class Catalog:
         if row.get("manifest"):
             problem = quick_check(row["path"], row["manifest"])
             if problem:
-                if key not in Catalog._reported:  # once per process, however often it is looked up
-                    Catalog._reported.add(key)
-                    log.warning("artifact %s (%s %s) does not match its record: %s; recomputing it", key,
-                                row["kind"], row.get("name") or "", problem)
+                # Moved aside (hidden, kept for inspection) so that no stage falls back to the
+                # changed files on disk: whoever looks the artifact up next recomputes it.
+                aside = _move_aside(Path(row["path"]))
+                log.warning("artifact %s (%s %s) does not match its record: %s; moved to %s, recomputing it", key,
+                            row["kind"], row.get("name") or "", problem, aside)
                 return None
         for col in ("input_hashes", "config", "meta"):
             if isinstance(row.get(col), str):

@@ -38,6 +38,7 @@ def test_rewritten_parquet_is_recomputed_not_unchanged(sample, caplog):
         again = ingest_dictionary(cfg)
     assert again.status == "built"
     assert "does not match its record" in caplog.text
+    assert len(list(path.parent.glob(".changed-*"))) == 1  # the changed files, kept aside for inspection
     assert all(d == d.lower() for d in load_dictionary("tiny")["definition"].to_pylist())
     assert ingest_dictionary(cfg).status == "unchanged"  # the rebuilt artifact is trusted again
 
@@ -47,6 +48,8 @@ def test_later_stages_refuse_a_changed_dictionary(sample):
     _rewrite_definitions(path)
     with pytest.raises(KeyError, match="missing or changed"):
         load_dictionary("tiny")
+    with pytest.raises(KeyError):
+        load_dictionary("tiny")  # moved aside: still refused, never read
 
 
 @pytest.mark.parametrize("tamper", ["same_size_middle", "truncate", "append", "delete", "extra_file"])
@@ -106,3 +109,19 @@ def test_a_large_file_changed_in_the_middle_passes_the_quick_check_but_not_verif
     assert main(["verify", "--quick"]) == 0
     assert main(["verify"]) == 1
     assert "content differs" in capsys.readouterr().out
+
+
+def test_prefect_stage_cache_misses_on_a_changed_artifact(home, tmp_path):
+    import json
+
+    from tasks.caching import _complete
+
+    cat = Catalog()
+    f = home / "parquet" / "x.bin"
+    f.parent.mkdir(parents=True)
+    f.write_bytes(b"z" * 5000)
+    cat.register_artifact("x", "test", f, hash_path(f))
+    cat.execute("INSERT INTO stage_cache (cache_key, task, ref) VALUES ('k', 't', ?)", [json.dumps({"path": str(f)})])
+    assert _complete("k") is True
+    f.write_bytes(b"w" * 5000)
+    assert _complete("k") is False  # the cache key gets salted: the task runs again
