@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
 from defsentflow.config_tools import ConfigSection, format_errors, read_yaml_mapping, require_distinct
+from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
 
 __all__ = ["ArchitectureSection", "CorpusSource", "PretrainSection", "load_pretrain_section"]
 

@@ -15,7 +15,6 @@ from defsentflow.config_tools import load_yaml_text, read_yaml_mapping
 from defsentflow.encoders import load_encoder, require_safetensors
 from defsentflow.scoring.config import load_harvest_config
 from defsentflow.sweep import load_sweep
-from defsentflow.training.pretrain_config import load_pretrain_section
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -78,7 +77,7 @@ def _config(tmp_path, text: str, name: str = "c.yaml") -> Path:
 def test_non_utf8_config_names_the_file(tmp_path, capsys):
     bad = tmp_path / "latin1.yaml"
     bad.write_bytes("name: caf\xe9\n".encode("latin-1"))
-    for load in (load_config, load_harvest_config, load_pretrain_section, load_sweep, read_yaml_mapping):
+    for load in (load_config, load_harvest_config, load_sweep, read_yaml_mapping):
         with pytest.raises(ValueError, match=f"{bad}: not UTF-8"):
             load(bad)
     err = _one_line_error(capsys, ["train", "defsent", str(bad)])
