@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from defsentflow.config_tools import format_errors, read_yaml_mapping, resolve_path
+from defsentflow.config_tools import ConfigSection, format_errors, read_yaml_mapping, resolve_path
 from defsentflow.dictionary.config import NAME_PATTERN, IngestDictionaryParams
 from defsentflow.scoring.config import HarvestConfig
 from defsentflow.training.pretrain_config import PretrainSection
@@ -28,8 +28,8 @@ __all__ = ["PipelineConfig", "EvalSection", "config_from_dict", "format_errors",
            "load_pretrain_section", "load_section", "read_yaml_mapping", "resolve_path"]
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Section(ConfigSection):
+    """A section of this config: frozen, unknown keys refused, strict types (config_tools.ConfigSection)."""
 
 
 class EvalSection(_Section):

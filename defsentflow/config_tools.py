@@ -7,13 +7,31 @@ module can use it.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Hashable, Sequence
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-__all__ = ["format_errors", "read_yaml_mapping", "require_distinct", "resolve_path"]
+__all__ = ["ConfigSection", "format_errors", "load_yaml_text", "read_yaml_mapping", "require_distinct",
+           "resolve_path"]
+
+
+class ConfigSection(BaseModel):
+    """The base of every config section: frozen, unknown keys refused, strict types.
+
+    Strict means a value must already have the field's type: ``steps: true`` is not 1, and
+    ``seed: "3"`` or ``lr: "2e-5"`` are not numbers (an int is still accepted for a float).
+
+    Example:
+        >>> class TrainSection(ConfigSection):
+        ...     steps: int = 1
+        >>> TrainSection.model_validate({"steps": 3}).steps
+        3
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 def format_errors(exc: ValidationError, prefix: str | None = None) -> str:
@@ -28,20 +46,60 @@ def format_errors(exc: ValidationError, prefix: str | None = None) -> str:
     return "; ".join(f"{loc(e)}: {e['msg']}" for e in exc.errors())
 
 
+# YAML 1.2 floats: PyYAML follows YAML 1.1, where a float needs a '.' ("2e-5" is a string there).
+_FLOAT_12 = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$")
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """Safe loading, with YAML 1.2 floats and duplicate keys refused."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, Hashable) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first on line {seen[key] + 1})", key_node.start_mark)
+            if isinstance(key, Hashable):
+                seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
+_ConfigLoader.yaml_implicit_resolvers = {k: list(v) for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+for _first in "-+.0123456789":
+    _ConfigLoader.yaml_implicit_resolvers[_first] = [
+        (tag, rx) for tag, rx in _ConfigLoader.yaml_implicit_resolvers.get(_first, []) if tag != "tag:yaml.org,2002:float"
+    ]
+_ConfigLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+.0123456789"))
+
+
+def load_yaml_text(text: str) -> Any:
+    """Parse config YAML: safe types only, YAML 1.2 floats (``2e-5`` is a float), duplicate keys refused.
+
+    Raises:
+        yaml.YAMLError: invalid YAML or a duplicate key (with its line).
+    """
+    return yaml.load(text, Loader=_ConfigLoader)  # noqa: S506 - a SafeLoader subclass
+
+
 def read_yaml_mapping(path: str | os.PathLike, *, what: str = "file") -> dict[str, Any]:
     """A YAML file whose top level is a mapping; errors name the file.
 
     Raises:
         FileNotFoundError: no such file (the message says which ``what``).
-        ValueError: not valid YAML, or not a mapping at the top level.
+        ValueError: not UTF-8, not valid YAML, a duplicate key, or not a mapping at the top level.
     """
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"{what} not found: {p}")
     try:
-        data: Any = yaml.safe_load(p.read_text())
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{p}: not UTF-8 text (byte {exc.start}: {exc.object[exc.start:exc.start + 1]!r})") from None
+    try:
+        data: Any = load_yaml_text(text)
     except yaml.YAMLError as exc:
-        raise ValueError(f"{p}: not valid YAML: {exc}") from exc
+        raise ValueError(f"{p}: not valid YAML: {' '.join(str(exc).split())}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{p}: expected a mapping at the top level")
     return data

@@ -72,7 +72,7 @@ _ID_CHARS = 10
 class SweepFile(BaseModel):
     """The sweep YAML (``extra="forbid"``: a misspelt top-level key is an error naming it)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: str = Field(pattern=NAME_PATTERN, description="the sweep's name; point configs are named <name>-<id>")
     description: str | None = None
@@ -341,9 +341,10 @@ def load_sweep(path: str | os.PathLike | None = None, *, data: dict[str, Any] | 
 
 
 def point_config_path(sweep: Sweep, point: SweepPoint, root: str | os.PathLike | None = None) -> Path:
-    from defsentflow.storage import data_root
+    from defsentflow.storage import check_identifier, data_root, under_root
 
-    return data_root(root) / "sweeps" / sweep.name / f"{point.point_id}.yaml"
+    return under_root(data_root(root), "sweeps", check_identifier(sweep.name, "sweep name"),
+                      f"{check_identifier(point.point_id, 'point id')}.yaml")
 
 
 def write_point_configs(sweep: Sweep, root: str | os.PathLike | None = None) -> dict[str, Path]:

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config, hash_path
 from defsentflow.storage.locks import artifact_lock
+from defsentflow.storage.manifest import quick_check
 
 __all__ = ["stage_key", "stage_cache_key_fn", "stage_task", "file_ref", "ref_paths"]
 
@@ -49,12 +50,19 @@ def ref_paths(ref: Any) -> list[str]:
 
 
 def _complete(key: str) -> bool | None:
-    """True: recorded and its files exist; False: recorded but files gone; None: never recorded."""
+    """True: recorded and its files exist unchanged; False: recorded but files gone or changed;
+    None: never recorded."""
     rows = Catalog().query("SELECT ref FROM stage_cache WHERE cache_key = ?", [key])
     if not rows:
         return None
     ref = json.loads(rows[0]["ref"]) if isinstance(rows[0]["ref"], str) else rows[0]["ref"]
-    return all(Path(p).exists() for p in ref_paths(ref))
+    paths = ref_paths(ref)
+    if not all(Path(p).exists() for p in paths):
+        return False
+    # Registered artifacts among them must still match their manifests (a changed file: recompute).
+    arts = Catalog().query("SELECT path, manifest FROM artifacts WHERE manifest IS NOT NULL AND list_contains(?, path)",
+                           [paths]) if paths else []
+    return not any(quick_check(a["path"], a["manifest"]) for a in arts)
 
 
 def stage_cache_key_fn(context: Any, parameters: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ import importlib
 import logging
 import sys
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "identifier"]
 
 # Modules under defsentflow.cli, each registering one or more sub-commands.
 _GROUPS = ("catalog", "ingest", "encode", "train", "pretrain", "evaluate", "harvest", "pipeline", "report", "sweep")
@@ -19,6 +19,21 @@ _GROUPS = ("catalog", "ingest", "encode", "train", "pretrain", "evaluate", "harv
 
 class UserError(Exception):
     """An error caused by input (a path, a config, a record): printed without a traceback."""
+
+
+def identifier(what: str):
+    """An argparse ``type=`` that accepts only a safe identifier (run id, dataset or corpus name)."""
+
+    def check(value: str) -> str:
+        from defsentflow.storage.identifiers import check_identifier
+
+        try:
+            return check_identifier(value, what)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    check.__name__ = what  # argparse names the type in its message
+    return check
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,13 +77,22 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["DEFSENTFLOW_QUIET"] = "1"
     try:
         rc = args.func(args)
-    except UserError as exc:
-        print(f"defsentflow: error: {exc}", file=sys.stderr)
-        return 2
-    except (FileNotFoundError, PermissionError, IsADirectoryError, ValueError) as exc:
-        print(f"defsentflow: error: {exc}", file=sys.stderr)
-        return 2
+    except BrokenPipeError:  # `defsentflow sql ... | head`: the reader left, nothing to report
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the flush at exit does not fail again
+        return 1
+    except (UserError, OSError, ValueError) as exc:  # bad paths, files, models, configs: no traceback
+        return _fail(exc)
     return int(rc or 0)
+
+
+def _fail(exc: BaseException) -> int:
+    """Print an input error as one line (control characters escaped) and return exit status 2."""
+    from defsentflow.cli.table import printable
+
+    text = " ".join(str(exc).split("\n")).strip() or type(exc).__name__
+    print(f"defsentflow: error: {printable(text)}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,22 +1,21 @@
-"""``defsentflow sql`` (read-only queries) and ``defsentflow datasets``."""
+"""``defsentflow sql`` (read-only queries), ``defsentflow verify`` and ``defsentflow datasets``."""
 
 from __future__ import annotations
 
 import argparse
-import re
 
 from defsentflow.cli.table import print_table
 
-_WRITE = re.compile(
-    r"^\s*(INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|COPY|ATTACH|DETACH|INSTALL|LOAD|PRAGMA|SET|CALL|CHECKPOINT|EXPORT|IMPORT|VACUUM|TRUNCATE|BEGIN|COMMIT|ROLLBACK)\b",
-    re.IGNORECASE,
-)
-
-
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("sql", help="run a read-only SQL query against the catalog")
+    p = sub.add_parser("sql", help="run one read-only SQL statement against the catalog (no file access)")
     p.add_argument("query")
     p.set_defaults(func=_sql)
+    p = sub.add_parser("verify", help="re-hash every registered artifact and report those that changed",
+                       description="Compare each artifact's files with the manifest recorded when it was registered "
+                                   "(full content hashes; --quick: sizes and head/tail hashes). Exit status 1 if any "
+                                   "changed; a stage that finds its artifact changed recomputes it.")
+    p.add_argument("--quick", action="store_true", help="sizes and quick hashes only")
+    p.set_defaults(func=_verify)
     p = sub.add_parser("datasets", help="dictionary datasets with entry, definition and split counts")
     p.set_defaults(func=_datasets)
 
@@ -25,18 +24,27 @@ def _sql(args: argparse.Namespace) -> int:
     from defsentflow.cli import UserError
     from defsentflow.storage import Catalog
 
-    if _WRITE.match(args.query):
-        raise UserError("the sql command is read-only; it refuses statements that write")
-    cat = Catalog()
-    # A read-only connection makes DuckDB itself refuse any write that slips past the check above.
-    import duckdb
-
     try:
-        cols, rows = cat.query_table(args.query)
-    except duckdb.Error as exc:
-        raise UserError(str(exc).splitlines()[0]) from exc
+        cols, rows = Catalog(create=False).user_query(args.query)
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
     print_table(cols, rows)
     return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from defsentflow.cli import UserError
+    from defsentflow.storage import Catalog
+
+    cat = Catalog(create=False)
+    if not cat.path.is_file():
+        raise UserError(f"no catalog at {cat.path}")
+    rows = cat.verify_artifacts(full=not args.quick)
+    bad = [r for r in rows if r["status"] != "ok"]
+    print_table(["artifact", "kind", "name", "status", "detail"],
+                [(r["key"], r["kind"], r["name"], r["status"], r["detail"]) for r in bad] or [])
+    print(f"{len(rows)} artifacts checked ({'quick' if args.quick else 'full'}): {len(rows) - len(bad)} ok, {len(bad)} changed")
+    return 1 if bad else 0
 
 
 def _datasets(args: argparse.Namespace) -> int:

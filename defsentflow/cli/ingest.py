@@ -6,6 +6,8 @@ import argparse
 
 from defsentflow.cli.ingest_corpus import register_corpus
 
+from defsentflow.cli import identifier
+
 _KINDS = ("oewn", "oxford", "tsv", "jsonl")
 
 _DICTIONARY_EPILOG = """\
@@ -45,7 +47,7 @@ def _register_dictionary(ingest_sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--source", action="append", nargs="+", required=True, metavar=("KIND", "PATH"),
                    help="a source: its kind then one or more paths (repeatable; see below)")
-    p.add_argument("--name", required=True, help="dataset name, e.g. oewn (letters, digits, . _ -)")
+    p.add_argument("--name", required=True, type=identifier("dataset name"), help="dataset name, e.g. oewn (letters, digits, . _ -)")
     p.add_argument("--variant", default="a", choices=("a", "b", "c"), help="DefSent+ variant (default a)")
     p.add_argument("--tokenizer", metavar="NAME_OR_PATH", help="tokenizer for variant c (AutoTokenizer)")
     p.add_argument("--seed", type=int, default=0, help="split seed (default 0)")

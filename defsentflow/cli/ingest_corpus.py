@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from defsentflow.cli import identifier
+
 __all__ = ["register_corpus"]
 
 _FORMATS = ("auto", "text", "jsonl", "parquet")
@@ -18,7 +20,7 @@ def register_corpus(ingest_subparsers: argparse._SubParsersAction) -> argparse.A
                     "write Parquet under the data root and register the corpus. Same inputs again: cache hit.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="directories or files")
-    p.add_argument("--name", required=True, help="corpus name, e.g. bbc")
+    p.add_argument("--name", required=True, type=identifier("corpus name"), help="corpus name, e.g. bbc")
     p.add_argument("--format", dest="fmt", default="auto", choices=_FORMATS,
                    help="input format (auto: by file suffix; .txt text, .jsonl, .parquet)")
     p.add_argument("--chunk-sentences", type=int, default=8, help="most sentences per chunk (default 8)")

@@ -6,6 +6,8 @@ import argparse
 import time
 import uuid
 
+from defsentflow.cli import identifier
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("pretrain", help="pretrain a raw BERT encoder by masked-LM (the 'pretrain:' section)",
@@ -14,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "register it (method 'pretrain'). A killed run resumes from its checkpoint; an "
                                    "unchanged re-run is skipped.")
     p.add_argument("config", help="YAML config with a 'pretrain:' section")
-    p.add_argument("--run-id", default=None, help="run id (default: a new one)")
+    p.add_argument("--run-id", default=None, type=identifier("run id"), help="run id (default: a new one)")
     p.add_argument("--stop-after-steps", type=int, default=None, metavar="N",
                    help="stop after N optimizer steps, leaving a checkpoint (run again to finish)")
     p.add_argument("--prefect", action="store_true",

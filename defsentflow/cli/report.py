@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from defsentflow.cli import identifier
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="write report.md and report.html for a run",
                        description="Write <data root>/reports/RUN_ID/report.md and report.html (config, lineage, "
                                    "scores beside the baselines, PST progress with entry-space plots, harvested "
                                    "label histograms). Images are PNGs in img/, linked by relative paths.")
-    p.add_argument("run_id")
+    p.add_argument("run_id", type=identifier("run id"))
     p.add_argument("--out", default=None, help="output folder (default: <data root>/reports/RUN_ID)")
     p.add_argument("--no-analyse", action="store_true",
                    help="do not compute missing entry-space statistics of PST steps")

@@ -2,9 +2,25 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Sequence
 
-__all__ = ["print_table", "format_table"]
+__all__ = ["print_table", "format_table", "printable"]
+
+# C0/C1 control characters (ESC starts terminal escape sequences; CR and BS overwrite what was
+# printed) and the Unicode bidirectional overrides that reorder what a reader sees. Newline and
+# tab are layout, not control, and stay.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters shown as escapes (``\\x1b``), safe to print on a terminal.
+
+    Example:
+        >>> printable("a\x1b[2Jb")
+        'a\\x1b[2Jb'
+    """
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def _cell(v: Any) -> str:
@@ -12,7 +28,7 @@ def _cell(v: Any) -> str:
         return ""
     if isinstance(v, float):
         return f"{v:.4g}" if abs(v) < 1 else f"{v:.2f}"
-    return str(v)
+    return printable(str(v))
 
 
 def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from defsentflow.cli import identifier
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train encoders: pst, defsent, surrogate")
@@ -27,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="YAML config")
-    p.add_argument("--run-id", default=None, help="run id (default: a new one)")
+    p.add_argument("--run-id", default=None, type=identifier("run id"), help="run id (default: a new one)")
     p.add_argument("--prefect", action="store_true",
                    help="run as a Prefect flow (a temporary local API unless PREFECT_API_URL is set)")
 

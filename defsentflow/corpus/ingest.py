@@ -21,6 +21,7 @@ from typing import Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from defsentflow.storage.identifiers import IDENTIFIER_PATTERN, under_root
 from defsentflow.corpus.chunks import build_tables
 from defsentflow.corpus.readers import CorpusFormat, QuarantineRecord, check_format, read_documents
 from defsentflow.corpus.schemas import CHUNKS_SCHEMA, QUARANTINE_SCHEMA, SENTENCES_SCHEMA
@@ -40,7 +41,7 @@ __all__ = ["CorpusConfig", "IngestResult", "corpus_key", "ingest_corpus", "load_
 log = logging.getLogger(__name__)
 
 QUARANTINE_SOURCE = "corpus"
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+_NAME = re.compile(IDENTIFIER_PATTERN)
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,7 @@ def ingest_corpus(paths: Sequence[str | os.PathLike] | str | os.PathLike, name: 
     sources = [{"path": str(p.resolve()), "hash": hash_path(p)} for p in paths]
     key = _key(name, [s["hash"] for s in sources], config)
     cat = Catalog(root)
-    final = cat.root / "parquet" / "corpora" / name / key
+    final = under_root(cat.root, "parquet", "corpora", name, key)
     if cat.artifact(key) is not None and (final / "sentences.parquet").exists() and (final / "chunks.parquet").exists():
         rows = cat.query("SELECT * FROM corpora WHERE artifact_key = ?", [key])
         if rows:

@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Sequence
 
 from defsentflow.progress import progress
+from defsentflow.workers import die_with_parent, owner_initargs
 
 __all__ = ["split_paragraphs", "split_sentences", "segment_document", "segment_documents"]
 
@@ -70,7 +71,8 @@ def segment_documents(texts: Sequence[str], *, workers: int | None = None, desc:
         # forkserver, not fork: the caller may run threads (Prefect, DuckDB) that fork would copy mid-lock.
         ctx = multiprocessing.get_context("forkserver")
         chunksize = max(1, min(64, len(texts) // (workers * 8)))
-        with ctx.Pool(workers) as pool:
+        # Workers die with this process, even on kill -9 (defsentflow/workers.py).
+        with ctx.Pool(workers, initializer=die_with_parent, initargs=owner_initargs()) as pool:
             out = []
             for doc in pool.imap(segment_document, texts, chunksize=chunksize):
                 out.append(doc)

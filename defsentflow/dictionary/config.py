@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
 from defsentflow.dictionary.records import SOURCE_KINDS, VARIANTS, SourceKind, Variant, check_choice
 from defsentflow.dictionary.split import DEFAULT_RATIOS, SPLIT_BY, SplitBy
 from defsentflow.dictionary.validate import MAX_CHARS
@@ -15,7 +16,7 @@ from defsentflow.dictionary.validate import MAX_CHARS
 __all__ = ["SourceSpec", "DictionaryConfig", "SourceParams", "IngestDictionaryParams", "NAME_PATTERN"]
 
 # Dataset names become directory names and SQL values: keep them plain.
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+NAME_PATTERN = IDENTIFIER_PATTERN  # one pattern for every name that becomes a path
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ class DictionaryConfig:
 class SourceParams(BaseModel):
     """A source at the boundary (CLI, flow parameters, YAML)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     kind: SourceKind
     paths: list[str] = Field(min_length=1)
@@ -117,7 +118,7 @@ class IngestDictionaryParams(BaseModel):
         >>> IngestDictionaryParams(name="oewn", sources=[{"kind": "oewn", "paths": ["../shared/data/oewn/yaml"]}])
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     name: str = Field(pattern=NAME_PATTERN)
     sources: list[SourceParams] = Field(min_length=1)

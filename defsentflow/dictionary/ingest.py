@@ -30,6 +30,7 @@ from defsentflow.dictionary.oxford import read_oxford
 from defsentflow.dictionary.records import SPLITS, Record, SourceKind
 from defsentflow.dictionary.store import (
     dictionary_dir,
+    files_match_summary,
     read_summary,
     register_artifact,
     registered_key,
@@ -188,11 +189,18 @@ def _summary(config: DictionaryConfig, plan: DictionaryPlan, merged: MergedDicti
 
 def _existing(plan: DictionaryPlan, config: DictionaryConfig, root: str | os.PathLike | None) -> DictionaryArtifact | None:
     cat = Catalog(root)
-    art = cat.artifact(plan.key) if cat.path.exists() else None
-    for path in ([Path(art["path"])] if art else []) + [dictionary_dir(config.name, plan.key, root)]:
-        summary = read_summary(path)
-        if summary is not None:
-            return DictionaryArtifact(plan.key, path, summary, built=False)
+    if cat.path.exists():
+        art = cat.artifact(plan.key)  # checked against its manifest
+        if art is not None:
+            summary = read_summary(art["path"])
+            return DictionaryArtifact(plan.key, Path(art["path"]), summary, built=False) if summary else None
+        if cat.query("SELECT 1 FROM artifacts WHERE artifact_key = ?", [plan.key]):
+            return None  # registered, but missing or changed since: rebuild
+    # Written but never registered (a kill between the two): reuse it if its files hash right.
+    path = dictionary_dir(config.name, plan.key, root)
+    summary = read_summary(path)
+    if summary is not None and files_match_summary(path, summary):
+        return DictionaryArtifact(plan.key, path, summary, built=False)
     return None
 
 
@@ -225,7 +233,7 @@ def build_dictionary(config: DictionaryConfig, plan: DictionaryPlan | None = Non
 def register_dictionary(config: DictionaryConfig, artifact: DictionaryArtifact, plan: DictionaryPlan, *,
                         root: str | os.PathLike | None = None) -> bool:
     """Load the artifact into the catalog as dataset ``config.name``; False if it already was."""
-    if registered_key(config.name, root) == artifact.key:
+    if not artifact.built and registered_key(config.name, root) == artifact.key:
         return False
     register_artifact(config.name, artifact.path, artifact.summary, input_hashes=plan.input_hashes,
                       config={**plan.key_config, "tokenizer_name": config.tokenizer}, root=root,
@@ -244,8 +252,8 @@ def ingest_dictionary(config: DictionaryConfig, *, root: str | os.PathLike | Non
     plan = plan_dictionary(config)
     if registered_key(config.name, root) == plan.key:
         art = _existing(plan, config, root)
-        assert art is not None
-        return IngestResult(config.name, plan.key, art.path, "unchanged", art.summary, time.perf_counter() - t0)
+        if art is not None:
+            return IngestResult(config.name, plan.key, art.path, "unchanged", art.summary, time.perf_counter() - t0)
     art = build_dictionary(config, plan, root=root)
     register_dictionary(config, art, plan, root=root)
     status = "built" if art.built else "registered"

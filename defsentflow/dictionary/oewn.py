@@ -11,8 +11,6 @@ time, in file order, while the pool parses the next ones.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
-import multiprocessing
 import os
 import re
 from pathlib import Path
@@ -20,6 +18,7 @@ from typing import Any, Callable, Iterator
 
 from defsentflow.dictionary.oewn_yaml import load_yaml
 from defsentflow.dictionary.records import DefinitionRecord, Record, RejectedRecord
+from defsentflow.workers import process_pool
 
 __all__ = ["read_oewn", "oewn_files", "SYNSET_KEEP", "ENTRY_KEEP"]
 
@@ -78,8 +77,7 @@ def _parsed(jobs: list[tuple[str, bool]], workers: int) -> Iterator[Any]:
         yield from map(_load, jobs)
         return
     # spawn, not fork: the caller may hold threads (Prefect, DuckDB) that a fork would copy mid-lock.
-    ctx = multiprocessing.get_context("spawn")
-    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    with process_pool(workers, "spawn") as pool:  # workers die with this process, even on kill -9
         yield from pool.map(_load, jobs)
 
 

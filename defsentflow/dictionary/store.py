@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from defsentflow.dictionary.merge import MergedDictionary
 from defsentflow.dictionary.records import SPLITS, check_choice
-from defsentflow.storage import Catalog, atomic_dir, combine_hashes, data_root, hash_file
+from defsentflow.storage import Catalog, atomic_dir, check_identifier, combine_hashes, data_root, hash_file, under_root
 
 __all__ = [
     "FILES",
@@ -42,7 +42,7 @@ _CORPUS_SOURCE = "corpus"
 
 
 def dictionary_dir(name: str, key: str, root: str | os.PathLike | None = None) -> Path:
-    return data_root(root) / "parquet" / "dictionaries" / name / key
+    return under_root(data_root(root), "parquet", "dictionaries", check_identifier(name, "dataset name"), key)
 
 
 def write_artifact(merged: MergedDictionary, summary: dict[str, Any], final: Path) -> dict[str, Any]:
@@ -57,6 +57,11 @@ def write_artifact(merged: MergedDictionary, summary: dict[str, Any], final: Pat
             with open(tmp / f, "rb") as fh:
                 os.fsync(fh.fileno())
     return summary
+
+
+def files_match_summary(path: str | os.PathLike, summary: dict[str, Any]) -> bool:
+    """Whether the Parquet files under ``path`` are the ones ``summary`` (its content hash) describes."""
+    return combine_hashes(hash_file(Path(path) / f) for f in FILES) == summary.get("content_hash")
 
 
 def read_summary(path: str | os.PathLike) -> dict[str, Any] | None:
@@ -138,8 +143,8 @@ def resolve_dictionary(name_or_key: str, root: str | os.PathLike | None = None) 
     if not rows:
         raise KeyError(f"no dictionary dataset or artifact {name_or_key!r} in {cat.path}")
     path = Path(rows[0]["path"])
-    if read_summary(path) is None:
-        raise KeyError(f"dictionary {name_or_key!r}: artifact files missing under {path}; ingest it again")
+    if read_summary(path) is None or cat.artifact(rows[0]["artifact_key"]) is None:
+        raise KeyError(f"dictionary {name_or_key!r}: artifact files under {path} are missing or changed; ingest it again")
     return rows[0]["artifact_key"], path
 
 

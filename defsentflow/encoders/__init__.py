@@ -13,6 +13,7 @@ from defsentflow.encoders.loading import (
     load_encoder,
     model_content_hash,
     pick_device,
+    require_safetensors,
     resolve_model_path,
 )
 from defsentflow.encoders.pooling import POOLINGS, PROMPT_TEMPLATE, Pooling, apply_prompt, pool, validate_pooling
@@ -34,6 +35,7 @@ __all__ = [
     "pad_batch",
     "pick_device",
     "pool",
+    "require_safetensors",
     "resolve_model_path",
     "save_encoder",
     "tokenize_sorted",

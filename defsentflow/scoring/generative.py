@@ -38,11 +38,11 @@ class GenerativeScorer:
                  device: str | torch.device = "cpu"):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from defsentflow.encoders import model_content_hash, resolve_model_path
+        from defsentflow.encoders import model_content_hash, require_safetensors
 
-        path = resolve_model_path(model)
+        path = require_safetensors(model)
         self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.model = AutoModelForCausalLM.from_pretrained(path).to(device).eval()
+        self.model = AutoModelForCausalLM.from_pretrained(path, use_safetensors=True).to(device).eval()
         self.device = torch.device(device)
         self.batch_size = batch_size
         self.max_part_tokens = max_part_tokens

@@ -20,13 +20,16 @@ from defsentflow.storage.hashing import (
     hash_path,
     hash_text,
 )
+from defsentflow.storage.identifiers import IDENTIFIER_PATTERN, check_identifier, under_root
 from defsentflow.storage.paths import data_root, repo_root, sample_dir, sql_dir
 
 __all__ = [
+    "IDENTIFIER_PATTERN",
     "Catalog",
     "CatalogLockedError",
     "atomic_dir",
     "atomic_path",
+    "check_identifier",
     "clean_stale_temporaries",
     "code_version",
     "combine_hashes",
@@ -39,6 +42,7 @@ __all__ = [
     "repo_root",
     "sample_dir",
     "sql_dir",
+    "under_root",
     "write_json",
     "write_npy",
     "write_parquet",

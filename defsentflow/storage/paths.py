@@ -15,11 +15,11 @@ def repo_root() -> Path:
     return _PACKAGE.parent
 
 
-def data_root(override: str | os.PathLike | None = None) -> Path:
+def data_root(override: str | os.PathLike | None = None, *, create: bool = True) -> Path:
     """The data root: ``override`` (from a config), else ``$DEFSENTFLOW_HOME``, else ``./storage``.
 
-    The directory is created if missing. It holds ``parquet/``, ``models/``, ``cache/`` and
-    ``catalog.duckdb``.
+    The directory is created if missing (unless ``create`` is false). It holds ``parquet/``,
+    ``models/``, ``cache/`` and ``catalog.duckdb``.
     """
     if override:
         root = Path(override)
@@ -28,7 +28,8 @@ def data_root(override: str | os.PathLike | None = None) -> Path:
     else:
         root = Path.cwd() / "storage"
     root = root.expanduser().resolve()
-    root.mkdir(parents=True, exist_ok=True)
+    if create:
+        root.mkdir(parents=True, exist_ok=True)
     return root
 
 

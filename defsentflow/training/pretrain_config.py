@@ -16,7 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from defsentflow.config_tools import require_distinct
+from defsentflow.config_tools import ConfigSection, require_distinct
+from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
 
 __all__ = ["ArchitectureSection", "CorpusSource", "PretrainSection"]
 
@@ -24,15 +25,15 @@ AutocastName = Literal["none", "bf16", "fp16"]
 DictionarySplit = Literal["train", "dev", "test"]
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Section(ConfigSection):
+    """A section of this config: frozen, unknown keys refused, strict types (config_tools.ConfigSection)."""
 
 
 class CorpusSource(_Section):
     """A corpus to read sentences from: ingested from ``paths`` if given (a cache hit when unchanged),
     else the newest ingest of ``name`` already in the catalog."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+    name: str = Field(pattern=IDENTIFIER_PATTERN)
     paths: list[str] = Field(default_factory=list, description="files or directories (relative: cwd, then the repo root)")
 
 
@@ -63,7 +64,7 @@ class PretrainSection(_Section):
     examples (never its definitions, so the glosses DefSent trains on stay unseen).
     """
 
-    name: str = Field("raw", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$", description="model id prefix")
+    name: str = Field("raw", pattern=IDENTIFIER_PATTERN, description="model id prefix")
     corpora: list[CorpusSource] = Field(min_length=1)
     dictionary: str | None = Field(None, description="dictionary dataset whose usage examples are added; None: none")
     dictionary_splits: list[DictionarySplit] = Field(default_factory=lambda: ["train", "dev", "test"], min_length=1)

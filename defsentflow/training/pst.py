@@ -178,12 +178,12 @@ def choose_winner(history: Sequence[StepResult]) -> tuple[Candidate, str]:
 def finish_pst(section: PstSection, run_id: str, history: Sequence[StepResult], selection: SelectionPlan,
                stop_note: str, *, root: str | os.PathLike | None = None, seconds: float = 0.0) -> PstResult:
     """Pick the winner, write the run record, register the chosen encoder as ``pst-<run_id>``."""
-    from defsentflow.storage import Catalog, data_root, hash_path, write_json
+    from defsentflow.storage import Catalog, check_identifier, data_root, hash_path, under_root, write_json
 
     winner, reason = choose_winner(history)
     notes = "; ".join(n for n in (selection.note, stop_note) if n)
     model_id = f"pst-{run_id}"
-    record_path = data_root(root) / "pst" / "runs" / f"{run_id}.json"
+    record_path = under_root(data_root(root), "pst", "runs", f"{check_identifier(run_id, 'run id')}.json")
     result = PstResult(run_id=run_id, selection=selection, steps=tuple(history), winner=winner, reason=reason,
                        stop_note=stop_note, model_id=model_id, model_dir=winner.model_dir, record_path=str(record_path),
                        seconds=seconds)

@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from defsentflow.config_tools import require_distinct
+from defsentflow.config_tools import ConfigSection, require_distinct
 
 __all__ = [
     "DEFAULT_GRID",
@@ -37,8 +37,8 @@ RevdictMode = Literal["head", "cosine"]
 AutocastName = Literal["none", "bf16", "fp16"]
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Section(ConfigSection):
+    """A section of this config: frozen, unknown keys refused, strict types (config_tools.ConfigSection)."""
 
 
 class GridPoint(_Section):

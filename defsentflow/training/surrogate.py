@@ -67,16 +67,17 @@ def build_surrogate_model(base_encoder: str, *, max_seq_length: int = 128, devic
     """
     from sentence_transformers import SentenceTransformer, models
 
-    from defsentflow.encoders import resolve_model_path
+    from defsentflow.encoders import require_safetensors
 
-    path = resolve_model_path(base_encoder)
+    path = require_safetensors(base_encoder)
+    safe = {"use_safetensors": True}
     if (Path(path) / "modules.json").exists():
-        model = SentenceTransformer(path, device=device)
+        model = SentenceTransformer(path, device=device, model_kwargs=safe)
         pools = [m for m in model if isinstance(m, models.Pooling)]
         if pools and _pooling_mode(pools[0]) == "mean":
             model.max_seq_length = max_seq_length
             return model
-    word = models.Transformer(path, max_seq_length=max_seq_length)
+    word = models.Transformer(path, max_seq_length=max_seq_length, model_kwargs=safe)
     pool = models.Pooling(word.get_embedding_dimension(), pooling_mode="mean")
     return SentenceTransformer(modules=[word, pool], device=device)
 

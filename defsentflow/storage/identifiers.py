@@ -1,0 +1,53 @@
+"""Identifiers that become parts of paths, and paths that must stay under the data root.
+
+Run ids, dataset, corpus, model-prefix, sweep and point names all name directories or files
+under the data root (``reports/<run_id>``, ``parquet/dictionaries/<name>``, ...). Each is
+checked against one pattern where it enters (CLI argument, config field, catalog call), and
+each path built from one is checked again by :func:`under_root`, so neither ``../x`` nor an
+absolute path can move a write outside the data root.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+__all__ = ["IDENTIFIER_PATTERN", "check_identifier", "under_root"]
+
+# Starts with a letter or digit, then letters, digits, '.', '_', '-'; at most 128 characters.
+# There is no '/' or '\\', so no part can be '..' or absolute. (Written without look-arounds so
+# that pydantic's `Field(pattern=...)` accepts the same string.)
+IDENTIFIER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+_IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
+
+
+def check_identifier(value: object, what: str = "name") -> str:
+    """``value`` if it is a valid identifier, else a ValueError that says what was wrong.
+
+    Example:
+        >>> check_identifier("run-2024.1", "run id")
+        'run-2024.1'
+    """
+    if not isinstance(value, str) or not _IDENTIFIER.fullmatch(value):
+        raise ValueError(
+            f"{what} {value!r} is not allowed: use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+    return value
+
+
+def under_root(root: str | os.PathLike, *parts: str | os.PathLike) -> Path:
+    """``root / parts``, refused (ValueError) if it resolves outside ``root``.
+
+    Symbolic links are resolved on both sides, so a link inside the root that points out of it
+    is refused too.
+
+    Example:
+        >>> under_root("/data", "reports", "run-1").as_posix()
+        '/data/reports/run-1'
+    """
+    base = Path(root).expanduser().resolve()
+    path = base.joinpath(*parts).resolve()
+    if path != base and not path.is_relative_to(base):
+        raise ValueError(f"path {Path(*parts)} escapes the data root {base}")
+    return path
