@@ -89,7 +89,8 @@ def pipeline(config_path: str, only_if_changed: bool = False, run_id: str | None
                         "reason": f"{section['method']} (no PST)"}
         plan = evaluation_plan(config, selected, surrogate, section["base_model"], trained)
         scores = [evaluate_flow(section, run_id=run_id) for section in plan]
-        report = write_run_report(run_id) if config["report"] else None
+        # the report is the last step: it shows the status the run ends with just below
+        report = write_run_report(run_id, status="completed") if config["report"] else None
     except BaseException as exc:
         finish_pipeline_run(run_id, "failed", {"error": f"{type(exc).__name__}: {exc}"})
         raise
