@@ -18,6 +18,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,10 +72,13 @@ def _cell(v: Any) -> str:
     return str(v).replace("|", "\\|").replace("\n", " ")
 
 
+_SIGNED = re.compile(r"^[+-]\d")  # a delta such as '+0.10': right-aligned like the numbers
+
+
 def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A GitHub/python-markdown table (cells escaped: ``|`` and newlines)."""
-    numeric = [bool(rows) and all(isinstance(r[i], (int, float)) or r[i] is None for r in rows)
-               and any(isinstance(r[i], (int, float)) and not isinstance(r[i], bool) for r in rows)
+    num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) or bool(_SIGNED.match(str(v)))  # noqa: E731
+    numeric = [bool(rows) and all(num(r[i]) or r[i] in (None, "") for r in rows) and any(num(r[i]) for r in rows)
                for i in range(len(columns))]
     out = ["| " + " | ".join(columns) + " |", "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
     out += ["| " + " | ".join(_cell(v) for v in r) + " |" for r in rows]
@@ -159,7 +163,10 @@ def _section_models(ctx: _Ctx, board: Leaderboard) -> list[str]:
     for r in ctx.rows(_ROLES_SQL):
         if r["model_id"] and (r["model_id"] not in roles or r["prio"] < roles[r["model_id"]][0]):
             roles[r["model_id"]] = (r["prio"], r["role"])
-    produced = {r["model_id"] for r in ctx.rows("SELECT model_id FROM models WHERE run_id IS NOT NULL")}
+    # trained by some run (a candidate's models row may carry no run id); a baseline is anything else
+    produced = {r["model_id"] for r in ctx.rows(
+        "SELECT model_id FROM models WHERE run_id IS NOT NULL OR coalesce(method, 'base') <> 'base' "
+        "UNION SELECT model_id FROM pst_steps WHERE step > 0")}
     keep = []
     for row in board.rows:
         own = sorted(roles[a] for a in row["aliases"] if a in roles)

@@ -106,9 +106,11 @@ class ServeCatalog:
             model = str(cfg.get("model") or "")
             if not model or not (Path(r["path"]) / "index.faiss").is_file():
                 continue
-            display, aliases = by_path.get(model) or (_bundled_name(model), ())
+            bundled = _bundled_name(model)
+            display, aliases = by_path.get(model) or (bundled, ())
             if not display:
                 continue
+            aliases = (*aliases, bundled) if bundled else aliases
             mode = str(cfg.get("mode") or "cosine")
             out.append(ServedIndex(display, tuple(dict.fromkeys((display, *aliases))), r["artifact_key"], r["path"],
                                    cfg.get("name") or r["name"], mode, int(cfg.get("n_entries") or 0),

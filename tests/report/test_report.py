@@ -51,6 +51,9 @@ def _fabricate(root: Path) -> None:
     cat.record_metrics(f"pst-{RUN}", [dict(m(t, v), pooling="cls") for t, v in [("sts12", 65.0), ("stsb-dev", 80.0)]]
                        + [dict(m("revdict", 0.4, "head", "mrr"), pooling="cls")], run_id=RUN)
     cat.record_metrics("foreign", [dict(m("sts12", 1.0), pooling="mean")])
+    # a candidate trained by another PST run (its models row carries no run id) is no baseline
+    cat.register_model("dsp-old", root / "models" / "old", method="defsent_plus", pooling="mean")
+    cat.record_metrics("dsp-old", [dict(m("sts12", 2.0), pooling="mean")])
     cat.record_metrics("minilm-bare", [dict(m("sts12", 70.0), pooling="mean")])
     # PST: step 0 (untrained), steps 1 and 2 with entry matrices; step 1 analysed during training
     mats = {}
@@ -141,7 +144,8 @@ def test_report_from_a_fabricated_run(home):
     assert models[(f"pst-{RUN}", "cls")]["role"] == "selected (this run)"
     assert models[("minilm-bare", "mean")]["role"] == "baseline"
     assert list(models)[0] == ("minilm", "mean")  # ranked by the selection figure, STS-B dev
-    assert "foreign" not in md
+    assert "foreign" not in md and "dsp-old" not in md
+    assert md.split("## Headline figures")[1].splitlines()[3].endswith("---:|")  # deltas right-aligned
     # images: scores, PST progress, one entry-space plot per step matrix, two label histograms
     assert set(rep.images) == {"img/headline.png", "img/pst_progress.png", "img/entry_space/step-01-1.png",
                                "img/entry_space/step-02-2.png", "img/labels-1.png", "img/labels-2.png"}
