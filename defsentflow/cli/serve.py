@@ -15,8 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free port)")
     p.add_argument("--max-batch", type=int, default=32, help="most look-ups encoded together (1: one at a time)")
-    p.add_argument("--max-wait-ms", type=float, default=2.0,
-                   help="how long a look-up waits for others to share its batch (default 2 ms)")
+    p.add_argument("--max-wait-ms", type=float, default=10.0,
+                   help="the longest a look-up waits for others to share its batch, when the last batch was "
+                        "bigger than what is waiting (default 10 ms; a lone client never waits)")
     p.add_argument("--device", default="cpu", help="where query encoders run (default cpu)")
     p.set_defaults(func=_serve)
 

@@ -29,7 +29,7 @@ MAX_QUERY_CHARS = 500
 MAX_K = 100
 
 
-def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, max_wait_ms: float = 2.0,
+def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, max_wait_ms: float = 10.0,
                device: str = "cpu") -> FastAPI:
     """The app over the catalog of data root ``root`` (default ``$DEFSENTFLOW_HOME`` or ``./storage``).
 

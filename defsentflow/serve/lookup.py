@@ -32,7 +32,7 @@ class LookupService:
         >>> await service.lookup(served_index, "a young dog", k=5)
     """
 
-    def __init__(self, *, max_batch: int = 32, max_wait_ms: float = 2.0, device: str = "cpu"):
+    def __init__(self, *, max_batch: int = 32, max_wait_ms: float = 10.0, device: str = "cpu"):
         self.max_batch, self.max_wait_ms, self.device = max_batch, max_wait_ms, device
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="revdict")
         self._indexes: dict[str, Any] = {}
