@@ -149,9 +149,13 @@ def load_leaderboard(catalog: Any, *, run_id: str | None = None) -> Leaderboard:
         run_id: whose selection figure ranks the rows (default: the newest PST run's).
     """
     scores = _query(catalog, 'SELECT model_id, aliases, pooling, "column", split, value FROM model_scores')
+    # the display id's own method, path and run; a method of another of its ids when it has none
     meta = {r["model_id"]: r for r in _query(
-        catalog, "SELECT a.model_id, a.method, a.path, m.run_id FROM model_aliases AS a "
-                 "LEFT JOIN models AS m USING (model_id) WHERE a.model_id = a.display_id")}
+        catalog, "SELECT a.display_id AS model_id, "
+                 "coalesce(max(a.method) FILTER (WHERE a.model_id = a.display_id), max(a.method)) AS method, "
+                 "max(a.path) FILTER (WHERE a.model_id = a.display_id) AS path, "
+                 "max(m.run_id) FILTER (WHERE a.model_id = a.display_id) AS run_id "
+                 "FROM model_aliases AS a LEFT JOIN models AS m USING (model_id) GROUP BY a.display_id")}
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     splits: dict[str, str] = {}
     for s in scores:

@@ -46,6 +46,7 @@ def test_one_row_per_model_with_only_the_columns_of_tasks_run(home):
     by = {r["model_id"]: r for r in board.rows}
     assert by["pst-demo-1"]["aliases"] == ["dsp-111", "pst-demo-1"]
     assert by["base:all-MiniLM-L6-v2"]["aliases"] == ["base-abc", "base:all-MiniLM-L6-v2"]
+    assert by["base:all-MiniLM-L6-v2"]["method"] == "base" and by["pst-demo-1"]["method"] == "pst"
     # the scores of every id of a model, in one row
     assert by["pst-demo-1"]["revdict_cosine_mrr"] == 0.60 and by["pst-demo-1"]["revdict_head_mrr"] == 0.90
     assert by["base:all-MiniLM-L6-v2"]["stsb_dev"] == 86.70 and by["base:all-MiniLM-L6-v2"]["revdict_cosine_mrr"] == 0.48
