@@ -17,7 +17,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Query, Request
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, ORJSONResponse, RedirectResponse
 
 from defsentflow.serve.catalog import ID_PATTERN, ServeCatalog, UnknownModelError
 from defsentflow.serve.lookup import LookupService
@@ -74,11 +74,13 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
     async def api_revdict(q: str = Query(..., min_length=1, max_length=MAX_QUERY_CHARS, description="a definition"),
                           model: str = Query(..., max_length=200, pattern=ID_PATTERN, description="a model id"),
                           k: int = Query(10, ge=1, le=MAX_K),
-                          mode: str | None = Query(None, pattern="^(auto|head|cosine|hybrid)$")) -> dict[str, Any]:
+                          mode: str | None = Query(None, pattern="^(auto|head|cosine|hybrid)$")) -> ORJSONResponse:
         served, hits = await revdict(q, model, k, mode)
-        return {"query": q, "model": served.model_id, "mode": served.mode, "dictionary": served.dictionary,
-                "n_entries": served.n_entries,
-                "results": [{"rank": i + 1, "entry": h.entry, "score": h.score} for i, h in enumerate(hits)]}
+        # plain data, serialised by orjson directly: no per-field validation on the hot path
+        return ORJSONResponse({"query": q, "model": served.model_id, "mode": served.mode,
+                               "dictionary": served.dictionary, "n_entries": served.n_entries,
+                               "results": [{"rank": i + 1, "entry": h.entry, "score": h.score}
+                                           for i, h in enumerate(hits)]})
 
     @app.get("/api/models")
     def api_models() -> list[dict[str, Any]]:

@@ -5,11 +5,11 @@ the batch function once in a worker thread, and hands each caller its own result
 runs, new requests pile up and form the next one, so under load the encoder runs once per batch
 instead of once per request. ``max_batch=1`` is the one-request-at-a-time loop.
 
-How long to wait for company: as many requests as the last batch held are expected (clients
-that just got their answers send their next question a moment later), for at most
-``max_wait_ms``. A batch of a full-index search costs about the same for 1 query as for 16, so
-splitting a wave of requests into two batches nearly doubles the cost; a lone client (last
-batch of one) never waits.
+How long to wait for company: as many requests as were outstanding at once during the last
+batch are expected (clients that just got their answers send their next question a moment
+later), for at most ``max_wait_ms``. A full-index search costs about the same for 1 query as
+for 16, so a wave of requests split into two alternating half-batches would nearly double the
+cost; a lone client (one request outstanding) never waits.
 """
 
 from __future__ import annotations
@@ -67,7 +67,9 @@ class MicroBatcher(Generic[T, R]):
         self.fn, self.max_batch, self.max_wait = fn, max_batch, max(0.0, max_wait_ms) / 1000.0
         self.executor = executor
         self.stats = BatchStats()
-        self._expect = 1  # the size of the last batch: how many requests to wait for
+        self._expect = 1       # how many requests to wait for: the peak outstanding during the last batch
+        self._outstanding = 0  # submitted, not yet answered
+        self._peak = 0
         self._queue: asyncio.Queue[_Pending[T]] | None = None
         self._worker: asyncio.Task | None = None
 
@@ -81,8 +83,13 @@ class MicroBatcher(Generic[T, R]):
         """Queue ``item`` and wait for its result (an exception of the batch is raised here)."""
         queue = self._ensure_worker()
         fut = asyncio.get_running_loop().create_future()
-        await queue.put(_Pending(item, fut))
-        return await fut
+        self._outstanding += 1
+        self._peak = max(self._peak, self._outstanding)
+        try:
+            await queue.put(_Pending(item, fut))
+            return await fut
+        finally:
+            self._outstanding -= 1
 
     async def _collect(self, queue: asyncio.Queue) -> list[_Pending[T]]:
         batch = [await queue.get()]
@@ -93,7 +100,7 @@ class MicroBatcher(Generic[T, R]):
                 continue
             except asyncio.QueueEmpty:
                 pass
-            if len(batch) >= self._expect:
+            if len(batch) >= min(self._expect, self.max_batch):
                 break
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -110,6 +117,7 @@ class MicroBatcher(Generic[T, R]):
         while True:
             batch = await self._collect(queue)
             live = [p for p in batch if not p.future.done()]  # a caller that gave up is not computed
+            self._expect, self._peak = max(1, self._peak), self._outstanding  # a new window starts now
             if not live:
                 continue
             t0 = time.perf_counter()
@@ -125,7 +133,6 @@ class MicroBatcher(Generic[T, R]):
                 for p, r in zip(live, results):
                     if not p.future.done():
                         p.future.set_result(r)
-            self._expect = len(batch)
             self.stats.batches += 1
             self.stats.items += len(live)
             self.stats.largest = max(self.stats.largest, len(live))

@@ -180,7 +180,6 @@ class ServeCatalog:
     def sweep_results(self, sweep: str) -> list[dict[str, Any]]:
         if not _ID.match(sweep):
             return []
-        return self.query("SELECT position, label, status, winner_step, trained_model_id, selection_metric, "
-                          "untrained_selection, trained_selection, stsb_dev, avg_sts, revdict_head_mrr, "
-                          "revdict_cosine_mrr, revdict_hybrid_mrr, seconds, note FROM sweep_results WHERE sweep = ? "
-                          "ORDER BY position", [sweep])
+        # every column of the view (it grows with new tasks), less the ones repeated or internal
+        rows = self.query("SELECT * FROM sweep_results WHERE sweep = ? ORDER BY position", [sweep])
+        return [{k: v for k, v in r.items() if k not in ("sweep", "point_id", "params")} for r in rows]

@@ -42,5 +42,8 @@ def served(tmp_path_factory, tiny_bert_dir):
         cat.record_metrics("dsp-tiny", [{"task": "stsb-dev", "setting": "all", "metric": "spearman", "value": 50.0,
                                          "n": 3, "pooling": "mean"}], run_id="run-1")
         cat.end_run("run-1", "completed", flow="pipeline")
+        cat.execute("INSERT INTO sweeps (sweep, n_points) VALUES ('lr-sweep', 1)")
+        cat.execute("INSERT INTO sweep_points (sweep, point_id, position, label, status, run_id, seconds) "
+                    "VALUES ('lr-sweep', 'p1', 1, 'lr=1e-05', 'completed', 'run-1', 12.5)")
         build_report("run-1")
         yield home

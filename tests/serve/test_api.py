@@ -94,7 +94,10 @@ def test_pages_and_json_views(client):
     report = client.get("/runs/run-1/report/report.html")
     assert report.status_code == 200 and report.headers["content-type"].startswith("text/html")
     assert [m["model"] for m in client.get("/api/models").json()] == ["tiny-pst"]
-    assert client.get("/sweeps").status_code == 200 and client.get("/api/sweeps").json() == []
+    (sweep,) = client.get("/api/sweeps").json()
+    assert sweep["sweep"] == "lr-sweep" and [p["label"] for p in sweep["points"]] == ["lr=1e-05"]
+    page = client.get("/sweeps").text
+    assert "<h2>lr-sweep</h2>" in page and "lr=1e-05" in page and "12.50" in page and "point_id" not in page
 
 
 @pytest.mark.parametrize("name", ["../../catalog.duckdb", "..%2F..%2Fcatalog.duckdb", "report.exe", "nothing.png",
