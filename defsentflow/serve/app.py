@@ -17,16 +17,35 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Query, Request
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, ORJSONResponse, RedirectResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse
+from pydantic import BaseModel
 
 from defsentflow.serve.catalog import ID_PATTERN, ServeCatalog, UnknownModelError
 from defsentflow.serve.lookup import LookupService
 from defsentflow.serve.pages import render
 
-__all__ = ["MAX_K", "MAX_QUERY_CHARS", "create_app"]
+__all__ = ["MAX_K", "MAX_QUERY_CHARS", "RevdictAnswer", "RevdictHit", "create_app"]
 
 MAX_QUERY_CHARS = 500
 MAX_K = 100
+
+
+class RevdictHit(BaseModel):
+    rank: int
+    entry: str
+    score: float
+
+
+class RevdictAnswer(BaseModel):
+    """``/api/revdict``: the top-k entries for one definition (a typed answer: FastAPI serialises
+    it straight to JSON bytes)."""
+
+    query: str
+    model: str
+    mode: str
+    dictionary: str | None
+    n_entries: int
+    results: list[RevdictHit]
 
 
 def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, max_wait_ms: float = 10.0,
@@ -74,13 +93,11 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
     async def api_revdict(q: str = Query(..., min_length=1, max_length=MAX_QUERY_CHARS, description="a definition"),
                           model: str = Query(..., max_length=200, pattern=ID_PATTERN, description="a model id"),
                           k: int = Query(10, ge=1, le=MAX_K),
-                          mode: str | None = Query(None, pattern="^(auto|head|cosine|hybrid)$")) -> ORJSONResponse:
+                          mode: str | None = Query(None, pattern="^(auto|head|cosine|hybrid)$")) -> RevdictAnswer:
         served, hits = await revdict(q, model, k, mode)
-        # plain data, serialised by orjson directly: no per-field validation on the hot path
-        return ORJSONResponse({"query": q, "model": served.model_id, "mode": served.mode,
-                               "dictionary": served.dictionary, "n_entries": served.n_entries,
-                               "results": [{"rank": i + 1, "entry": h.entry, "score": h.score}
-                                           for i, h in enumerate(hits)]})
+        return RevdictAnswer(query=q, model=served.model_id, mode=served.mode, dictionary=served.dictionary,
+                             n_entries=served.n_entries,
+                             results=[RevdictHit(rank=i + 1, entry=h.entry, score=h.score) for i, h in enumerate(hits)])
 
     @app.get("/api/models")
     def api_models() -> list[dict[str, Any]]:
