@@ -33,7 +33,7 @@ FROM keyed;
 -- reverse-dictionary tasks, else each of its metrics; per-subset rows (task 'sts12/MSRpar') and
 -- the 'mean' setting stay out. column: the task, then the setting unless 'all', then the metric
 -- unless 'spearman' ('stsb_dev', 'revdict_head_mrr', 'revdict_dev_cosine_mrr'); split: dev for
--- tasks named *-dev (what a selection may read), else test.
+-- tasks named *-dev or *-dev-<protocol> (what a selection may read), train likewise, else test.
 CREATE OR REPLACE VIEW model_scores AS
 WITH tagged AS (
     SELECT a.display_id, a.aliases, x.*,
@@ -60,7 +60,9 @@ SELECT
     regexp_replace(task || CASE WHEN setting = 'all' THEN '' ELSE '_' || setting END
                         || CASE WHEN metric = 'spearman' THEN '' ELSE '_' || metric END, '[^A-Za-z0-9]+', '_', 'g')
         AS "column",
-    CASE WHEN ends_with(task, '-dev') THEN 'dev' ELSE 'test' END AS split,
+    CASE WHEN ends_with(task, '-dev') OR contains(task, '-dev-') THEN 'dev'
+         WHEN ends_with(task, '-train') OR contains(task, '-train-') THEN 'train'
+         ELSE 'test' END AS split,
     value,
     n,
     run_id,

@@ -118,10 +118,13 @@ def selection_column(catalog: Any, run_id: str | None = None,
     if rows and rows[0]["selection_metric"]:
         r = rows[0]
         metric = r["selection_metric"]
-        wanted = [re.sub(r"[^A-Za-z0-9]+", "_", metric)]
+        norm = re.sub(r"[^A-Za-z0-9]+", "_", metric)   # stsb_dev, revdict_mrr, wordpred_dev_mrr
+        wanted = [norm]
         if metric.startswith("revdict"):
             wanted.append(f"revdict_dev_{r['mode'] or 'cosine'}_mrr")
-            wanted += [c for c in dev if c.startswith("revdict_dev_") and c.endswith("_mrr")]
+        # else a dev column of the same task family and metric (wordpred_dev_mrr -> wordpred_dev_head_mrr)
+        family, last = norm.split("_")[0], norm.rsplit("_", 1)[-1]
+        wanted += [c for c in dev if c.startswith(family + "_") and c.endswith("_" + last)]
         for c in wanted:
             if c in dev:
                 return c, f"sorted by {c} (dev split), the figure run {r['run_id']} selected by ({metric})"

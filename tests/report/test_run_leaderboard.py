@@ -71,6 +71,23 @@ def test_ranked_by_the_dev_mrr_when_the_run_selected_by_reverse_dictionary(home)
     # never the test MRR (where pst-demo-1 leads), the dev one in the run's mode
     assert board.sort_by == "revdict_dev_cosine_mrr"
     assert [r["model_id"] for r in board.rows] == ["pst-demo-1", "dsp-222", "base:all-MiniLM-L6-v2"]
+    # the papers' protocol on dev is a dev figure too, but not the one this run selected by
+    cat.record_metrics("dsp-222", [_m("revdict-dev-papers", 0.99, "cosine", "mrr")])
+    board = load_leaderboard(cat)
+    assert board.splits["revdict_dev_papers_cosine_mrr"] == "dev" and board.sort_by == "revdict_dev_cosine_mrr"
+
+
+def test_a_selection_by_word_prediction_ranks_by_its_dev_column(home):
+    from defsentflow.report import load_leaderboard
+    from defsentflow.storage import Catalog
+
+    cat = Catalog()
+    cat.start_run("pipeline", config={"name": "d"}, run_id="d-1")
+    cat.record_metrics("x", [_m("wordpred-dev", 0.2, "head", "mrr"), _m("wordpred", 0.9, "head", "mrr")])
+    cat.record_metrics("y", [_m("wordpred-dev", 0.3, "head", "mrr"), _m("wordpred", 0.1, "head", "mrr")])
+    cat.execute("INSERT INTO pst_runs (run_id, selection_metric) VALUES ('d-1', 'wordpred-dev-mrr')")
+    board = load_leaderboard(cat)
+    assert board.sort_by == "wordpred_dev_head_mrr" and [r["model_id"] for r in board.rows] == ["y", "x"]
 
 
 def test_sts_average_and_a_new_task_get_columns_without_code_changes(home):
