@@ -39,11 +39,11 @@ class ServedIndex:
     dictionary: str | None
     mode: str
     n_entries: int
-    measured_mrr: float | None   # the model's test MRR in this mode, when evaluated
+    measured_mrr: float | None   # the model's dev-split MRR in this mode, when evaluated
 
     @property
     def label(self) -> str:
-        mrr = "" if self.measured_mrr is None else f", MRR {self.measured_mrr:.3f}"
+        mrr = "" if self.measured_mrr is None else f", dev MRR {self.measured_mrr:.3f}"
         return f"{self.model_id} ({self.dictionary or 'table'}, {self.mode}, {self.n_entries:,} entries{mrr})"
 
 
@@ -97,9 +97,10 @@ class ServeCatalog:
         for r in self.query("SELECT a.path, a.display_id, list_sort(list(DISTINCT a.model_id)) AS aliases "
                             "FROM model_aliases AS a WHERE a.path IS NOT NULL GROUP BY ALL"):
             by_path.setdefault(r["path"], (r["display_id"], tuple(r["aliases"])))
+        # which index of a model to serve is a choice: it reads dev figures only
         mrr = {(r["model_id"], r["setting"]): r["mrr"] for r in self.query(
             "SELECT s.model_id, s.setting, s.value AS mrr FROM model_scores AS s "
-            "WHERE s.task = 'revdict' AND s.metric = 'mrr'")}
+            "WHERE s.task = 'revdict-dev' AND s.metric = 'mrr'")}
         out = []
         for r in rows:
             cfg = json.loads(r["config"]) if isinstance(r["config"], str) else (r["config"] or {})
@@ -121,8 +122,8 @@ class ServeCatalog:
         return out
 
     def resolve(self, model: str, mode: str | None = None, dictionary: str | None = None) -> ServedIndex:
-        """The index served for ``model`` (any of its ids): the given mode/dictionary, else the best
-        measured mode, else the newest index.
+        """The index served for ``model`` (any of its ids): the given mode/dictionary, else the mode
+        with the best dev-split MRR, else the newest index.
 
         Raises:
             UnknownModelError: no index is served for it; the message lists the served models.
