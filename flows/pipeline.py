@@ -36,7 +36,8 @@ def _steps() -> Any:
         pst=lambda section, run_id: pst_flow(section, run_id=run_id),
         defsent=lambda section, run_id: train_defsent_flow(section, run_id=run_id),
         evaluate=lambda section, run_id: evaluate_flow(section, run_id=run_id),
-        report=write_run_report,
+        # the report is the last step: it shows the status the run ends with just after
+        report=lambda run_id: write_run_report(run_id, status="completed"),
     )
 
 

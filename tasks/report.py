@@ -12,13 +12,16 @@ from prefect.cache_policies import NO_CACHE
 
 
 @task(name="write-run-report", cache_policy=NO_CACHE)
-def write_run_report(run_id: str, out_dir: str | None = None) -> dict[str, Any]:
-    """Write report.md/report.html for ``run_id`` and publish the Markdown as a Prefect artifact."""
+def write_run_report(run_id: str, out_dir: str | None = None, status: str | None = None) -> dict[str, Any]:
+    """Write report.md/report.html for ``run_id`` and publish the Markdown as a Prefect artifact.
+
+    ``status``: what the report shows as the run's status when the caller ends the run right after.
+    """
     from prefect.artifacts import create_markdown_artifact
 
     from defsentflow.report import build_report
 
-    report = build_report(run_id, out_dir=out_dir)
+    report = build_report(run_id, out_dir=out_dir, status=status)
     # artifact keys allow lowercase letters, digits and dashes only
     key = "report-" + "".join(c if c.isalnum() else "-" for c in run_id.lower())
     note = f"\n\n---\nImages and the HTML version: `{report.dir}`\n"

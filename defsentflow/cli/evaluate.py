@@ -44,7 +44,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-record", action="store_true", help="print only; write nothing to the catalog")
     p.set_defaults(func=_eval)
 
-    p = sub.add_parser("leaderboard", help="one row per (model, pooling) with its STS and revdict scores")
+    p = sub.add_parser("leaderboard", help="one row per model with the scores of the tasks that were run",
+                       description="One row per model (the ids of one model directory merged) and pooling, one "
+                                   "column per headline score some model has (STS Spearman x 100, reverse-dictionary "
+                                   "MRR, ...), best first by a run's selection figure (a dev-split score).")
+    p.add_argument("--run", default=None, metavar="RUN_ID",
+                   help="rank by this run's selection figure (default: the newest PST run's)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_leaderboard)
 
 
@@ -116,15 +122,22 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
+    import json
+
     from defsentflow.cli.table import print_table
-    from defsentflow.storage import Catalog, sql_dir
+    from defsentflow.report.leaderboard import load_leaderboard
+    from defsentflow.storage import Catalog
 
     cat = Catalog()
-    with cat.connect():  # a writable open applies the DDL: a catalog from older code gains the view
+    with cat.connect():  # a writable open applies the DDL: a catalog from older code gains the views
         pass
-    cols, rows = cat.query_table((sql_dir() / "queries" / "leaderboard.sql").read_text())
-    if not rows:
+    board = load_leaderboard(cat, run_id=args.run)
+    if args.json:
+        print(json.dumps(board.to_dict(), indent=2, default=str))
+        return 0
+    if not board.rows:
         print("no evaluation results yet: run `defsentflow eval MODEL --tasks ...`")
         return 0
-    print_table(cols, rows)
+    print_table(*board.table())
+    print(f"\n{board.sort_note}. STS: Spearman x 100 ('all' setting); *_mrr: reverse-dictionary MRR in [0, 1].")
     return 0

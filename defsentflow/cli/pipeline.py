@@ -49,7 +49,7 @@ def _run(args: argparse.Namespace) -> int:
     if result.get("report"):
         rep = result["report"]
         print(f"report:   {rep.get('html_path') or rep.get('markdown_path') or rep}")
-    print(f"catalog:  {Catalog().path}   e.g. duckdb {Catalog().path} -c \"SELECT * FROM leaderboard\"")
+    print(f"catalog:  {Catalog().path}   scores: defsentflow leaderboard")
     print(f"data:     {root}")
     return 0
 

@@ -228,7 +228,9 @@ def resolve_model(catalog: Any, model: str) -> tuple[str, str]:
     path = resolve_model_path(model)
     if Path(path).exists():
         absolute = str(Path(path).resolve())
-        rows = catalog.query("SELECT model_id, path FROM models WHERE path = ? OR path = ?", [path, absolute])
+        # a properly registered id (with a method) before one that scores were merely filed under
+        rows = catalog.query("SELECT model_id, path FROM models WHERE path = ? OR path = ? "
+                             "ORDER BY method IS NULL, created_at", [path, absolute])
         if rows:
             return rows[0]["model_id"], rows[0]["path"]
     return model, path
@@ -239,4 +241,9 @@ def record_evaluation(catalog: Any, model_id: str, result: EvalResult, *, run_id
     rows = [{k: r.get(k) for k in ("task", "setting", "metric", "value", "n", "n_excluded", "pooling")}
             for r in result.rows]
     catalog.record_metrics(model_id, rows, run_id=run_id)
+    if Path(result.model).exists():
+        # An id scores are filed under names a directory: the leaderboard then merges it with the
+        # other ids of that directory (a baseline's base:<name> with PST's base-<hash>).
+        catalog.execute("INSERT INTO models (model_id, path) VALUES (?, ?) ON CONFLICT (model_id) DO NOTHING",
+                        [model_id, str(result.model)])
     return len(rows)

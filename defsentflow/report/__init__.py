@@ -13,10 +13,12 @@ from defsentflow.report.isotropy import (
     pca_variances,
     top1_var_share,
 )
+from defsentflow.report.leaderboard import Leaderboard, format_number, load_leaderboard, selection_column
 from defsentflow.report.plots import plot_entry_space, plot_label_histogram, plot_pst_progress, plot_scores
 from defsentflow.report.run_report import RunReport, build_report, markdown_table, report_dir
 
 __all__ = [
+    "Leaderboard",
     "RunReport",
     "analyse_entry_matrix",
     "avg_cosine",
@@ -24,8 +26,10 @@ __all__ = [
     "effective_rank",
     "entry_plot_path",
     "entry_space_stats",
+    "format_number",
     "isoscore",
     "isoscore_from_variances",
+    "load_leaderboard",
     "markdown_table",
     "partition_isotropy",
     "pca_variances",
@@ -35,5 +39,6 @@ __all__ = [
     "plot_scores",
     "record_entry_space_stats",
     "report_dir",
+    "selection_column",
     "top1_var_share",
 ]

@@ -24,9 +24,6 @@ __all__ = [
     "whitened_pca_2d",
 ]
 
-_SCORE_COLUMNS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb_dev", "stsb_test", "sickr", "avg_sts")
-
-
 def _figure(width: float, height: float):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -111,32 +108,55 @@ def plot_entry_space(matrix: np.ndarray, out_png: str | os.PathLike, title: str,
     return _save(fig, out_png)
 
 
+def _score_panels(rows: Sequence[Mapping[str, Any]], cols: Sequence[str]) -> list[tuple[list[str], str]]:
+    """Columns split by scale: Spearman x 100 (values above 1.5) and MRR-like figures in [0, 1]."""
+    big = [c for c in cols if max(abs(float(r[c])) for r in rows if r.get(c) is not None) > 1.5]
+    small = [c for c in cols if c not in big]
+    return [(g, t) for g, t in ((big, "Spearman x 100"), (small, "MRR / rate (0 to 1)")) if g]
+
+
 def plot_scores(rows: Sequence[Mapping[str, Any]], out_png: str | os.PathLike, *,
-                columns: Sequence[str] = _SCORE_COLUMNS, label_key: str = "label",
-                title: str = "STS Spearman x 100 ('all' setting)") -> Path:
-    """Grouped bar chart of leaderboard rows: one group per task column, one bar per model."""
+                columns: Sequence[str] | None = None, label_key: str = "label", title: str | None = None) -> Path:
+    """Grouped bars: one group per score column, one bar per row (model).
+
+    Columns on different scales (STS Spearman x 100, reverse-dictionary MRR in [0, 1]) get their
+    own panels. ``columns`` default: every numeric key some row holds except ``n_*`` counts.
+
+    Raises:
+        ValueError: no row holds a value in any of the columns (no chart without data).
+    """
+    if columns is None:
+        columns = list(dict.fromkeys(k for r in rows for k, v in r.items() if isinstance(v, (int, float))
+                                     and not isinstance(v, bool) and not k.startswith("n_")))
     cols = [c for c in columns if any(r.get(c) is not None for r in rows)]
-    fig = _figure(max(6.0, 1.0 + 0.9 * len(cols) * max(1, len(rows)) ** 0.5), 4.2)
-    ax = fig.subplots()
     if not rows or not cols:
-        ax.text(0.5, 0.5, "no scores recorded", ha="center", va="center", transform=ax.transAxes)
-        ax.set_axis_off()
-        return _save(fig, out_png)
+        raise ValueError("plot_scores: no scores to draw")
+    panels = _score_panels(rows, cols)
+    fig = _figure(max(5.5, 1.6 + 1.1 * len(cols) * max(1, len(rows)) ** 0.5), 3.8)
+    axes = fig.subplots(1, len(panels), width_ratios=[len(g) + 0.6 for g, _ in panels], squeeze=False)[0]
     width = 0.8 / len(rows)
-    xs = np.arange(len(cols))
-    for i, r in enumerate(rows):
-        vals = [np.nan if r.get(c) is None else float(r[c]) for c in cols]
-        label = str(r.get(label_key) or r.get("model_id"))
-        bars = ax.bar(xs + (i - (len(rows) - 1) / 2) * width, vals, width, label=label)
-        if len(rows) <= 4:
-            ax.bar_label(bars, labels=["" if np.isnan(v) else f"{v:.1f}" for v in vals], fontsize=6, padding=1)
-    ax.set_xticks(xs, cols, rotation=0, fontsize=8)
-    finite = [float(r[c]) for r in rows for c in cols if r.get(c) is not None]
-    lo = min(finite)
-    ax.set_ylim(max(0.0, lo - 10.0) if lo > 0 else lo * 1.1, max(finite) + 5.0)
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=min(3, len(rows)))
-    ax.grid(True, axis="y", linewidth=0.3, alpha=0.5)
+    for ax, (group, ylabel) in zip(axes, panels):
+        xs = np.arange(len(group))
+        for i, r in enumerate(rows):
+            vals = [np.nan if r.get(c) is None else float(r[c]) for c in group]
+            label = str(r.get(label_key) or r.get("model_id"))
+            bars = ax.bar(xs + (i - (len(rows) - 1) / 2) * width, vals, width, label=label, color=f"C{i}")
+            if len(rows) <= 4:
+                fmt = "{:.1f}" if ylabel.startswith("Spearman") else "{:.3f}"
+                ax.bar_label(bars, labels=["" if np.isnan(v) else fmt.format(v) for v in vals], fontsize=7, padding=1)
+        ax.set_xticks(xs, group, rotation=20 if len(group) > 3 else 0, fontsize=8)
+        finite = [float(r[c]) for r in rows for c in group if r.get(c) is not None]
+        lo, hi = min(finite), max(finite)
+        if ylabel.startswith("Spearman"):  # differences of a point or two: zoom in, but say where zero is not
+            ax.set_ylim(max(0.0, lo - 8.0) if lo > 0 else lo * 1.1, hi + 3.0)
+        else:
+            ax.set_ylim(min(0.0, lo * 1.1), max(hi * 1.15, 0.05))
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.grid(True, axis="y", linewidth=0.3, alpha=0.5)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncol=min(3, len(rows)))
     return _save(fig, out_png)
 
 
@@ -179,7 +199,7 @@ def plot_label_histogram(out_png: str | os.PathLike, *,
 
 
 def plot_pst_progress(rows: Sequence[Mapping[str, Any]], out_png: str | os.PathLike, *,
-                      title: str = "PST progress") -> Path:
+                      title: str = "selection score per step") -> Path:
     """Selection score of every candidate per step (chosen ones joined) and the entry space's IsoScore."""
     fig = _figure(6.5, 3.6)
     ax = fig.subplots()

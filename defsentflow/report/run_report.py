@@ -1,10 +1,12 @@
 """The run report: ``<data root>/reports/<run_id>/report.md`` and ``report.html`` with its PNGs.
 
-Sections: the run and its config; lineage (stages computed or cached, artifacts with their
-hashes and inputs); the leaderboard of the run's models beside the baselines (every model no run
-produced: untrained encoders, SBERT-WK) and a bar chart of it; PST progress with one entry-space
-plot per step; harvested-label histograms. Images sit in ``img/`` next to the two files and are
-linked by relative paths, so the folder can be moved or served as is.
+Results first: what was trained, the selected model and where it is, its headline figures
+against the untrained encoder with deltas and their chart (:mod:`defsentflow.report.summary`);
+then every model of the run beside the baselines, PST progress with one entry-space plot per
+step, harvested-label histograms, lineage (stages computed or cached, artifacts with their hashes
+and inputs), and the configuration last. Images sit in ``img/`` next to the two files and are
+linked by relative paths, so the folder can be moved or served as is. A chart is drawn only when
+there are figures for it.
 
 The folder is built under a temporary name and swapped into place, so a reader never sees half a
 report. Only catalog reads happen, except that a PST step whose entry matrix has no statistics
@@ -16,6 +18,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,40 +26,20 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from defsentflow.report.plots import plot_label_histogram, plot_pst_progress, plot_scores
+from defsentflow.report.leaderboard import Leaderboard, format_number, load_leaderboard
+from defsentflow.report.plots import plot_label_histogram, plot_pst_progress
+from defsentflow.report.summary import run_facts, summary_section
 
 __all__ = ["RunReport", "build_report", "markdown_table", "report_dir"]
 
-_LB_COLS = ("role", "model_id", "pooling", "method", "sts12", "sts13", "sts14", "sts15", "sts16", "stsb_dev",
-            "stsb_test", "sickr", "avg_sts", "n_avg", "revdict_mrr", "revdict_mrr_cosine", "revdict_mrr_hybrid",
-            "revdict_dev_mrr")
-
-# Leaderboard rows shown in a run's report: the run's models (registered by it, PST candidates
-# of it, or evaluated in it) and the baselines: models no run produced (untrained encoders,
-# SBERT-WK pooling of them). A PST step-0 model is the run's untrained baseline.
-_LEADERBOARD_SQL = """
-WITH own AS (
-    SELECT model_id, 'this run' AS role, 0 AS prio FROM models WHERE run_id = $run_id
-    UNION ALL SELECT model_id, 'untrained (PST step 0)', 1 FROM pst_steps WHERE run_id = $run_id AND step = 0
-    UNION ALL SELECT model_id, 'PST candidate', 2 FROM pst_steps WHERE run_id = $run_id AND step > 0
-    UNION ALL SELECT model_id, 'evaluated in this run', 3 FROM metrics WHERE run_id = $run_id
-), roles AS (
-    SELECT model_id, arg_min(role, prio) AS role FROM own GROUP BY model_id
-), produced AS (
-    SELECT model_id FROM models WHERE run_id IS NOT NULL
-), tagged AS (
-    SELECT CASE
-               WHEN lb.pooling = 'sbert_wk' AND lb.model_id NOT IN (SELECT model_id FROM produced) THEN 'baseline (SBERT-WK)'
-               WHEN r.role IS NOT NULL THEN r.role
-               ELSE 'baseline'
-           END AS role, lb.*
-    FROM leaderboard AS lb
-    LEFT JOIN roles AS r USING (model_id)
-    WHERE r.model_id IS NOT NULL OR lb.model_id NOT IN (SELECT model_id FROM produced)
-)
-SELECT * FROM tagged
-ORDER BY (role LIKE 'baseline%' OR role LIKE 'untrained%') DESC, avg_sts DESC NULLS LAST, stsb_dev DESC NULLS LAST,
-         model_id, pooling
+# Roles of models in a run's report: its own (registered by it, PST candidates of it, evaluated in
+# it); models no run produced are baselines; other runs' models stay out.
+_ROLES_SQL = """
+SELECT model_id, 'selected (this run)' AS role, 0 AS prio FROM pst_runs WHERE run_id = $run_id
+UNION ALL SELECT model_id, 'this run', 1 FROM models WHERE run_id = $run_id
+UNION ALL SELECT model_id, 'untrained (PST step 0)', 2 FROM pst_steps WHERE run_id = $run_id AND step = 0
+UNION ALL SELECT model_id, 'PST candidate', 3 FROM pst_steps WHERE run_id = $run_id AND step > 0
+UNION ALL SELECT model_id, 'evaluated in this run', 4 FROM metrics WHERE run_id = $run_id
 """
 
 
@@ -84,14 +67,20 @@ def _cell(v: Any) -> str:
         return ""
     if isinstance(v, bool):
         return "yes" if v else ""
-    if isinstance(v, float):
-        return f"{v:.4f}" if abs(v) < 1 else f"{v:.2f}"
+    if isinstance(v, (int, float)):
+        return format_number(v)
     return str(v).replace("|", "\\|").replace("\n", " ")
+
+
+_SIGNED = re.compile(r"^[+-]\d")  # a delta such as '+0.10': right-aligned like the numbers
 
 
 def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A GitHub/python-markdown table (cells escaped: ``|`` and newlines)."""
-    out = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) or bool(_SIGNED.match(str(v)))  # noqa: E731
+    numeric = [bool(rows) and all(num(r[i]) or r[i] in (None, "") for r in rows) and any(num(r[i]) for r in rows)
+               for i in range(len(columns))]
+    out = ["| " + " | ".join(columns) + " |", "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
     out += ["| " + " | ".join(_cell(v) for v in r) + " |" for r in rows]
     return "\n".join(out)
 
@@ -122,21 +111,16 @@ class _Ctx:
         return p
 
 
-def _section_run(ctx: _Ctx, run: dict[str, Any]) -> list[str]:
-    lines = [f"# Run report: `{ctx.run_id}`", "",
-             markdown_table(["flow", "status", "started", "ended", "code version", "config hash"],
-                            [[run.get("flow"), run.get("status"), run.get("started_at"), run.get("ended_at"),
-                              run.get("code_version"), _short(run.get("config_hash"), 16)]]), ""]
-    if run.get("note"):
-        lines += [f"Note: {run['note']}", ""]
+def _section_config(run: dict[str, Any]) -> list[str]:
     config = run.get("config")
-    if config:
-        try:
-            text = json.dumps(json.loads(config) if isinstance(config, str) else config, indent=2, sort_keys=True)
-        except (TypeError, ValueError):
-            text = str(config)
-        lines += ["## Configuration", "", "```json", text, "```", ""]
-    return lines
+    if not config:
+        return []
+    try:
+        text = json.dumps(json.loads(config) if isinstance(config, str) else config, indent=2, sort_keys=True)
+    except (TypeError, ValueError):
+        text = str(config)
+    return ["## Configuration", "", f"Config hash `{_short(run.get('config_hash'), 16)}`.", "", "```json", text,
+            "```", ""]
 
 
 def _section_lineage(ctx: _Ctx) -> list[str]:
@@ -172,22 +156,37 @@ def _section_lineage(ctx: _Ctx) -> list[str]:
     return lines
 
 
-def _section_leaderboard(ctx: _Ctx) -> list[str]:
-    lines = ["## Scores", ""]
-    rows = ctx.rows(_LEADERBOARD_SQL)
-    if not rows:
+def _section_models(ctx: _Ctx, board: Leaderboard) -> list[str]:
+    """The run's models and the baselines, one row per model, ranked by the run's selection figure."""
+    lines = ["## All models of this run and the baselines", ""]
+    roles: dict[str, tuple[int, str]] = {}
+    for r in ctx.rows(_ROLES_SQL):
+        if r["model_id"] and (r["model_id"] not in roles or r["prio"] < roles[r["model_id"]][0]):
+            roles[r["model_id"]] = (r["prio"], r["role"])
+    # trained by some run (a candidate's models row may carry no run id); a baseline is anything else
+    produced = {r["model_id"] for r in ctx.rows(
+        "SELECT model_id FROM models WHERE run_id IS NOT NULL OR coalesce(method, 'base') <> 'base' "
+        "UNION SELECT model_id FROM pst_steps WHERE step > 0")}
+    keep = []
+    for row in board.rows:
+        own = sorted(roles[a] for a in row["aliases"] if a in roles)
+        baseline = not produced & set(row["aliases"])
+        if baseline and row.get("pooling") == "sbert_wk":
+            row["role"] = "baseline (SBERT-WK)"  # the untrained encoder with SBERT-WK pooling
+        elif own:
+            row["role"] = own[0][1]
+        elif baseline:
+            row["role"] = "baseline"
+        else:
+            continue  # another run's model
+        keep.append(row["model_id"])
+    board = board.restrict(keep)
+    if not board.rows:
         return lines + ["No evaluation results for this run's models or any baseline yet "
                         "(`defsentflow eval MODEL --tasks ...`).", ""]
-    lines += ["STS columns: Spearman x 100 between cosine similarity and gold, all subsets of a year "
-              "concatenated ('all' setting). `avg_sts` averages the `n_avg` of the 7 tasks present "
-              "(sts12-16, stsb_test, sickr; STS-B dev is not in it). Revdict columns: MRR in [0, 1] "
-              "(head and cosine modes). Baselines are models no run produced.", "",
-              markdown_table(_LB_COLS, [[r.get(c) for c in _LB_COLS] for r in rows]), ""]
-    chart = [r for r in rows if r["role"] != "PST candidate"][:10]
-    for r in chart:
-        r["label"] = f"{r['model_id']} [{r['pooling']}]" if r.get("pooling") else r["model_id"]
-    plot_scores(chart, ctx.image("img/scores.png"))
-    lines += ["![Scores of the run's models and the baselines](img/scores.png)", ""]
+    cols, rows = board.table(extra=("role",))
+    lines += [f"One row per model (its other ids in the last column); {board.sort_note}.", "",
+              markdown_table(cols, rows), ""]
     return lines
 
 
@@ -215,8 +214,10 @@ def _section_pst(ctx: _Ctx, analyse_missing: bool) -> list[str]:
     cols = ["step", "seed", "model_id", "chosen", "selection_metric", "selection_score", "lr", "n_entries",
             "avg_cosine", "top1_var_share", "isoscore", "partition_isotropy", "stsb_dev"]
     lines += [markdown_table(cols, [[r.get(c) for c in cols] for r in steps]), ""]
-    plot_pst_progress(steps, ctx.image("img/pst_progress.png"))
-    lines += ["![Selection score per PST step](img/pst_progress.png)", "", "### Entry space per step", "",
+    if any(r.get("selection_score") is not None for r in steps):
+        plot_pst_progress(steps, ctx.image("img/pst_progress.png"))
+        lines += ["![Selection score per PST step](img/pst_progress.png)", ""]
+    lines += ["### Entry space per step", "",
               "Left: the entry matrix on its top two singular directions (uncentred: an anisotropic space "
               "sits far from the origin). Right: the first two principal components, whitened.", ""]
     seen = set()
@@ -282,7 +283,7 @@ body {{ font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2
 table {{ border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.85rem; display: block; overflow-x: auto; }}
 th, td {{ border: 1px solid #ccc; padding: 0.2rem 0.5rem; text-align: left; }}
 th {{ background: #f3f3f3; }}
-td {{ font-variant-numeric: tabular-nums; }}
+td {{ font-variant-numeric: tabular-nums; white-space: nowrap; }}
 img {{ max-width: 100%; height: auto; }}
 pre {{ background: #f6f8fa; padding: 0.75rem; overflow-x: auto; font-size: 0.8rem; }}
 code {{ font-size: 0.85em; }}
@@ -296,7 +297,7 @@ code {{ font-size: 0.85em; }}
 
 
 def build_report(run_id: str, *, out_dir: str | os.PathLike | None = None, catalog: Any = None,
-                 analyse_missing: bool = True, register: bool = True) -> RunReport:
+                 analyse_missing: bool = True, register: bool = True, status: str | None = None) -> RunReport:
     """Write the report of ``run_id`` (``report.md``, ``report.html``, ``img/``).
 
     Args:
@@ -305,6 +306,8 @@ def build_report(run_id: str, *, out_dir: str | os.PathLike | None = None, catal
         catalog: a :class:`~defsentflow.storage.Catalog` (default: the data root's).
         analyse_missing: compute and record entry-space statistics/plots for PST steps lacking them.
         register: record the report folder as an artifact of kind ``report``.
+        status: the status to show instead of the catalog's, for a run that writes its report as
+            its last step and ends right after (the pipeline passes ``completed``).
 
     Example:
         >>> build_report("3f2a9c1b0d4e").html_path
@@ -322,11 +325,13 @@ def build_report(run_id: str, *, out_dir: str | os.PathLike | None = None, catal
     final = Path(out_dir) if out_dir is not None else report_dir(run_id, cat.root)
     with atomic_dir(final) as tmp:
         ctx = _Ctx(cat, run_id, tmp)
-        lines = _section_run(ctx, runs[0])
-        lines += _section_lineage(ctx)
-        lines += _section_leaderboard(ctx)
+        board = load_leaderboard(cat, run_id=run_id)
+        lines = summary_section(run_facts(ctx.rows, runs[0], status), board, ctx.image, markdown_table)
+        lines += _section_models(ctx, board)
         lines += _section_pst(ctx, analyse_missing)
         lines += _section_harvest(ctx)
+        lines += _section_lineage(ctx)
+        lines += _section_config(runs[0])
         text = "\n".join(lines).rstrip() + "\n"
         (tmp / "report.md").write_text(text, encoding="utf-8")
         body = markdown.markdown(text, extensions=["tables", "fenced_code"], output_format="html")

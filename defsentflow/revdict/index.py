@@ -141,10 +141,12 @@ class RevdictIndex:
         """The query side: the pooled (cosine) or head (pooler) vectors of ``texts``."""
         m = self.meta
         if m["mode"] == "head":
-            from defsentflow.training.heads import sentence_head_vectors
+            from defsentflow.training.heads import HeadQueryEncoder
 
-            vecs = np.asarray(sentence_head_vectors(m["model"], list(texts), m["pooling"], m["use_pooler"],
-                                                    max_length=m["max_length"], device=device), dtype=np.float32)
+            if self._encoder is None:  # loaded once: a server calls this for every batch
+                self._encoder = HeadQueryEncoder(m["model"], m["pooling"], m["use_pooler"],
+                                                 max_length=m["max_length"], device=device)
+            vecs = np.asarray(self._encoder(list(texts)), dtype=np.float32)
         else:
             from defsentflow.encoders import encode_texts, load_encoder
 

@@ -24,7 +24,7 @@ from defsentflow.encoders.loading import Autocast, pick_device
 from defsentflow.encoders.pooling import pool
 from defsentflow.training.adapters import activation_fn, adapter_for, prepare_backbone
 
-__all__ = ["DefinitionClassifier", "head_vector", "sentence_head_vectors"]
+__all__ = ["DefinitionClassifier", "HeadQueryEncoder", "head_vector", "sentence_head_vectors"]
 
 
 def head_vector(pooled: torch.Tensor, pooler_dense: nn.Linear | None, activation: str) -> torch.Tensor:
@@ -91,29 +91,49 @@ def _pooler_activation(model_dir: Path, family: str) -> str:
     return adapter_for(family).pooler_activation
 
 
+class HeadQueryEncoder:
+    """Head-mode sentence vectors with the backbone loaded once (a server encodes many batches).
+
+    Pooled, then through the pooler: a model trained here carries its pooler activation in
+    ``defsentflow.json`` (GELU for RoBERTa); an untrained checkpoint gets what training would
+    start from (RoBERTa's pooler from its MLM head's dense layer).
+
+    Example:
+        >>> enc = HeadQueryEncoder("storage/models/defsent-plus", "mean", use_pooler=True)
+        >>> enc(["a young dog"]).shape
+        (1, 384)
+    """
+
+    def __init__(self, model_dir: str | os.PathLike, pooling: str, use_pooler: bool, *, max_length: int = 64,
+                 autocast: Autocast = "none", device: str = "auto"):
+        self.device = pick_device(device)
+        path = Path(str(model_dir))
+        trained = (path / "defsentflow.json").is_file()
+        self.prepared = prepare_backbone(model_dir, device=self.device, word_head=False,
+                                         use_pooler=use_pooler and not trained)
+        self.pooling, self.use_pooler, self.max_length, self.autocast = pooling, use_pooler, max_length, autocast
+        self.dense = self.prepared.pooler_dense() if use_pooler else None
+        self.activation = (_pooler_activation(path, self.prepared.encoder.family) if path.is_dir()
+                           else self.prepared.adapter.pooler_activation)
+
+    def __call__(self, texts: Sequence[str], batch_size: int = 128) -> np.ndarray:
+        pooled = encode_texts(self.prepared.encoder, texts, pooling=self.pooling, batch_size=batch_size,
+                              max_length=self.max_length, autocast=self.autocast)
+        if not self.use_pooler:
+            return pooled
+        with torch.inference_mode():
+            x = torch.from_numpy(pooled).to(self.device)
+            out = [head_vector(x[i:i + 4096], self.dense, self.activation) for i in range(0, len(x), 4096)]
+        return torch.cat(out).float().cpu().numpy() if out else np.zeros_like(pooled)
+
+
 def sentence_head_vectors(model_dir: str | os.PathLike, texts: Sequence[str], pooling: str, use_pooler: bool, *,
                           batch_size: int = 128, max_length: int = 64, autocast: Autocast = "none",
                           device: str = "auto") -> np.ndarray:
-    """Head-mode sentence vectors for the reverse dictionary: pooled, then through the pooler.
-
-    A model trained here carries its pooler activation in ``defsentflow.json`` (GELU for
-    RoBERTa); an untrained checkpoint gets what training would start from (RoBERTa's pooler
-    from its MLM head's dense layer).
+    """Head-mode sentence vectors for the reverse dictionary (see :class:`HeadQueryEncoder`).
 
     Example:
         >>> h = sentence_head_vectors("storage/models/defsent-plus", ["a young dog"], "mean", True)
     """
-    dev = pick_device(device)
-    path = Path(str(model_dir))
-    trained = (path / "defsentflow.json").is_file()
-    prepared = prepare_backbone(model_dir, device=dev, word_head=False, use_pooler=use_pooler and not trained)
-    pooled = encode_texts(prepared.encoder, texts, pooling=pooling, batch_size=batch_size, max_length=max_length,
-                          autocast=autocast)
-    if not use_pooler:
-        return pooled
-    dense = prepared.pooler_dense()
-    activation = _pooler_activation(path, prepared.encoder.family) if path.is_dir() else prepared.adapter.pooler_activation
-    with torch.inference_mode():
-        x = torch.from_numpy(pooled).to(dev)
-        out = [head_vector(x[i:i + 4096], dense, activation) for i in range(0, len(x), 4096)]
-    return torch.cat(out).float().cpu().numpy() if out else np.zeros_like(pooled)
+    enc = HeadQueryEncoder(model_dir, pooling, use_pooler, max_length=max_length, autocast=autocast, device=device)
+    return enc(texts, batch_size=batch_size)

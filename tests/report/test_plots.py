@@ -47,7 +47,13 @@ def test_score_histogram_and_progress_plots(tmp_path):
     rows = [{"model_id": "minilm", "sts12": 72.4, "sts13": 80.6, "stsb_dev": 86.7, "avg_sts": 76.5},
             {"model_id": "pst-1", "label": "pst-1 [cls]", "sts12": 60.0, "sts13": None, "avg_sts": 60.0}]
     assert _is_png(plot_scores(rows, tmp_path / "scores.png"))
-    assert _is_png(plot_scores([], tmp_path / "empty.png"))
+    both = [{"model_id": "base", "stsb_dev": 86.7, "revdict_cosine_mrr": 0.48},
+            {"model_id": "pst", "stsb_dev": 86.8, "revdict_cosine_mrr": 0.55, "n_avg": 7}]
+    assert _is_png(plot_scores(both, tmp_path / "two-scales.png"))  # Spearman and MRR panels
+    with pytest.raises(ValueError, match="no scores to draw"):  # no chart without data
+        plot_scores([], tmp_path / "empty.png")
+    with pytest.raises(ValueError, match="no scores to draw"):
+        plot_scores([{"model_id": "m", "sts12": None}], tmp_path / "none.png", columns=["sts12"])
     rng = np.random.default_rng(2)
     assert _is_png(plot_label_histogram(tmp_path / "h1.png", values={"neighbour": rng.uniform(0.5, 1, 200),
                                                                     "random": rng.uniform(0, 0.6, 200)}))

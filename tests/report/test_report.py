@@ -24,7 +24,7 @@ def _fabricate(root: Path) -> None:
     cat.start_run("pipeline", config={"base_model": "minilm", "pst": {"steps": 2}}, config_hash="c0ffee", run_id=RUN)
     cat.record_stage(RUN, "ingest-dictionary", "completed", cache_key="k-ingest", seconds=1.5)
     cat.record_stage(RUN, "harvest-pairs", "cached", cache_key="k-harvest", note="cache hit")
-    cat.end_run(RUN, "completed")
+    cat.end_run(RUN, "completed", note=json.dumps({"run_id": RUN, "status": "completed"}), flow="pipeline")
     cat.start_run("pipeline", run_id="other-run")
     # harvested pairs: one set with its Parquet, one known only by its histogram
     pairs = root / "pairs" / "pairs.parquet"
@@ -51,6 +51,9 @@ def _fabricate(root: Path) -> None:
     cat.record_metrics(f"pst-{RUN}", [dict(m(t, v), pooling="cls") for t, v in [("sts12", 65.0), ("stsb-dev", 80.0)]]
                        + [dict(m("revdict", 0.4, "head", "mrr"), pooling="cls")], run_id=RUN)
     cat.record_metrics("foreign", [dict(m("sts12", 1.0), pooling="mean")])
+    # a candidate trained by another PST run (its models row carries no run id) is no baseline
+    cat.register_model("dsp-old", root / "models" / "old", method="defsent_plus", pooling="mean")
+    cat.record_metrics("dsp-old", [dict(m("sts12", 2.0), pooling="mean")])
     cat.record_metrics("minilm-bare", [dict(m("sts12", 70.0), pooling="mean")])
     # PST: step 0 (untrained), steps 1 and 2 with entry matrices; step 1 analysed during training
     mats = {}
@@ -60,12 +63,30 @@ def _fabricate(root: Path) -> None:
         mats[step].parent.mkdir(parents=True)
         np.save(mats[step], x.astype(np.float32))
     ins = ("INSERT INTO pst_steps (run_id, step, seed, model_id, selection_metric, selection_score, chosen, "
-           "entry_matrix_path, pooling) VALUES (?, ?, ?, ?, 'stsb-dev', ?, ?, ?, 'cls')")
+           "entry_matrix_path, pooling, lr) VALUES (?, ?, ?, ?, 'stsb-dev', ?, ?, ?, 'cls', 1e-5)")
     cat.execute(ins, [RUN, 0, None, "minilm", 75.0, True, None])
     cat.execute(ins, [RUN, 1, 0, "s1-seed0", 77.0, False, str(mats[1])])
     cat.execute(ins, [RUN, 1, 1, f"pst-{RUN}", 80.0, True, str(mats[1])])
     cat.execute(ins, [RUN, 2, 0, "s2-seed0", 79.0, True, str(mats[2])])
     analyse_entry_matrix(mats[1], run_id=RUN, step=1, catalog=cat)
+    cat.execute("INSERT INTO pst_runs (run_id, base_model, winner_step, winner_model_id, model_id, selection_metric, "
+                "selection_score, reason) VALUES (?, 'minilm', 1, 's1-seed1', ?, 'stsb-dev', 80.0, 'step 1 wins')",
+                [RUN, f"pst-{RUN}"])
+
+
+def _table(md: str, section: str) -> list[dict[str, str]]:
+    """The first Markdown table under ``section`` as dicts."""
+    lines = [ln for ln in md.split(section, 1)[1].splitlines() if ln.startswith("|")]
+    out, header = [], None
+    for ln in lines:
+        cells = [c.strip() for c in ln.strip("|").split(" | ")]
+        if header is None:
+            header = cells
+        elif not set(ln) <= set("|-: "):
+            out.append(dict(zip(header, cells)))
+        if out and not ln.startswith("|"):
+            break
+    return out
 
 
 class _Checker(HTMLParser):
@@ -96,21 +117,37 @@ def test_report_from_a_fabricated_run(home):
     rep = build_report(RUN)
     assert rep.dir == home / "reports" / RUN and rep.markdown_path.is_file() and rep.html_path.is_file()
     md = rep.markdown_path.read_text()
-    for heading in ("# Run report: `run-fixture`", "## Configuration", "## Lineage", "### Stages", "### Artifacts",
-                    "## Scores", "## PST progress", "### Entry space per step", "## Harvested pairs"):
-        assert heading in md
+    # results first, the config last; every section once
+    order = ["# run `run-fixture`", "**Status: completed**", "**Trained:**", "**Selected model:** `pst-run-fixture`",
+             "## Headline figures", "## All models of this run and the baselines", "## PST progress",
+             "### Entry space per step", "## Harvested pairs", "## Lineage", "### Stages", "### Artifacts",
+             "## Configuration"]
+    assert [md.index(h) for h in order] == sorted(md.index(h) for h in order)
+    assert all(md.count(h + "\n") <= 1 for h in order if h.startswith("#"))
+    assert md.count("PST progress") == 1
+    assert "Note:" not in md and '"status": "completed"' not in md  # no raw JSON note
+    assert f"`{home / 'models' / 'pst'}`" in md  # where the selected model is
+    # headline figures: untrained (step 0 'minilm', mean pooling) against the selected model, with deltas
+    head = {r["score"]: r for r in _table(md, "## Headline figures")}
+    assert set(head) >= {"`sts12`", "`stsb_dev`", "`revdict_head_mrr`"}
+    assert head["`sts12`"]["untrained (minilm)"] == "72.37" and head["`sts12`"][f"selected (pst-{RUN})"] == "65.00"
+    assert head["`sts12`"]["delta (selected - untrained)"] == "-7.37" and head["`stsb_dev`"]["split"] == "dev"
+    assert head["`revdict_head_mrr`"]["untrained (minilm)"] == ""
     assert "2 stage records, 1 taken from the cache." in md and "| harvest-pairs | cached |" in md
     assert "corpus:abcdef01" in md  # artifact inputs with their hashes
     assert '"steps": 2' in md
-    # the run's models beside the baselines; another run's model stays out
-    scores = md.split("## Scores")[1].split("## PST progress")[0]
-    assert "| untrained (PST step 0) | minilm | mean |" in scores
-    assert "| baseline (SBERT-WK) | minilm | sbert_wk |" in scores
-    assert f"| this run | pst-{RUN} | cls | pst |" in scores
-    assert "| baseline | minilm-bare | mean |" in scores
-    assert "foreign" not in md
+    assert "| 1e-05 |" in md and "0.0000" not in md  # numbers written for their scale
+    # the run's models beside the baselines, one row each; another run's model stays out
+    models = {(r["model_id"], r["pooling"]): r for r in _table(md, "## All models of this run")}
+    assert models[("minilm", "mean")]["role"] == "untrained (PST step 0)"
+    assert models[("minilm", "sbert_wk")]["role"] == "baseline (SBERT-WK)"
+    assert models[(f"pst-{RUN}", "cls")]["role"] == "selected (this run)"
+    assert models[("minilm-bare", "mean")]["role"] == "baseline"
+    assert list(models)[0] == ("minilm", "mean")  # ranked by the selection figure, STS-B dev
+    assert "foreign" not in md and "dsp-old" not in md
+    assert md.split("## Headline figures")[1].splitlines()[3].endswith("---:|")  # deltas right-aligned
     # images: scores, PST progress, one entry-space plot per step matrix, two label histograms
-    assert set(rep.images) == {"img/scores.png", "img/pst_progress.png", "img/entry_space/step-01-1.png",
+    assert set(rep.images) == {"img/headline.png", "img/pst_progress.png", "img/entry_space/step-01-1.png",
                                "img/entry_space/step-02-2.png", "img/labels-1.png", "img/labels-2.png"}
     for rel in rep.images:
         assert (rep.dir / rel).read_bytes()[:4] == b"\x89PNG" and f"]({rel})" in md
@@ -140,13 +177,33 @@ def test_report_of_a_bare_run_and_the_cli(home, tmp_path, capsys):
     assert main(["report", "bare", "--out", str(out)]) == 0
     md = (out / "report.md").read_text()
     assert "No stages recorded" in md and "No evaluation results" in md and "## PST progress" not in md
+    assert "**Status: running**" in md and "Nothing trained" in md
+    assert not (out / "img").exists()  # no chart without data
     assert (out / "report.html").is_file()
     assert main(["report", "missing-run"]) == 2
     assert "no run 'missing-run'" in capsys.readouterr().err
 
 
+def test_report_status_given_by_the_run_that_writes_it_and_a_failed_run(home):
+    import os
+
+    from defsentflow.report import build_report
+    from defsentflow.storage import Catalog
+
+    cat = Catalog()
+    cat.start_run("pipeline", config={"name": "x"}, run_id="live")
+    cat.execute("UPDATE runs SET note = ? WHERE run_id = 'live'", [json.dumps({"pid": os.getpid(), "host": "h"})])
+    md = build_report("live", status="completed").markdown
+    assert "**Status: completed**" in md and "pid" not in md
+    cat.start_run("pipeline", run_id="broken")
+    cat.end_run("broken", "failed", note=json.dumps({"error": "RuntimeError: out of memory"}), flow="pipeline")
+    md = build_report("broken").markdown
+    assert "**Status: failed**" in md and "**Error:** RuntimeError: out of memory" in md
+
+
 @pytest.mark.parametrize("value,cell", [(None, ""), (True, "yes"), (0.12345, "0.1235"), (72.371, "72.37"),
-                                        ("a|b\nc", "a\\|b c")])
+                                        (1e-5, "1e-05"), (2e-4, "0.0002"), (0.0, "0"), (1500, "1500"),
+                                        (127000, "127,000"), ("a|b\nc", "a\\|b c")])
 def test_markdown_cells(value, cell):
     from defsentflow.report import markdown_table
 

@@ -1,0 +1,52 @@
+"""``defsentflow serve``: the web app (reverse dictionary, leaderboard, runs, sweeps) on 127.0.0.1."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="serve a read-only web app over the catalog (reverse dictionary, leaderboard, runs)",
+                       description="A web app over the data root's catalog: /revdict (type a definition, pick a model, "
+                                   "see its top-k entries from the model's index), /leaderboard, /runs (with reports "
+                                   "and plots), /sweeps; JSON under /api/ (/api/revdict?q=...&model=...&k=..., "
+                                   "/api/leaderboard, /api/runs, /api/models). Indexes are those `defsentflow revdict` "
+                                   "built; nothing is written. Concurrent look-ups are encoded in batches.")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free port)")
+    p.add_argument("--max-batch", type=int, default=32, help="most look-ups encoded together (1: one at a time)")
+    p.add_argument("--max-wait-ms", type=float, default=10.0,
+                   help="the longest a look-up waits for others to share its batch, when the last batch was "
+                        "bigger than what is waiting (default 10 ms; a lone client never waits)")
+    p.add_argument("--device", default="cpu", help="where query encoders run (default cpu)")
+    p.set_defaults(func=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import os
+
+    from defsentflow.cli import UserError
+
+    if args.max_batch < 1:
+        raise UserError("--max-batch must be >= 1")
+    if not 0 <= args.port <= 65535:
+        raise UserError(f"--port must be 0..65535, got {args.port}")
+    os.environ["DEFSENTFLOW_QUIET"] = "1"  # no progress bars per request
+    import uvicorn
+
+    from defsentflow.serve import create_app
+    from defsentflow.storage import Catalog
+
+    cat = Catalog()
+    if cat.path.is_file():
+        with cat.connect():  # a writable open applies the DDL: a catalog from older code gains the views
+            pass
+    else:
+        print(f"no catalog at {cat.path} yet: the pages stay empty until a run writes one")
+    app = create_app(max_batch=args.max_batch, max_wait_ms=args.max_wait_ms, device=args.device)
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"warning: listening on {args.host}: anyone who can reach it can read the catalog")
+    if args.port:
+        print(f"serving {cat.root} on http://{args.host}:{args.port}/ (Ctrl-C stops)", flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0

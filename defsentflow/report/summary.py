@@ -1,0 +1,183 @@
+"""The first screen of a run report: what was trained, the model the run selected and where it
+is, its headline figures against the untrained encoder (with deltas), and the chart of them.
+
+Everything here reads the catalog (runs, pst_runs, pst_steps, models and the leaderboard); the
+chart is drawn only when there are figures to draw.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from defsentflow.report.leaderboard import Leaderboard, format_delta, format_number
+
+__all__ = ["RunFacts", "run_facts", "summary_section", "trained_sentence"]
+
+_METHODS = {"defsent": "DefSent", "defsent_plus": "DefSent+"}
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a report needs to know about a run beyond its scores."""
+
+    run: dict[str, Any]
+    config: dict[str, Any]
+    status: str
+    error: str | None
+    pst: dict[str, Any] | None              # the pst_runs row
+    selected_ids: tuple[str, ...]           # ids of the model the run selected (pst-<run>, or a defsent model)
+    untrained_ids: tuple[str, ...]          # ids the untrained encoder is known by
+    best_trained_id: str | None             # PST's best trained candidate (when the untrained one was kept)
+    selected_path: str | None
+
+
+def _config(run: dict[str, Any]) -> dict[str, Any]:
+    c = run.get("config")
+    try:
+        c = json.loads(c) if isinstance(c, str) else c
+    except ValueError:
+        return {}
+    return c if isinstance(c, dict) else {}
+
+
+def _note(run: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """The run's note as JSON (pipeline summary, process owner) or as text."""
+    note = run.get("note")
+    if not note:
+        return None, None
+    try:
+        data = json.loads(note)
+    except ValueError:
+        return None, str(note)
+    return (data, None) if isinstance(data, dict) else (None, str(note))
+
+
+def run_facts(rows: Callable[..., list[dict[str, Any]]], run: dict[str, Any], status: str | None = None) -> RunFacts:
+    """Collect the facts of ``run`` through ``rows(sql, **params)`` (``$run_id`` is bound)."""
+    from defsentflow.pipeline import baseline_model_id
+
+    config = _config(run)
+    data, text = _note(run)
+    final = status or run.get("status") or "unknown"
+    error = (data or {}).get("error") or (text if final == "failed" else None)
+    pst = next(iter(rows("SELECT * FROM pst_runs WHERE run_id = $run_id")), None)
+    selected: list[str] = []
+    if pst and pst.get("model_id"):
+        selected.append(pst["model_id"])
+    selected += [r["model_id"] for r in rows("SELECT model_id FROM models WHERE run_id = $run_id AND method IN "
+                                             "('pst', 'defsent', 'defsent_plus') ORDER BY created_at DESC")]
+    path = next((r["path"] for r in rows("SELECT path FROM models WHERE model_id = $m", m=selected[0])), None) \
+        if selected else None
+    untrained = [r["model_id"] for r in rows("SELECT DISTINCT model_id FROM pst_steps WHERE run_id = $run_id AND step = 0")]
+    section = config.get("pst") or config.get("defsent") or {}
+    if section.get("base_model"):
+        base = section["base_model"]
+        if config.get("pst_from") in ("surrogate", "pretrain"):
+            base = None  # the run trained its own starting encoder: no catalog name for it here
+        if base:
+            untrained.append(baseline_model_id(base))
+    best = None
+    if pst and pst.get("winner_step") == 0:
+        best = next((r["model_id"] for r in rows(
+            "SELECT model_id FROM pst_steps WHERE run_id = $run_id AND step >= 1 AND chosen "
+            "ORDER BY selection_score DESC NULLS LAST LIMIT 1")), None)
+    return RunFacts(run, config, final, error, pst, tuple(dict.fromkeys(selected)), tuple(dict.fromkeys(untrained)),
+                    best, path)
+
+
+def trained_sentence(facts: RunFacts) -> str:
+    """'DefSent+ with PST (2 steps) from `minilm` on the dictionary `sample`: ...' or what else ran."""
+    c = facts.config
+    section = c.get("pst") or (c if "grid" in c and "steps" in c else None)
+    if section:
+        grid = ", ".join(f"{g.get('pooling')}/{g.get('entry_encoding')}" for g in section.get("grid") or [])
+        parts = [f"{section.get('steps')} steps", f"grid {grid}" if grid else None,
+                 f"lr {format_number(section.get('lr'))}" if section.get("lr") is not None else None,
+                 f"temperature {section['temperature']:g}" if section.get("temperature") else None,
+                 f"batch {section.get('batch_size')}" if section.get("batch_size") else None,
+                 f"at most {section['max_train_entries']:,} training entries" if section.get("max_train_entries") else None,
+                 f"seeds {section.get('seeds')}" if section.get("seeds") else None,
+                 f"selection by {section.get('selection')}" if section.get("selection") else None]
+        head = (f"DefSent+ with Progressive Separate Training (PST) from `{section.get('base_model')}` "
+                f"on the dictionary `{section.get('dictionary')}`")
+    elif c.get("defsent"):
+        d = c["defsent"]
+        parts = [f"{d.get('pooling')} pooling", f"{d.get('entry_encoding')} entries",
+                 f"lr {format_number(d.get('lr'))}", f"{d.get('epochs')} epoch(s)"]
+        head = f"{_METHODS.get(d.get('method'), d.get('method'))} from `{d.get('base_model')}` on `{d.get('dictionary')}`"
+    else:
+        model = c.get("model") or c.get("model_id")
+        return f"Nothing trained: a `{facts.run.get('flow')}` run" + (f" of `{model}`." if model else ".")
+    start = {"surrogate": " (starting from the surrogate trained on harvested pairs)",
+             "pretrain": " (starting from the encoder it pretrained)"}.get(c.get("pst_from"), "")
+    return head + start + ": " + ", ".join(p for p in parts if p) + "."
+
+
+def _merged(board: Leaderboard, ids: Sequence[str], pooling: str | None) -> dict[str, Any] | None:
+    """One row of values for a model known by ``ids`` (rows of an older catalog may not be merged)."""
+    rows = [r for r in board.rows if set(ids) & set(r["aliases"])]
+    if pooling:
+        rows = [r for r in rows if r.get("pooling") in (pooling, None)] or rows
+    if not rows:
+        return None
+    out = dict(rows[0])
+    for r in rows[1:]:
+        for c in board.columns:
+            if out.get(c) is None:
+                out[c] = r.get(c)
+    return out
+
+
+def summary_section(facts: RunFacts, board: Leaderboard, image: Callable[[str], Any],
+                    markdown_table: Callable[..., str]) -> list[str]:
+    """Markdown of the first screen; draws ``img/headline.png`` through ``image(rel) -> path``."""
+    from defsentflow.report.plots import plot_scores
+
+    run, name = facts.run, facts.config.get("name")
+    lines = [f"# {name + ': ' if name else ''}run `{run['run_id']}`", ""]
+    ended = run.get("ended_at")
+    when = f"started {str(run.get('started_at'))[:19]}" + (f", ended {str(ended)[:19]}" if ended else "")
+    lines += [f"**Status: {facts.status}** ({run.get('flow')} run, {when}, code {run.get('code_version')})", ""]
+    if facts.error:
+        lines += [f"**Error:** {facts.error}", ""]
+    lines += [f"**Trained:** {trained_sentence(facts)}", ""]
+    pst = facts.pst or {}
+    if facts.selected_ids:
+        sel = facts.selected_ids[0]
+        others = [a for r in board.rows if sel in r["aliases"] for a in r["aliases"] if a != sel]
+        aka = f" (also `{'`, `'.join(others)}`)" if others else ""
+        lines += [f"**Selected model:** `{sel}`{aka}" + (f", step {pst['winner_step']}" if pst.get("winner_step")
+                                                        is not None else ""), ""]
+        if facts.selected_path:
+            lines += [f"**Where:** `{facts.selected_path}`", ""]
+        if pst.get("reason"):
+            lines += [f"**Why:** {pst['reason']}", ""]
+    eval_pooling = (facts.config.get("eval") or {}).get("pooling")
+    selected = _merged(board, facts.selected_ids, eval_pooling) if facts.selected_ids else None
+    untrained = _merged(board, facts.untrained_ids, eval_pooling) if facts.untrained_ids else None
+    best = _merged(board, [facts.best_trained_id], eval_pooling) if facts.best_trained_id else None
+    series = [(label, r) for label, r in (("untrained", untrained), ("selected", selected), ("best trained", best)) if r]
+    cols = [c for c in board.columns if c != "n_avg" and any(r.get(c) is not None for _, r in series)]
+    lines += ["## Headline figures", ""]
+    if not series or not cols:
+        return lines + ["No scores recorded for the selected or the untrained model "
+                        "(`defsentflow eval MODEL --tasks ...`).", ""]
+    header = ["score", "split", *(f"{label} ({r['model_id']})" for label, r in series)]
+    table = []
+    for c in cols:
+        row = [f"`{c}`", board.splits.get(c, ""), *(r.get(c) for _, r in series)]
+        if selected and untrained:
+            row.append(format_delta(untrained.get(c), selected.get(c)))
+        table.append(row)
+    if selected and untrained:
+        header.append("delta (selected - untrained)")
+    lines += [markdown_table(header, table), "",
+              "STS columns: Spearman x 100 ('all' setting); `*_mrr`: reverse-dictionary mean reciprocal rank "
+              "(0 to 1; head, cosine and hybrid modes); dev-split figures are what selection reads, the rest "
+              "are test figures.", ""]
+    chart = [{"label": f"{label}: {r['model_id']}", **{c: r.get(c) for c in cols}} for label, r in series]
+    plot_scores(chart, image("img/headline.png"), columns=cols)
+    lines += ["![Headline figures: untrained and selected model](img/headline.png)", ""]
+    return lines

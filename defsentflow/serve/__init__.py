@@ -1,0 +1,14 @@
+"""``defsentflow serve``: a read-only web app over the catalog with a batched reverse dictionary.
+
+The package imports FastAPI (installed with Prefect); nothing else in the library imports it.
+"""
+
+from __future__ import annotations
+
+from defsentflow.serve.app import MAX_K, MAX_QUERY_CHARS, create_app
+from defsentflow.serve.batcher import BatchStats, MicroBatcher
+from defsentflow.serve.catalog import ServeCatalog, ServedIndex, UnknownModelError
+from defsentflow.serve.lookup import Hit, LookupService
+
+__all__ = ["BatchStats", "Hit", "LookupService", "MAX_K", "MAX_QUERY_CHARS", "MicroBatcher", "ServeCatalog",
+           "ServedIndex", "UnknownModelError", "create_app"]

@@ -1,0 +1,186 @@
+"""The web app: a read-only view of the catalog and a reverse dictionary over its indexes.
+
+Pages: ``/revdict`` (type a definition, pick a model, see the top-k entries), ``/leaderboard``,
+``/runs`` (with each run's report and plots), ``/sweeps``. JSON: ``/api/revdict?q=&model=&k=``,
+``/api/models``, ``/api/leaderboard``, ``/api/runs``, ``/api/sweeps``, ``/api/stats``.
+
+Nothing a request sends reaches the filesystem as a path: models are looked up by catalog id,
+report files by run id and a name checked to stay inside the report folder the catalog records.
+A query longer than :data:`MAX_QUERY_CHARS` or a k above :data:`MAX_K` is refused (422); a model
+without a served index is a 404 naming the models that are served.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse
+from pydantic import BaseModel
+
+from defsentflow.serve.catalog import ID_PATTERN, ServeCatalog, UnknownModelError
+from defsentflow.serve.lookup import LookupService
+from defsentflow.serve.pages import render
+
+__all__ = ["MAX_K", "MAX_QUERY_CHARS", "RevdictAnswer", "RevdictHit", "create_app"]
+
+MAX_QUERY_CHARS = 500
+MAX_K = 100
+
+
+class RevdictHit(BaseModel):
+    rank: int
+    entry: str
+    score: float
+
+
+class RevdictAnswer(BaseModel):
+    """``/api/revdict``: the top-k entries for one definition (a typed answer: FastAPI serialises
+    it straight to JSON bytes)."""
+
+    query: str
+    model: str
+    mode: str
+    dictionary: str | None
+    n_entries: int
+    results: list[RevdictHit]
+
+
+def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, max_wait_ms: float = 10.0,
+               device: str = "cpu") -> FastAPI:
+    """The app over the catalog of data root ``root`` (default ``$DEFSENTFLOW_HOME`` or ``./storage``).
+
+    Args:
+        max_batch: most look-ups encoded together (1: one request at a time).
+        max_wait_ms: how long a look-up waits for others to share its batch.
+        device: where query encoders run.
+
+    Example:
+        >>> import uvicorn
+        >>> uvicorn.run(create_app("storage"), host="127.0.0.1", port=8000)
+    """
+    from defsentflow.storage import CatalogLockedError
+
+    catalog = ServeCatalog(root)
+    service = LookupService(max_batch=max_batch, max_wait_ms=max_wait_ms, device=device)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        await service.close()
+
+    app = FastAPI(title="defsentflow", lifespan=lifespan, docs_url="/api/docs", redoc_url=None)
+    app.state.catalog, app.state.lookup = catalog, service
+
+    @app.exception_handler(CatalogLockedError)
+    async def _locked(request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"detail": f"the catalog is busy: {exc}; try again"}, status_code=503)
+
+    async def revdict(q: str, model: str, k: int, mode: str | None) -> tuple[Any, list]:
+        text = q.strip()
+        if not text:
+            raise HTTPException(422, "the definition is empty")
+        try:
+            served = catalog.resolve(model, mode)
+        except UnknownModelError as exc:
+            raise HTTPException(404, str(exc)) from None
+        return served, await service.lookup(served, text, k)
+
+    # -- JSON ---------------------------------------------------------------------------------
+    @app.get("/api/revdict")
+    async def api_revdict(q: str = Query(..., min_length=1, max_length=MAX_QUERY_CHARS, description="a definition"),
+                          model: str = Query(..., max_length=200, pattern=ID_PATTERN, description="a model id"),
+                          k: int = Query(10, ge=1, le=MAX_K),
+                          mode: str | None = Query(None, pattern="^(auto|head|cosine|hybrid)$")) -> RevdictAnswer:
+        served, hits = await revdict(q, model, k, mode)
+        return RevdictAnswer(query=q, model=served.model_id, mode=served.mode, dictionary=served.dictionary,
+                             n_entries=served.n_entries,
+                             results=[RevdictHit(rank=i + 1, entry=h.entry, score=h.score) for i, h in enumerate(hits)])
+
+    @app.get("/api/models")
+    def api_models() -> list[dict[str, Any]]:
+        return [{"model": i.model_id, "aliases": list(i.aliases), "mode": i.mode, "dictionary": i.dictionary,
+                 "n_entries": i.n_entries, "measured_mrr": i.measured_mrr} for i in catalog.indexes()]
+
+    @app.get("/api/leaderboard")
+    def api_leaderboard(run: str | None = Query(None, max_length=200, pattern=ID_PATTERN)) -> dict[str, Any]:
+        from defsentflow.report.leaderboard import load_leaderboard
+
+        return load_leaderboard(catalog.catalog, run_id=run).to_dict() if catalog.catalog.path.is_file() else \
+            {"columns": [], "rows": [], "sort_by": None, "sort_note": "no catalog yet", "splits": {}}
+
+    @app.get("/api/runs")
+    def api_runs(limit: int = Query(100, ge=1, le=1000)) -> list[dict[str, Any]]:
+        return catalog.runs(limit)
+
+    @app.get("/api/sweeps")
+    def api_sweeps() -> list[dict[str, Any]]:
+        return [{**s, "points": catalog.sweep_results(s["sweep"])} for s in catalog.sweeps()]
+
+    @app.get("/api/stats")
+    def api_stats() -> dict[str, Any]:
+        return {"max_batch": service.max_batch, "max_wait_ms": service.max_wait_ms, "indexes": service.stats()}
+
+    # -- pages --------------------------------------------------------------------------------
+    @app.get("/", include_in_schema=False)
+    def home() -> RedirectResponse:
+        return RedirectResponse("/revdict")
+
+    @app.get("/revdict", response_class=HTMLResponse, include_in_schema=False)
+    async def page_revdict(q: str | None = None, model: str | None = None, k: str = "10") -> HTMLResponse:
+        indexes = catalog.indexes()
+        ctx: dict[str, Any] = {"indexes": indexes, "q": q, "model": model, "k": k, "hits": None, "error": None,
+                               "served": None, "max_query": MAX_QUERY_CHARS, "max_k": MAX_K}
+        status = 200
+        if q is not None and indexes:
+            try:
+                kk = int(k)
+                if not 1 <= kk <= MAX_K:
+                    raise ValueError
+            except ValueError:
+                ctx["error"], status = f"k must be a whole number from 1 to {MAX_K}", 422
+            else:
+                if len(q) > MAX_QUERY_CHARS:
+                    ctx["error"], status = f"the definition is longer than {MAX_QUERY_CHARS} characters", 422
+                else:
+                    try:
+                        ctx["served"], ctx["hits"] = await revdict(q, model or indexes[0].model_id, kk, None)
+                    except HTTPException as exc:
+                        ctx["error"], status = exc.detail, exc.status_code
+        return HTMLResponse(render("revdict.html", here="/revdict", title="Reverse dictionary", **ctx), status)
+
+    @app.get("/leaderboard", response_class=HTMLResponse, include_in_schema=False)
+    def page_leaderboard() -> HTMLResponse:
+        from defsentflow.report.leaderboard import load_leaderboard
+
+        ctx: dict[str, Any] = {"rows": [], "columns": [], "numeric": (), "note": ""}
+        if catalog.catalog.path.is_file():
+            board = load_leaderboard(catalog.catalog)
+            ctx["columns"], ctx["rows"] = board.table()
+            ctx["numeric"], ctx["note"] = board.columns, board.sort_note
+        return HTMLResponse(render("leaderboard.html", here="/leaderboard", title="Leaderboard", **ctx))
+
+    @app.get("/runs", response_class=HTMLResponse, include_in_schema=False)
+    def page_runs() -> HTMLResponse:
+        return HTMLResponse(render("runs.html", here="/runs", title="Runs", runs=catalog.runs()))
+
+    @app.get("/runs/{run_id}/report/{name:path}", include_in_schema=False)
+    def report_file(run_id: str, name: str) -> FileResponse:
+        found = catalog.report_file(run_id, name)
+        if found is None:
+            raise HTTPException(404, f"no report file {name!r} for run {run_id!r}")
+        return FileResponse(found[0], media_type=found[1])
+
+    @app.get("/sweeps", response_class=HTMLResponse, include_in_schema=False)
+    def page_sweeps() -> HTMLResponse:
+        sweeps = []
+        for s in catalog.sweeps():
+            points = catalog.sweep_results(s["sweep"])
+            cols = [c for c in (points[0] if points else {}) if any(p.get(c) is not None for p in points)]
+            numeric = [c for c in cols if any(isinstance(p.get(c), (int, float)) for p in points)]
+            sweeps.append({**s, "columns": cols, "rows": [[p.get(c) for c in cols] for p in points], "numeric": numeric})
+        return HTMLResponse(render("sweeps.html", here="/sweeps", title="Sweeps", sweeps=sweeps))
+
+    return app

@@ -1,0 +1,124 @@
+"""HTML pages of the web app: Jinja2 templates with autoescaping, no JavaScript needed.
+
+Every value reaches the page through Jinja2's HTML escaping; numbers go through the report's
+:func:`~defsentflow.report.leaderboard.format_number`, so the page and the report agree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jinja2 import DictLoader, Environment, select_autoescape
+
+from defsentflow.report.leaderboard import format_number
+
+__all__ = ["render"]
+
+_BASE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{ title }} - defsentflow</title>
+<style>
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: #222; line-height: 1.45; }
+header { background: #1f3b57; color: #fff; padding: 0.6rem 1.5rem; display: flex; gap: 1.5rem; align-items: baseline; }
+header a { color: #dbe8f5; text-decoration: none; } header a.here { color: #fff; font-weight: 600; }
+header .brand { font-weight: 700; color: #fff; margin-right: 1rem; }
+main { max-width: 72rem; margin: 1.5rem auto; padding: 0 1.5rem; }
+table { border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.9rem; }
+th, td { border: 1px solid #ccc; padding: 0.25rem 0.6rem; text-align: left; white-space: nowrap; }
+th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.wide { overflow-x: auto; }
+form { display: grid; grid-template-columns: 8rem 1fr; gap: 0.5rem 1rem; max-width: 48rem; margin-bottom: 1rem; }
+textarea { font: inherit; min-height: 4rem; padding: 0.4rem; } select, input { font: inherit; padding: 0.2rem; }
+button { font: inherit; padding: 0.35rem 1.2rem; justify-self: start; }
+.error { background: #fdecea; border: 1px solid #f5c2c0; padding: 0.5rem 0.8rem; }
+.muted { color: #666; font-size: 0.9rem; }
+</style>
+</head>
+<body>
+<header><span class="brand">defsentflow</span>
+{% for href, name in nav %}<a href="{{ href }}"{% if href == here %} class="here"{% endif %}>{{ name }}</a>{% endfor %}
+</header>
+<main>
+<h1>{{ title }}</h1>
+{% block content %}{% endblock %}
+</main>
+</body>
+</html>
+"""
+
+_TABLE = """{% macro table(columns, rows, numeric=()) -%}
+<div class="wide"><table>
+<thead><tr>{% for c in columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
+<tbody>{% for r in rows %}<tr>{% for v in r %}<td{% if columns[loop.index0] in numeric %} class="num"{% endif %}>{{ v|cell }}</td>{% endfor %}</tr>{% endfor %}</tbody>
+</table></div>
+{%- endmacro %}"""
+
+_REVDICT = """{% extends "base.html" %}{% from "table.html" import table %}{% block content %}
+<p class="muted">Type a definition; the model's reverse-dictionary index returns the entries whose definitions it
+places closest.</p>
+{% if not indexes %}<p class="error">No reverse-dictionary index has been built yet: <code>defsentflow revdict MODEL
+"a definition"</code> builds one for a model.</p>{% else %}
+<form method="get" action="/revdict">
+<label for="q">Definition</label>
+<textarea id="q" name="q" maxlength="{{ max_query }}" required>{{ q or "" }}</textarea>
+<label for="model">Model</label>
+<select id="model" name="model">{% for i in indexes %}
+<option value="{{ i.model_id }}"{% if i.model_id == model %} selected{% endif %}>{{ i.label }}</option>{% endfor %}
+</select>
+<label for="k">Entries</label>
+<input id="k" name="k" type="number" min="1" max="{{ max_k }}" value="{{ k }}">
+<span></span><button id="lookup" type="submit">Look up</button>
+</form>{% endif %}
+{% if error %}<p class="error" id="error">{{ error }}</p>{% endif %}
+{% if hits is not none %}
+<p class="muted">{{ served.label }}, {{ served.mode }} mode</p>
+<table id="results"><thead><tr><th>rank</th><th>entry</th><th>score</th></tr></thead><tbody>
+{% for h in hits %}<tr><td class="num">{{ loop.index }}</td><td class="entry">{{ h.entry }}</td><td class="num">{{ "%.4f"|format(h.score) }}</td></tr>{% endfor %}
+</tbody></table>{% endif %}
+{% endblock %}"""
+
+_LEADERBOARD = """{% extends "base.html" %}{% from "table.html" import table %}{% block content %}
+{% if rows %}<p class="muted">One row per model (its other ids in the last column); {{ note }}. STS: Spearman x 100
+('all' setting); <code>*_mrr</code>: reverse-dictionary mean reciprocal rank (0 to 1).</p>
+{{ table(columns, rows, numeric) }}{% else %}<p>No evaluation results yet.</p>{% endif %}
+{% endblock %}"""
+
+_RUNS = """{% extends "base.html" %}{% from "table.html" import table %}{% block content %}
+{% if runs %}<div class="wide"><table>
+<thead><tr><th>run</th><th>name</th><th>flow</th><th>status</th><th>started</th><th>seconds</th><th>selected model</th>
+<th>selection</th><th>report</th></tr></thead><tbody>
+{% for r in runs %}<tr><td>{{ r.run_id }}</td><td>{{ r.name or "" }}</td><td>{{ r.flow }}</td><td>{{ r.status }}</td>
+<td>{{ r.started_at|cell }}</td><td class="num">{{ r.seconds|cell }}</td><td>{{ r.selected_model or "" }}</td>
+<td>{{ r.selection_metric or "" }} {{ r.selection_score|cell }}</td>
+<td>{% if r.has_report %}<a href="/runs/{{ r.run_id|urlencode }}/report/report.html">report</a>{% endif %}</td></tr>{% endfor %}
+</tbody></table></div>{% else %}<p>No runs yet.</p>{% endif %}
+{% endblock %}"""
+
+_SWEEPS = """{% extends "base.html" %}{% from "table.html" import table %}{% block content %}
+{% for s in sweeps %}<h2>{{ s.sweep }}</h2><p class="muted">{{ s.n_points }} points, updated {{ s.updated_at|cell }}</p>
+{{ table(s.columns, s.rows, s.numeric) }}{% else %}<p>No sweeps yet (<code>defsentflow sweep run SWEEP.yaml</code>).</p>
+{% endfor %}{% endblock %}"""
+
+NAV = (("/revdict", "Reverse dictionary"), ("/leaderboard", "Leaderboard"), ("/runs", "Runs"), ("/sweeps", "Sweeps"))
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return format_number(v)
+    return str(v)[:19] if hasattr(v, "isoformat") else str(v)
+
+
+_ENV = Environment(loader=DictLoader({"base.html": _BASE, "table.html": _TABLE, "revdict.html": _REVDICT,
+                                      "leaderboard.html": _LEADERBOARD, "runs.html": _RUNS, "sweeps.html": _SWEEPS}),
+                   autoescape=select_autoescape(default=True, default_for_string=True))
+_ENV.filters["cell"] = _cell
+
+
+def render(template: str, *, here: str, **context: Any) -> str:
+    """The page ``template`` (``revdict.html``, ``leaderboard.html``, ...) with the navigation."""
+    return _ENV.get_template(template).render(nav=NAV, here=here, **context)

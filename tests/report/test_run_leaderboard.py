@@ -1,0 +1,134 @@
+"""One leaderboard row per model: ids of one directory merged, columns of the tasks present,
+ranked by a run's dev-split selection figure; and the ``leaderboard`` command."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from defsentflow.cli import main
+
+
+def _m(task, value, setting="all", metric="spearman", pooling="mean"):
+    return {"task": task, "setting": setting, "metric": metric, "value": value, "n": 10, "pooling": pooling}
+
+
+def _demo_like(cat, *, selection="stsb-dev"):
+    """What a demo run leaves: pst-<run> and the dsp-<key> it selected share a directory; the base
+    encoder is base-<hash> (PST step 0) and base:<name> (the baseline's evaluation)."""
+    cat.start_run("pipeline", config={"name": "demo", "pst": {"selection_revdict_mode": "cosine"}}, run_id="demo-1")
+    cat.register_model("base-abc", "/m/minilm", method="base")
+    cat.register_model("dsp-111", "/m/pst/111", method="defsent_plus", pooling="mean")
+    cat.register_model("dsp-222", "/m/pst/222", method="defsent_plus", pooling="mean")
+    cat.register_model("pst-demo-1", "/m/pst/111", method="pst", pooling="mean", run_id="demo-1")
+    cat.register_model("base:all-MiniLM-L6-v2", "/m/minilm")
+    cat.record_metrics("base-abc", [_m("stsb-dev", 86.70), _m("revdict-dev", 0.50, "cosine", "mrr")])
+    cat.record_metrics("dsp-111", [_m("stsb-dev", 86.80), _m("revdict-dev", 0.55, "cosine", "mrr"),
+                                   _m("revdict", 0.90, "head", "mrr")])
+    cat.record_metrics("dsp-222", [_m("stsb-dev", 86.90), _m("revdict-dev", 0.52, "cosine", "mrr")])
+    for mid, (mrr, top1) in {"pst-demo-1": (0.60, 0.44), "base:all-MiniLM-L6-v2": (0.48, 0.37)}.items():
+        cat.record_metrics(mid, [_m("revdict", mrr, "cosine", "mrr"), _m("revdict", top1, "cosine", "top1"),
+                                 _m("sts12", 70.0, "mean"), _m("sts12/MSRpar", 1.0)], run_id="demo-1")
+    cat.execute("INSERT INTO pst_runs (run_id, model_id, winner_step, selection_metric) VALUES ('demo-1', 'pst-demo-1', 1, ?)",
+                [selection])
+
+
+def test_one_row_per_model_with_only_the_columns_of_tasks_run(home):
+    from defsentflow.report import load_leaderboard
+    from defsentflow.storage import Catalog
+
+    cat = Catalog()
+    _demo_like(cat)
+    board = load_leaderboard(cat)
+    ids = [r["model_id"] for r in board.rows]
+    assert sorted(ids) == ["base:all-MiniLM-L6-v2", "dsp-222", "pst-demo-1"]  # 5 ids, 3 models
+    by = {r["model_id"]: r for r in board.rows}
+    assert by["pst-demo-1"]["aliases"] == ["dsp-111", "pst-demo-1"]
+    assert by["base:all-MiniLM-L6-v2"]["aliases"] == ["base-abc", "base:all-MiniLM-L6-v2"]
+    assert by["base:all-MiniLM-L6-v2"]["method"] == "base" and by["pst-demo-1"]["method"] == "pst"
+    # the scores of every id of a model, in one row
+    assert by["pst-demo-1"]["revdict_cosine_mrr"] == 0.60 and by["pst-demo-1"]["revdict_head_mrr"] == 0.90
+    assert by["base:all-MiniLM-L6-v2"]["stsb_dev"] == 86.70 and by["base:all-MiniLM-L6-v2"]["revdict_cosine_mrr"] == 0.48
+    # headline metrics only: no 'mean' setting, no per-subset task, MRR not top1; no STS average without STS
+    assert board.columns == ("stsb_dev", "revdict_cosine_mrr", "revdict_dev_cosine_mrr", "revdict_head_mrr")
+    assert board.splits["stsb_dev"] == "dev" and board.splits["revdict_cosine_mrr"] == "test"
+    # ranked by the run's selection figure on dev: STS-B dev
+    assert board.sort_by == "stsb_dev" and ids == ["dsp-222", "pst-demo-1", "base:all-MiniLM-L6-v2"]
+    assert "demo-1" in board.sort_note
+    # restricted to some models: the columns they have
+    only = board.restrict(["base-abc"])
+    assert [r["model_id"] for r in only.rows] == ["base:all-MiniLM-L6-v2"] and "revdict_head_mrr" not in only.columns
+
+
+def test_ranked_by_the_dev_mrr_when_the_run_selected_by_reverse_dictionary(home):
+    from defsentflow.report import load_leaderboard
+    from defsentflow.storage import Catalog
+
+    cat = Catalog()
+    _demo_like(cat, selection="revdict-mrr")
+    board = load_leaderboard(cat)
+    # never the test MRR (where pst-demo-1 leads), the dev one in the run's mode
+    assert board.sort_by == "revdict_dev_cosine_mrr"
+    assert [r["model_id"] for r in board.rows] == ["pst-demo-1", "dsp-222", "base:all-MiniLM-L6-v2"]
+    # the papers' protocol on dev is a dev figure too, but not the one this run selected by
+    cat.record_metrics("dsp-222", [_m("revdict-dev-papers", 0.99, "cosine", "mrr")])
+    board = load_leaderboard(cat)
+    assert board.splits["revdict_dev_papers_cosine_mrr"] == "dev" and board.sort_by == "revdict_dev_cosine_mrr"
+
+
+def test_a_selection_by_word_prediction_ranks_by_its_dev_column(home):
+    from defsentflow.report import load_leaderboard
+    from defsentflow.storage import Catalog
+
+    cat = Catalog()
+    cat.start_run("pipeline", config={"name": "d"}, run_id="d-1")
+    cat.record_metrics("x", [_m("wordpred-dev", 0.2, "head", "mrr"), _m("wordpred", 0.9, "head", "mrr")])
+    cat.record_metrics("y", [_m("wordpred-dev", 0.3, "head", "mrr"), _m("wordpred", 0.1, "head", "mrr")])
+    cat.execute("INSERT INTO pst_runs (run_id, selection_metric) VALUES ('d-1', 'wordpred-dev-mrr')")
+    board = load_leaderboard(cat)
+    assert board.sort_by == "wordpred_dev_head_mrr" and [r["model_id"] for r in board.rows] == ["y", "x"]
+
+
+def test_sts_average_and_a_new_task_get_columns_without_code_changes(home):
+    from defsentflow.report import load_leaderboard
+    from defsentflow.storage import Catalog
+
+    cat = Catalog()
+    seven = {"sts12": 70.0, "sts13": 80.0, "sts14": 75.0, "sts15": 85.0, "sts16": 79.0, "stsb-test": 82.0, "sickr": 77.0}
+    cat.record_metrics("a", [_m(t, v) for t, v in seven.items()] + [_m("wordpred", 0.3, "dev", "acc"),
+                                                                   _m("wordpred", 0.6, "dev", "top10")])
+    cat.record_metrics("b", [_m("sts12", 60.0), _m("revdict-unseen", 0.2, "cosine", "mrr"),
+                             _m("revdict-unseen", 0.1, "cosine", "top1")])
+    board = load_leaderboard(cat)
+    by = {r["model_id"]: r for r in board.rows}
+    assert by["a"]["avg_sts"] == pytest.approx(sum(seven.values()) / 7) and by["a"]["n_avg"] == 7
+    assert by["b"]["avg_sts"] == 60.0 and by["b"]["n_avg"] == 1
+    assert by["a"]["wordpred_dev_acc"] == 0.3 and by["a"]["wordpred_dev_top10"] == 0.6  # no MRR: every metric
+    assert by["b"]["revdict_unseen_cosine_mrr"] == 0.2 and "revdict_unseen_cosine_top1" not in board.columns
+    assert board.columns[:9] == ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb_test", "sickr", "avg_sts", "n_avg")
+    # no dev score at all: nothing to rank by, and the board says so
+    assert board.sort_by is None and "model id" in board.sort_note
+
+
+def test_leaderboard_command_prints_one_row_per_model(home, capsys):
+    from defsentflow.storage import Catalog
+
+    _demo_like(Catalog())
+    assert main(["leaderboard"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].split()[:4] == ["model_id", "pooling", "method", "stsb_dev"]
+    body = [ln for ln in lines[2:] if ln.strip() and not ln.startswith("sorted")][:3]
+    assert [ln.split()[0] for ln in body] == ["dsp-222", "pst-demo-1", "base:all-MiniLM-L6-v2"]
+    assert "sorted by stsb_dev (dev split)" in out and "0.6000" not in out and "0.6" in out
+    assert main(["leaderboard", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["sort_by"] == "stsb_dev" and len(data["rows"]) == 3 and "path" not in data["rows"][0]
+
+
+@pytest.mark.parametrize("before,after,text", [(86.72, 86.82, "+0.10"), (0.5529, 0.4809, "-0.0720"), (None, 1.0, "")])
+def test_deltas_in_the_figures_scale(before, after, text):
+    from defsentflow.report.leaderboard import format_delta
+
+    assert format_delta(before, after) == text

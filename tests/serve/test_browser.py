@@ -1,0 +1,92 @@
+"""The reverse-dictionary page in a real browser: ``defsentflow serve`` on a free loopback port,
+headless Chromium (the system's, Debian package ``chromium``) driven by Playwright.
+
+Skips, saying why, when the ``chromium`` binary or the ``playwright`` package is missing; no
+browser is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.serve.conftest import DEFS
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser")) if p), None)
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (Debian: apt-get install chromium)")]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture()
+def server(served):
+    import httpx
+
+    port = _free_port()
+    env = {**os.environ, "DEFSENTFLOW_HOME": str(served), "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "defsentflow.cli", "serve", "--port", str(port)], env=env,
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"defsentflow serve exited with {proc.returncode}: {proc.stdout.read()[-2000:]}")
+            try:
+                if httpx.get(url + "/api/models", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("defsentflow serve did not answer within 120 s")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_typing_a_definition_shows_its_entry_first(server, tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    with sync_api.sync_playwright() as pw:
+        # the system Chromium; --no-sandbox: CI containers run as root, where Chromium's sandbox refuses to start
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1100, "height": 800})
+            page.goto(server + "/revdict")
+            assert page.title().startswith("Reverse dictionary")
+            page.fill("#q", DEFS["king"])
+            page.select_option("#model", "tiny-pst")
+            page.fill("#k", "5")
+            page.click("#lookup")
+            page.wait_for_selector("#results")
+            entries = page.locator("#results td.entry").all_inner_texts()
+            assert entries[0] == "king" and len(entries) == 5
+            assert page.input_value("#q") == DEFS["king"]  # the form keeps what was typed
+            shot = tmp_path / "revdict.png"
+            page.screenshot(path=str(shot), full_page=True)
+            assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+            # an unknown model is a clear message on the page, not a stack trace
+            page.goto(server + "/revdict?q=a+dog&model=nobody")
+            assert "served models: tiny-pst" in page.inner_text("#error")
+            page.goto(server + "/leaderboard")
+            assert "tiny-pst" in page.inner_text("table")
+        finally:
+            browser.close()
