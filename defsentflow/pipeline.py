@@ -179,7 +179,8 @@ class PipelineSteps:
     ``train_surrogate(harvest_config, pairs, run_id) -> {"path", "model_id"}``;
     ``pretrain(section, run_id) -> PretrainOutcome``; ``pst(section, run_id) -> PstResult``;
     ``defsent(section, run_id) -> DefSentResult``; ``evaluate(section, run_id) -> {"model_id", "average"}``;
-    ``report(run_id) -> {...}``.
+    ``index(model_dir, dictionary) -> {...}`` (the selected model's reverse-dictionary index, which
+    ``defsentflow serve`` serves); ``report(run_id) -> {...}``.
     """
 
     ingest_dictionary: Callable[[dict[str, Any]], Any]
@@ -189,6 +190,7 @@ class PipelineSteps:
     pst: Callable[[dict[str, Any], str], Any]
     defsent: Callable[[dict[str, Any], str], Any]
     evaluate: Callable[[dict[str, Any], str], dict[str, Any]]
+    index: Callable[[str, str], Any]
     report: Callable[[str], Any]
 
 
@@ -265,6 +267,8 @@ def run_pipeline(config_path: str | os.PathLike, *, steps: PipelineSteps, only_i
                         "reason": f"{section['method']} (no PST)"}
         plan = evaluation_plan(config, selected, surrogate, section["base_model"], trained)
         scores = [steps.evaluate(s, run_id) for s in plan]
+        if "revdict" in config["eval"]["tasks"]:  # serve the selected model (mode auto: its best dev mode)
+            steps.index(selected["model_dir"], config["dictionary"]["name"])
         report = steps.report(run_id) if config["report"] else None
     except BaseException as exc:
         Catalog().end_run(run_id, "failed", note=json.dumps({"error": f"{type(exc).__name__}: {exc}"})[:4000],

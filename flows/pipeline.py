@@ -23,6 +23,7 @@ def _steps() -> Any:
     from flows.ingest_dictionary import ingest_dictionary
     from flows.pretrain import pretrain_flow
     from flows.pst import pst_flow
+    from flows.revdict import revdict_index
     from flows.train_defsent import train_defsent_flow
     from tasks.harvest import train_surrogate_encoder
     from tasks.report import write_run_report
@@ -36,6 +37,7 @@ def _steps() -> Any:
         pst=lambda section, run_id: pst_flow(section, run_id=run_id),
         defsent=lambda section, run_id: train_defsent_flow(section, run_id=run_id),
         evaluate=lambda section, run_id: evaluate_flow(section, run_id=run_id),
+        index=lambda model_dir, dictionary: revdict_index(model_dir, dictionary, "auto", None),
         # the report is the last step: it shows the status the run ends with just after
         report=lambda run_id: write_run_report(run_id, status="completed"),
     )

@@ -172,6 +172,17 @@ def read_entries(path: Path) -> pa.Table:
     return pa.table({"entry": entries, "definition": definitions})
 
 
+def _catalog_model(model: str) -> str:
+    """A model id registered in the catalog (e.g. ``pst-demo-...``) as its directory; else as given."""
+    from defsentflow.storage import Catalog
+
+    cat = Catalog()
+    if not cat.path.is_file():
+        return model
+    rows = cat.query("SELECT path FROM models WHERE model_id = ?", [model])
+    return rows[0]["path"] if rows and Path(rows[0]["path"]).exists() else model
+
+
 def _revdict(args: argparse.Namespace) -> int:
     from defsentflow.cli import UserError
     from defsentflow.cli.table import print_table
@@ -180,6 +191,7 @@ def _revdict(args: argparse.Namespace) -> int:
 
     if args.k < 1:
         raise UserError("-k must be >= 1")
+    args.model = _catalog_model(args.model)
     dictionary = args.dictionary or model_meta(args.model).get("dictionary") or "sample"
     try:
         index = build_revdict_index(args.model, dictionary, mode=args.mode, pooling=args.pooling, device=args.device,
@@ -204,6 +216,7 @@ def _revdict_add(args: argparse.Namespace) -> int:
     from defsentflow.revdict import build_revdict_index
 
     rows = read_entries(Path(args.file))
+    args.model = _catalog_model(args.model)
     dictionary = args.dictionary or model_meta(args.model).get("dictionary") or "sample"
     try:
         index = build_revdict_index(args.model, dictionary, mode=args.mode, pooling=args.pooling, device=args.device)

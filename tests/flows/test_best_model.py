@@ -99,6 +99,11 @@ def test_best_model_of_a_defsent_config(prefect_test_harness, home, tmp_path, ti
     rc, trained, _ = _best_model(str(cfg))
     assert rc == 0 and trained == result["selected"]["model_dir"]
     assert json.loads((Path(trained) / "defsentflow.json").read_text())["method"] == "defsent_plus"
+    # the run leaves the selected model's reverse-dictionary index, which `defsentflow serve` serves
+    from defsentflow.serve.catalog import ServeCatalog
+
+    served = [i.path for i in ServeCatalog().indexes()]
+    assert served and all((Path(p) / "index.faiss").is_file() for p in served)
     rc, raw, _ = _best_model(str(cfg), "--stage", "pretrain")
     assert rc == 0 and raw != trained and Path(raw).parent.name == "pretrain"
 
