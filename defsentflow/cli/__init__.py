@@ -14,7 +14,7 @@ import sys
 __all__ = ["main", "build_parser"]
 
 # Modules under defsentflow.cli, each registering one or more sub-commands.
-_GROUPS = ("catalog", "ingest", "encode", "train", "pretrain", "evaluate", "harvest", "pipeline", "report", "sweep")
+_GROUPS = ("catalog", "ingest", "encode", "train", "pretrain", "evaluate", "harvest", "origin", "pipeline", "report", "sweep")
 
 
 class UserError(Exception):
