@@ -23,6 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from defsentflow.report.label_quality import label_quality_section
 from defsentflow.report.plots import plot_label_histogram, plot_pst_progress, plot_scores
 
 __all__ = ["RunReport", "build_report", "markdown_table", "report_dir"]
@@ -327,6 +328,7 @@ def build_report(run_id: str, *, out_dir: str | os.PathLike | None = None, catal
         lines += _section_leaderboard(ctx)
         lines += _section_pst(ctx, analyse_missing)
         lines += _section_harvest(ctx)
+        lines += label_quality_section(ctx.rows, markdown_table)
         text = "\n".join(lines).rstrip() + "\n"
         (tmp / "report.md").write_text(text, encoding="utf-8")
         body = markdown.markdown(text, extensions=["tables", "fenced_code"], output_format="html")

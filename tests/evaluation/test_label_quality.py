@@ -81,9 +81,14 @@ def test_origin_cli(tmp_path, tiny_bert_dir, home, sts_data_dir, capsys):
     path = tmp_path / "h.yaml"
     path.write_text(yaml.safe_dump(harvest_config(corpus, tiny_bert_dir, home).model_dump(mode="json")))
     rc = main(["--quiet", "origin", str(path), "--tasks", "stsb-dev", "--data-dir", str(sts_data_dir),
-               "--set-sizes", "2,3", "--selections", "diverse,random", "--no-baselines"])
+               "--set-sizes", "2,3", "--selections", "diverse,random", "--no-baselines", "--run-id", "o1"])
     out = capsys.readouterr().out
     assert rc == 0 and "origin diverse-c2-n6" in out and "origin random-c3-n6" in out
-    assert len(Catalog(home).query("SELECT * FROM metrics WHERE task = 'stsb-dev'")) == 4
+    cat = Catalog(home)
+    assert len(cat.query("SELECT * FROM metrics WHERE task = 'stsb-dev' AND run_id = 'o1'")) == 4
+    from defsentflow.report import build_report
+
+    text = build_report("o1", catalog=cat, out_dir=tmp_path / "report", register=False).markdown
+    assert "## Label quality (Origin)" in text and "origin random-c3-n6" in text
     assert main(["origin", str(path), "--selections", "best"]) == 2
     assert "valid: diverse, top, random" in capsys.readouterr().err
