@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass, field
@@ -34,6 +35,8 @@ from defsentflow.evaluation.sts_data import StsTask, load_task, validate_tasks
 from defsentflow.scoring.origin import OriginPoint
 
 __all__ = ["LABEL_QUALITY_METHODS", "LabelQualityResult", "origin_model_id", "record_label_quality", "run_label_quality"]
+
+log = logging.getLogger(__name__)
 
 LABEL_QUALITY_METHODS: tuple[str, ...] = ("origin", "tfidf", "word_avg", "base")
 
@@ -128,11 +131,14 @@ def run_label_quality(cfg: Any, *, tasks: Sequence[str] | str, data_dir: str | o
         models.append(model)
         rows.extend({**r, "model_id": model["model_id"], "method": model["method"]} for r in new_rows)
 
-    # the largest top_n first: smaller ones are prefixes of its retrieval
-    for point in sorted(points, key=lambda p: (p.selection == "random", -p.top_n)):
+    # the largest top_n and |C_s| first: smaller ones are prefixes of its retrieval and context sets
+    for point in sorted(points, key=lambda p: (p.selection == "random", -p.top_n, p.selection, -p.set_size)):
         t = time.perf_counter()
         point_rows = pool.rows(lambda pairs: labeller.similarities(pairs, point))
         seconds[point.name] = time.perf_counter() - t
+        log.info("origin %s: %s in %.0fs", point.name,
+                 ", ".join(f"{r['task']} {r['value']:.2f}" for r in point_rows if r["setting"] == "all"),
+                 seconds[point.name])
         add({"model_id": origin_model_id(corpus["name"], cfg.retrieval.kind, refs["scorer"]["key"], point),
              "method": "origin", "base_model": encoder, "path": refs["scorer"]["path"], "pooling": None,
              "meta": {"label": f"origin {point.name}", "set_size": point.set_size, "selection": point.selection,

@@ -75,30 +75,46 @@ def select_context_set(context_ids: np.ndarray, chunk_ids: np.ndarray, scores: n
     words = [previous_words(int(c)) for c in ids]
     sizes = np.fromiter((len(w) for w in words), dtype=np.int64, count=len(words))
     x = _word_matrix(words)
-    chosen_mask = np.zeros(len(ids), dtype=bool)  # chosen, with a non-empty c_{i-1}
     chosen: list[int] = []
+    chosen_rows: list[int] = []  # rows (in ranking order) of the chosen with a non-empty c_{i-1}
     used_chunks: set[int] = set()
     for start in range(0, len(ids), _BLOCK):
         if len(chosen) >= size:
             break
-        stop = min(start + _BLOCK, len(ids))
-        # conflicts of this block with every candidate before its end (only those can be chosen yet)
-        inter = (x[start:stop] @ x[:stop].T).toarray()
-        union = sizes[start:stop, None] + sizes[None, :stop] - inter
-        # the same division as jaccard(); two empty sets have Jaccard 0
-        conflict = np.where(union > 0, inter / np.where(union > 0, union, 1), 0.0) >= max_jaccard
-        for j in range(start, stop):
+        # the block's candidates from chunks not used yet; only they can be chosen
+        live = np.asarray([j for j in range(start, min(start + _BLOCK, len(ids))) if int(chunks[j]) not in used_chunks
+                           and sizes[j]] + [-1], dtype=np.int64)[:-1]
+        before = np.asarray(chosen_rows, dtype=np.int64)
+        blocked = _conflicts(x, sizes, live, before, max_jaccard).any(axis=1)  # with a context chosen earlier
+        within = _conflicts(x, sizes, live, live, max_jaccard)  # with one chosen earlier in this block
+        pos = {int(j): i for i, j in enumerate(live)}
+        picked = np.zeros(len(live), dtype=bool)
+        for j in range(start, min(start + _BLOCK, len(ids))):
             if len(chosen) >= size:
                 break
             chunk = int(chunks[j])
             if chunk in used_chunks:
                 continue
-            if sizes[j] and conflict[j - start, :stop][chosen_mask[:stop]].any():
-                continue
+            if sizes[j]:
+                i = pos[j]
+                if blocked[i] or within[i, :i][picked[:i]].any():
+                    continue
+                picked[i] = True
+                chosen_rows.append(j)
             chosen.append(int(ids[j]))
-            chosen_mask[j] = sizes[j] > 0
             used_chunks.add(chunk)
     return np.asarray(chosen, dtype=np.int64)
+
+
+def _conflicts(x: sp.csr_matrix, sizes: np.ndarray, rows: np.ndarray, cols: np.ndarray, max_jaccard: float) -> np.ndarray:
+    """``[len(rows), len(cols)]``: Jaccard of the word sets of two candidates reaches ``max_jaccard``.
+
+    The same division as :func:`~defsentflow.scoring.contexts.jaccard`; rows and cols have non-empty sets.
+    """
+    if not len(rows) or not len(cols):
+        return np.zeros((len(rows), len(cols)), dtype=bool)
+    inter = (x[rows] @ x[cols].T).toarray()
+    return inter / (sizes[rows, None] + sizes[None, cols] - inter) >= max_jaccard
 
 
 def _word_matrix(words: list[frozenset[str]]) -> sp.csr_matrix:

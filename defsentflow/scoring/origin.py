@@ -82,6 +82,7 @@ class PairLabeller:
         self.cache = ScoreCache(res.scorer.version)
         self._retrieved: dict[int, np.ndarray] = {}
         self._top_n = 0
+        self._sets: dict[tuple[str, int], tuple[int, dict[int, np.ndarray]]] = {}
 
     def _score(self, sentence_ids: np.ndarray, context_ids: np.ndarray) -> np.ndarray:
         return self.res.score_ids(sentence_ids, context_ids, self.k)
@@ -104,10 +105,18 @@ class PairLabeller:
         return {i: self._retrieved[i][:top_n] for i in ids.tolist()}
 
     def context_sets(self, positions: np.ndarray, point: OriginPoint, *, block: int = 256) -> dict[int, np.ndarray]:
-        """``C_s`` of the sentences at ``positions`` (keys are pool ids: ``offset + position``)."""
+        """``C_s`` of the sentences at ``positions`` (keys are pool ids: ``offset + position``).
+
+        The ``diverse`` and ``top`` selections are greedy in one fixed ranking, so a smaller set is
+        the first ``set_size`` of a larger one: a larger set chosen before is cut, not recomputed.
+        """
         from defsentflow.progress import progress
 
         ids = np.unique(np.asarray(positions, dtype=np.int64)) + self.offset
+        key = (point.selection, point.top_n)
+        have_size, have = self._sets.get(key, (0, {}))
+        if point.selection != "random" and have_size >= point.set_size and all(i in have for i in ids.tolist()):
+            return {i: have[i][:point.set_size] for i in ids.tolist()}
         out: dict[int, np.ndarray] = {}
         starts = range(0, len(ids), block)
         for a in progress(starts, desc=f"origin {point.name}", unit="block", total=len(starts)):
@@ -115,6 +124,8 @@ class PairLabeller:
             retrieved = {} if point.selection == "random" else self.retrieved(part, point.top_n)
             out.update(choose_context_sets(self.res, part, retrieved, self.cache, self._score, size=point.set_size,
                                            selection=point.selection, max_jaccard=self.max_jaccard, seed=self.seed))
+        if point.selection != "random" and point.set_size >= have_size:
+            self._sets[key] = (point.set_size, out)
         return out
 
     def similarities(self, pairs: np.ndarray, point: OriginPoint) -> np.ndarray:

@@ -79,6 +79,11 @@ def test_smaller_top_n_after_a_larger_one_is_a_prefix(labeller_parts):
     scored = shared.cache.misses
     np.testing.assert_array_equal(shared.similarities(pairs, small), PairLabeller(res, OUTSIDE, vectors).similarities(pairs, small))
     assert shared.cache.misses == scored  # everything the smaller point needs was already scored
+    # a smaller |C_s| at the same top_n is the head of the larger set, cut from it
+    big = shared.context_sets(np.arange(4), OriginPoint(set_size=5, selection="top", top_n=9))
+    fresh = PairLabeller(res, OUTSIDE, vectors).context_sets(np.arange(4), OriginPoint(2, "top", 9))
+    cut = shared.context_sets(np.arange(4), OriginPoint(set_size=2, selection="top", top_n=9))
+    assert all(np.array_equal(cut[k], fresh[k]) and np.array_equal(cut[k], big[k][:2]) for k in fresh)
 
 
 def test_strategies_choose_different_contexts(labeller_parts):
