@@ -19,6 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--set-sizes", default=None, metavar="N,N", help="|C_s| values to sweep (default: the config's)")
     p.add_argument("--selections", default=None, metavar="S,S",
                    help="selection strategies to sweep: diverse, top, random (default: the config's)")
+    p.add_argument("--similarities", default=None, metavar="S,S",
+                   help="pair similarities to sweep: cosine (Eq. 4), centered_cosine (default: the config's)")
     p.add_argument("--top-n", type=int, default=None,
                    help="chunks retrieved per sentence (default: the config's, raised to |C_s| where smaller)")
     p.add_argument("--no-baselines", action="store_true", help="only the labeller rows")
@@ -38,8 +40,9 @@ def _ints(text: str, what: str) -> list[int]:
     return values
 
 
-def points_from_args(cfg, set_sizes: str | None, selections: str | None, top_n: int | None) -> list:
-    """The sweep's labeller settings: every (|C_s|, selection) pair, ``top_n >= |C_s|``."""
+def points_from_args(cfg, set_sizes: str | None, selections: str | None, top_n: int | None,
+                     similarities: str | None = None) -> list:
+    """The sweep's labeller settings: every (|C_s|, selection, similarity), ``top_n >= |C_s|``."""
     from defsentflow.cli import UserError
     from defsentflow.scoring.context_sets import SELECTIONS
     from defsentflow.scoring.origin import OriginPoint
@@ -49,8 +52,12 @@ def points_from_args(cfg, set_sizes: str | None, selections: str | None, top_n: 
     bad = [s for s in sels if s not in SELECTIONS]
     if bad or not sels:
         raise UserError(f"--selections: unknown {bad}; valid: {', '.join(SELECTIONS)}")
+    sims = [s.strip() for s in similarities.split(",") if s.strip()] if similarities else [cfg.pairs.similarity]
+    bad = [s for s in sims if s not in ("cosine", "centered_cosine")]
+    if bad or not sims:
+        raise UserError(f"--similarities: unknown {bad}; valid: cosine, centered_cosine")
     base = top_n or cfg.retrieval.top_n
-    return [OriginPoint(n, s, max(base, n)) for s in sels for n in sizes]
+    return [OriginPoint(n, s, max(base, n), sim) for sim in sims for s in sels for n in sizes]
 
 
 def _origin(args: argparse.Namespace) -> int:
@@ -61,7 +68,7 @@ def _origin(args: argparse.Namespace) -> int:
     from defsentflow.storage import Catalog
 
     cfg = _config(args)
-    points = points_from_args(cfg, args.set_sizes, args.selections, args.top_n)
+    points = points_from_args(cfg, args.set_sizes, args.selections, args.top_n, args.similarities)
     run_id = args.run_id or f"origin-{uuid.uuid4().hex[:8]}"
     cat = Catalog(cfg.root)
     cat.start_run("label-quality", config={"harvest": cfg.model_dump(mode="json"), "tasks": args.tasks,

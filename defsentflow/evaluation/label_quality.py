@@ -110,7 +110,7 @@ def run_label_quality(cfg: Any, *, tasks: Sequence[str] | str, data_dir: str | o
 
     apply_threads(cfg)
     c = cfg.contexts
-    points = list(points or [OriginPoint(c.set_size, c.selection, cfg.retrieval.top_n)])
+    points = list(points or [OriginPoint(c.set_size, c.selection, cfg.retrieval.top_n, cfg.pairs.similarity)])
     pool = _Pool([load_task(data_dir, name) for name in validate_tasks(tasks)])
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -122,8 +122,7 @@ def run_label_quality(cfg: Any, *, tasks: Sequence[str] | str, data_dir: str | o
     encoder = cfg.scorer.discriminative.encoder
     vectors = cached_sentence_vectors(vectors_path(Catalog(cfg.root).root, encoder, pool.texts), encoder, pool.texts)
     seconds["prepare"] = time.perf_counter() - t0
-    labeller = PairLabeller(res, pool.texts, vectors, k=c.k, max_jaccard=c.max_jaccard,
-                            similarity=cfg.pairs.similarity, seed=cfg.seed)
+    labeller = PairLabeller(res, pool.texts, vectors, k=c.k, max_jaccard=c.max_jaccard, seed=cfg.seed)
     rows: list[dict[str, Any]] = []
     models: list[dict[str, Any]] = []
 
@@ -142,7 +141,7 @@ def run_label_quality(cfg: Any, *, tasks: Sequence[str] | str, data_dir: str | o
         add({"model_id": origin_model_id(corpus["name"], cfg.retrieval.kind, refs["scorer"]["key"], point),
              "method": "origin", "base_model": encoder, "path": refs["scorer"]["path"], "pooling": None,
              "meta": {"label": f"origin {point.name}", "set_size": point.set_size, "selection": point.selection,
-                      "top_n": point.top_n, "retrieval": cfg.retrieval.kind, "corpus": corpus["name"],
+                      "top_n": point.top_n, "similarity": point.similarity, "retrieval": cfg.retrieval.kind, "corpus": corpus["name"],
                       "corpus_key": corpus["key"], "scorer_key": refs["scorer"]["key"], "seconds": seconds[point.name]}},
             point_rows)
     if baselines:

@@ -38,10 +38,13 @@ class OriginPoint:
     set_size: int = 500
     selection: Selection = "diverse"
     top_n: int = 500
+    similarity: Similarity = "cosine"
 
     def __post_init__(self) -> None:
         if self.selection not in SELECTIONS:
             raise ValueError(f"selection {self.selection!r} is not one of {', '.join(SELECTIONS)}")
+        if self.similarity not in ("cosine", "centered_cosine"):
+            raise ValueError(f"similarity {self.similarity!r} is not one of cosine, centered_cosine")
         if self.set_size < 1 or self.top_n < 1:
             raise ValueError("set_size and top_n must be >= 1")
         if self.selection != "random" and self.top_n < self.set_size:
@@ -50,7 +53,8 @@ class OriginPoint:
 
     @property
     def name(self) -> str:
-        return f"{self.selection}-c{self.set_size}-n{self.top_n}"
+        suffix = "-centered" if self.similarity == "centered_cosine" else ""
+        return f"{self.selection}-c{self.set_size}-n{self.top_n}{suffix}"
 
 
 class PairLabeller:
@@ -62,7 +66,6 @@ class PairLabeller:
         vectors: their vectors from the scorer's encoder (row-aligned with ``texts``).
         k: sentences on each side of a slot (the scorer's ``k``).
         max_jaccard: the ``diverse`` selection's threshold.
-        similarity: ``cosine`` (Eq. 4) or ``centered_cosine``.
         seed: seeds the ``random`` selection.
 
     Example:
@@ -71,14 +74,14 @@ class PairLabeller:
     """
 
     def __init__(self, res: HarvestResources, texts: Sequence[str], vectors: np.ndarray, *, k: int = 1,
-                 max_jaccard: float = 0.5, similarity: Similarity = "cosine", seed: int = 0):
+                 max_jaccard: float = 0.5, seed: int = 0):
         if len(texts) != len(vectors):
             raise ValueError(f"{len(texts)} texts but {len(vectors)} vectors")
         self.offset = len(res.texts)
         self.res = HarvestResources(res.layout, [*res.texts, *texts],
                                     np.concatenate([np.asarray(res.vectors, dtype=np.float32),
                                                     np.asarray(vectors, dtype=np.float32)]), res.scorer, res.search)
-        self.k, self.max_jaccard, self.similarity, self.seed = k, max_jaccard, similarity, seed
+        self.k, self.max_jaccard, self.seed = k, max_jaccard, seed
         self.cache = ScoreCache(res.scorer.version)
         self._retrieved: dict[int, np.ndarray] = {}
         self._top_n = 0
@@ -104,7 +107,7 @@ class PairLabeller:
                     del self._retrieved[i]
         return {i: self._retrieved[i][:top_n] for i in ids.tolist()}
 
-    def context_sets(self, positions: np.ndarray, point: OriginPoint, *, block: int = 256) -> dict[int, np.ndarray]:
+    def context_sets(self, positions: np.ndarray, point: OriginPoint, *, block: int = 1024) -> dict[int, np.ndarray]:
         """``C_s`` of the sentences at ``positions`` (keys are pool ids: ``offset + position``).
 
         The ``diverse`` and ``top`` selections are greedy in one fixed ranking, so a smaller set is
@@ -129,8 +132,8 @@ class PairLabeller:
         return out
 
     def similarities(self, pairs: np.ndarray, point: OriginPoint) -> np.ndarray:
-        """Eq. 4 for each row of ``pairs`` (positions into ``texts``), ``[P]`` float32."""
+        """Eq. 4 (or its centred form, ``point.similarity``) for each row of ``pairs`` (positions into ``texts``)."""
         pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
         sets = self.context_sets(pairs.ravel(), point)
         return pair_similarities(pairs + self.offset, sets, self.cache, self._score,
-                                 center=self.similarity == "centered_cosine")
+                                 center=point.similarity == "centered_cosine")

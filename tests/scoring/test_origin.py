@@ -55,6 +55,8 @@ def _reference(res, vectors, pair, point):
                                        previous_words=res.previous_words))
     ctx = np.concatenate(sets)
     v1, v2 = score(n + pair[0], ctx), score(n + pair[1], ctx)
+    if point.similarity == "centered_cosine":
+        return float(np.corrcoef(v1.astype(np.float64), v2.astype(np.float64))[0, 1])
     return float(cosine_similarity(v1[None].astype(np.float64), v2[None].astype(np.float64))[0, 0])
 
 
@@ -66,6 +68,9 @@ def test_similarities_match_a_hand_computation(labeller_parts):
     got = labeller.similarities(pairs, point)
     want = [_reference(res, vectors, p, point) for p in pairs.tolist()]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    centered = OriginPoint(set_size=3, selection="diverse", top_n=6, similarity="centered_cosine")
+    np.testing.assert_allclose(labeller.similarities(pairs, centered),
+                               [_reference(res, vectors, p, centered) for p in pairs.tolist()], rtol=1e-4, atol=1e-5)
     # identical texts get identical context sets and a similarity of 1
     assert labeller.similarities(np.array([[0, 4]]), point)[0] == pytest.approx(1.0, abs=1e-6)
 
