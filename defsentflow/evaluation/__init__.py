@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+from defsentflow.evaluation.baselines import tfidf_similarities, word_vector_average
+from defsentflow.evaluation.label_quality import (
+    LABEL_QUALITY_METHODS,
+    LabelQualityResult,
+    origin_model_id,
+    record_label_quality,
+    run_label_quality,
+)
 from defsentflow.evaluation.metrics import paired_cosine, pearson, spearman
 from defsentflow.evaluation.sts import SEVEN_TASKS, average_row, evaluate_sts, score_tasks, spearman_rows
 from defsentflow.evaluation.sts_data import (
@@ -33,6 +41,8 @@ __all__ = [
     "EvalConfig",
     "EvalResult",
     "EvaluateSection",
+    "LABEL_QUALITY_METHODS",
+    "LabelQualityResult",
     "SEVEN_TASKS",
     "StsFormatError",
     "StsSubset",
@@ -46,16 +56,21 @@ __all__ = [
     "load_sts_year",
     "load_stsb",
     "load_task",
+    "origin_model_id",
     "paired_cosine",
     "pearson",
     "record_evaluation",
+    "record_label_quality",
     "resolve_model",
     "run_evaluation",
+    "run_label_quality",
     "score_tasks",
     "spearman",
     "spearman_rows",
+    "tfidf_similarities",
     "validate_eval_tasks",
     "validate_tasks",
+    "word_vector_average",
 ]
 
 try:  # the reverse dictionary is written by the training side; export it when present

@@ -218,17 +218,13 @@ def _random_pairs(members: np.ndarray, n: int, taken: list[tuple[int, int]], rng
     return pairs
 
 
-def _context_sets(res: HarvestResources, members: np.ndarray, retrieved: dict[int, np.ndarray], cache: ScoreCache,
-                  score_fn: Callable, settings: HarvestSettings) -> dict[int, np.ndarray]:
-    """Score every slot of every retrieved chunk of each member (one vectorised call), then choose ``C_s``."""
-    return choose_context_sets(res, members, retrieved, cache, score_fn, size=settings.context_set_size,
-                               selection=settings.selection, max_jaccard=settings.max_jaccard, seed=settings.seed)
-
-
 def choose_context_sets(res: HarvestResources, members: np.ndarray, retrieved: dict[int, np.ndarray],
                         cache: ScoreCache, score_fn: Callable, *, size: int, selection: Selection = "diverse",
                         max_jaccard: float = 0.5, seed: int = 0) -> dict[int, np.ndarray]:
     """``C_s`` of each member by ``selection`` (see :mod:`defsentflow.scoring.context_sets`).
+
+    ``diverse`` and ``top`` score every slot of every retrieved chunk of the members in one
+    vectorised call (through ``cache``), then choose.
 
     ``random`` needs neither ``retrieved`` nor scores: each sentence draws from the whole corpus
     with its own generator (seeded by ``seed`` and its id), so its set does not depend on the batch.
@@ -277,7 +273,8 @@ def harvest_batch(res: HarvestResources, spec: BatchSpec, settings: HarvestSetti
     retrieved.update(_retrieve(res, np.setdiff1d(members, seeds), settings.top_n))
     cache = ScoreCache(version)
     score_fn = lambda s, c: res.score_ids(s, c, settings.k)  # noqa: E731
-    context_sets = _context_sets(res, members, retrieved, cache, score_fn, settings)  # 3
+    context_sets = choose_context_sets(res, members, retrieved, cache, score_fn, size=settings.context_set_size,  # 3
+                                       selection=settings.selection, max_jaccard=settings.max_jaccard, seed=settings.seed)
     # neighbours that could not be found are made up with random pairs
     random = _random_pairs(members, spec.n_neighbour + spec.n_random - len(neighbour), neighbour, rng, spec.index)  # 4
     arr = np.asarray(neighbour + random, dtype=np.int64).reshape(-1, 2)
