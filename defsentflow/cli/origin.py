@@ -67,8 +67,11 @@ def _origin(args: argparse.Namespace) -> int:
     from defsentflow.evaluation.suite import default_data_dir
     from defsentflow.storage import Catalog
 
+    from defsentflow.evaluation.sts_data import validate_tasks
+
     cfg = _config(args)
     points = points_from_args(cfg, args.set_sizes, args.selections, args.top_n, args.similarities)
+    validate_tasks(args.tasks)  # before the run is recorded: a typo is not a failed run
     run_id = args.run_id or f"origin-{uuid.uuid4().hex[:8]}"
     cat = Catalog(cfg.root)
     cat.start_run("label-quality", config={"harvest": cfg.model_dump(mode="json"), "tasks": args.tasks,

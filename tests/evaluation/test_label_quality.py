@@ -92,3 +92,6 @@ def test_origin_cli(tmp_path, tiny_bert_dir, home, sts_data_dir, capsys):
     assert "## Label quality (Origin)" in text and "origin random-c3-n6" in text
     assert main(["origin", str(path), "--selections", "best"]) == 2
     assert "valid: diverse, top, random" in capsys.readouterr().err
+    assert main(["origin", str(path), "--tasks", "stsb-devv"]) == 2
+    assert "unknown STS task" in capsys.readouterr().err
+    assert [r["run_id"] for r in cat.query("SELECT run_id FROM runs")] == ["o1"]  # a typo records no run
