@@ -45,7 +45,8 @@ from defsentflow.scoring.scorer import ContextualScorer, ScorerWeights
 from defsentflow.scoring.vectors import cached_sentence_vectors
 
 __all__ = ["apply_threads", "vectors_path", "prepare_corpus", "prepare_extras", "prepare_scorer", "prepare_index",
-           "plan_harvest", "run_batch", "finalize_harvest", "run_harvest", "load_resources", "harvest_settings", "discriminative_config"]
+           "plan_harvest", "run_batch", "finalize_harvest", "run_harvest", "load_resources", "harvest_settings",
+           "discriminative_config"]
 
 log = logging.getLogger(__name__)
 
