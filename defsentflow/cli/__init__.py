@@ -14,8 +14,8 @@ import sys
 __all__ = ["main", "build_parser", "identifier"]
 
 # Modules under defsentflow.cli, each registering one or more sub-commands.
-_GROUPS = ("catalog", "ingest", "encode", "train", "pretrain", "evaluate", "harvest", "pipeline", "report", "sweep",
-           "serve")
+_GROUPS = ("catalog", "ingest", "encode", "train", "pretrain", "evaluate", "harvest", "origin", "pipeline", "report",
+           "sweep", "serve")
 
 
 class UserError(Exception):

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+from defsentflow.evaluation.baselines import tfidf_similarities, word_vector_average
+from defsentflow.evaluation.label_quality import (
+    LABEL_QUALITY_METHODS,
+    LabelQualityResult,
+    origin_model_id,
+    record_label_quality,
+    run_label_quality,
+)
 from defsentflow.evaluation.metrics import paired_cosine, pearson, spearman
 from defsentflow.evaluation.revdict import evaluate_revdict
 from defsentflow.evaluation.sts import SEVEN_TASKS, average_row, evaluate_sts, score_tasks, spearman_rows
@@ -34,6 +42,8 @@ __all__ = [
     "EvalConfig",
     "EvalResult",
     "EvaluateSection",
+    "LABEL_QUALITY_METHODS",
+    "LabelQualityResult",
     "SEVEN_TASKS",
     "StsFormatError",
     "StsSubset",
@@ -48,14 +58,19 @@ __all__ = [
     "load_sts_year",
     "load_stsb",
     "load_task",
+    "origin_model_id",
     "paired_cosine",
     "pearson",
     "record_evaluation",
+    "record_label_quality",
     "resolve_model",
     "run_evaluation",
+    "run_label_quality",
     "score_tasks",
     "spearman",
     "spearman_rows",
+    "tfidf_similarities",
     "validate_eval_tasks",
     "validate_tasks",
+    "word_vector_average",
 ]

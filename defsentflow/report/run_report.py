@@ -29,6 +29,7 @@ import numpy as np
 from defsentflow.report.leaderboard import Leaderboard, format_number, load_leaderboard
 from defsentflow.report.plots import plot_label_histogram, plot_pst_progress
 from defsentflow.report.summary import run_facts, summary_section
+from defsentflow.report.label_quality import label_quality_section
 
 __all__ = ["RunReport", "build_report", "markdown_table", "report_dir"]
 
@@ -330,6 +331,7 @@ def build_report(run_id: str, *, out_dir: str | os.PathLike | None = None, catal
         lines += _section_models(ctx, board)
         lines += _section_pst(ctx, analyse_missing)
         lines += _section_harvest(ctx)
+        lines += label_quality_section(ctx.rows, markdown_table)
         lines += _section_lineage(ctx)
         lines += _section_config(runs[0])
         text = "\n".join(lines).rstrip() + "\n"

@@ -8,7 +8,7 @@ sentences are similar when they fit the same contexts equally well.
 from __future__ import annotations
 
 from defsentflow.scoring.config import HarvestConfig, load_harvest_config, resolve_input_path
-from defsentflow.scoring.context_sets import select_context_set
+from defsentflow.scoring.context_sets import SELECTIONS, Selection, random_context_set, select_context_set, top_context_set
 from defsentflow.scoring.contexts import Context, CorpusLayout, jaccard, word_set
 from defsentflow.scoring.discriminative import (
     ContextDiscriminator,
@@ -23,6 +23,7 @@ from defsentflow.scoring.harvest import (
     BatchSpec,
     HarvestResources,
     HarvestSettings,
+    choose_context_sets,
     collect_parts,
     eligible_sentences,
     harvest_batch,
@@ -30,6 +31,7 @@ from defsentflow.scoring.harvest import (
     plan_batches,
     relabel_parts,
 )
+from defsentflow.scoring.origin import OriginPoint, PairLabeller
 from defsentflow.scoring.pair_similarity import SCORES_SCHEMA, ScoreCache, pair_similarities
 from defsentflow.scoring.scorer import ContextScorer, ContextualScorer, ScorerWeights
 from defsentflow.scoring.vectors import cached_sentence_vectors, context_vectors, encode_sentences
@@ -37,6 +39,7 @@ from defsentflow.scoring.vectors import cached_sentence_vectors, context_vectors
 __all__ = [
     "PAIRS_SCHEMA",
     "SCORES_SCHEMA",
+    "SELECTIONS",
     "BatchSpec",
     "Context",
     "ContextDiscriminator",
@@ -49,9 +52,13 @@ __all__ = [
     "HarvestConfig",
     "HarvestResources",
     "HarvestSettings",
+    "OriginPoint",
+    "PairLabeller",
     "ScoreCache",
     "ScorerWeights",
+    "Selection",
     "cached_sentence_vectors",
+    "choose_context_sets",
     "collect_parts",
     "context_vectors",
     "eligible_sentences",
@@ -62,10 +69,12 @@ __all__ = [
     "load_harvest_config",
     "pair_similarities",
     "plan_batches",
+    "random_context_set",
     "relabel_parts",
     "resolve_input_path",
     "sample_negatives",
     "select_context_set",
+    "top_context_set",
     "train_discriminator",
     "word_set",
 ]

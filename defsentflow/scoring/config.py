@@ -17,8 +17,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
 from defsentflow.config_tools import ConfigSection, format_errors, read_yaml_mapping
+from defsentflow.scoring.context_sets import Selection
+from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
 
 __all__ = ["HarvestConfig", "RetrievalKind", "load_harvest_config", "resolve_input_path"]
 
@@ -38,13 +39,15 @@ class CorpusSection(_Section):
 
 class RetrievalSection(_Section):
     kind: RetrievalKind = "bm25"
-    top_n: int = Field(100, ge=1, description="chunks retrieved per sentence")
+    top_n: int = Field(500, ge=1, description="chunks retrieved per sentence (>= contexts.set_size)")
 
 
 class ContextSection(_Section):
     k: int = Field(1, ge=1, le=8, description="sentences on each side of a slot")
-    set_size: int = Field(50, ge=1, description="|C_s|")
+    set_size: int = Field(500, ge=1, description="|C_s| (Sun et al. use 500, Table 6)")
     max_jaccard: float = Field(0.5, gt=0.0, le=1.0)
+    selection: Selection = Field("diverse", description="diverse (two-step with the diversity rules) | top (without "
+                                 "them) | random (uniform corpus slots)")
 
 
 class DiscriminativeSection(_Section):

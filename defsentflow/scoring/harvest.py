@@ -28,13 +28,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from defsentflow.scoring.context_sets import select_context_set
+from defsentflow.scoring.context_sets import Selection, random_context_set, select_context_set, top_context_set
 from defsentflow.scoring.contexts import CorpusLayout, jaccard, word_set
 from defsentflow.scoring.pair_similarity import ScoreCache, pair_similarities
 from defsentflow.scoring.scorer import ContextualScorer
 
 __all__ = ["HarvestSettings", "BatchSpec", "HarvestResources", "PAIRS_SCHEMA", "plan_batches", "eligible_sentences",
-           "harvest_batch", "part_path", "collect_parts", "label_stats", "relabel_parts"]
+           "harvest_batch", "choose_context_sets", "part_path", "collect_parts", "label_stats", "relabel_parts"]
 
 SearchFn = Callable[[list[str], int], tuple[np.ndarray, np.ndarray]]
 Similarity = Literal["cosine", "centered_cosine"]
@@ -59,9 +59,10 @@ class HarvestSettings:
     """What a harvest does, independent of where its inputs come from."""
 
     k: int = 1
-    context_set_size: int = 50
+    context_set_size: int = 500  # Sun et al., Table 6
     max_jaccard: float = 0.5
-    top_n: int = 100
+    selection: Selection = "diverse"
+    top_n: int = 500
     n_pairs: int = 20000
     neighbour_share: float = 0.5
     pairs_per_sentence: float = 4.0
@@ -217,16 +218,33 @@ def _random_pairs(members: np.ndarray, n: int, taken: list[tuple[int, int]], rng
     return pairs
 
 
-def _context_sets(res: HarvestResources, members: np.ndarray, retrieved: dict[int, np.ndarray], cache: ScoreCache,
-                  score_fn: Callable, settings: HarvestSettings) -> dict[int, np.ndarray]:
-    """Score every slot of every retrieved chunk of each member (one vectorised call), then choose ``C_s``."""
+def choose_context_sets(res: HarvestResources, members: np.ndarray, retrieved: dict[int, np.ndarray],
+                        cache: ScoreCache, score_fn: Callable, *, size: int, selection: Selection = "diverse",
+                        max_jaccard: float = 0.5, seed: int = 0) -> dict[int, np.ndarray]:
+    """``C_s`` of each member by ``selection`` (see :mod:`defsentflow.scoring.context_sets`).
+
+    ``diverse`` and ``top`` score every slot of every retrieved chunk of the members in one
+    vectorised call (through ``cache``), then choose.
+
+    ``random`` needs neither ``retrieved`` nor scores: each sentence draws from the whole corpus
+    with its own generator (seeded by ``seed`` and its id), so its set does not depend on the batch.
+    """
+    members = np.asarray(members, dtype=np.int64)
+    if selection == "random":
+        n = res.layout.n_sentences
+        return {m: random_context_set(n, size, np.random.default_rng([seed, m])) for m in members.tolist()}
     slots = [res.layout.slots(retrieved[m]) for m in members.tolist()]
     sids = np.repeat(members, [len(cids) for cids, _ in slots])
-    scores = cache.get_or_score(sids, np.concatenate([cids for cids, _ in slots]), score_fn)
+    scores = cache.get_or_score(sids, np.concatenate([cids for cids, _ in slots]) if slots else np.zeros(0, np.int64),
+                                score_fn)
     out, start = {}, 0
     for m, (cids, owner) in zip(members.tolist(), slots):
-        out[m] = select_context_set(cids, owner, scores[start:start + len(cids)], settings.context_set_size,
-                                    previous_words=res.previous_words, max_jaccard=settings.max_jaccard)
+        part = scores[start:start + len(cids)]
+        if selection == "top":
+            out[m] = top_context_set(cids, part, size)
+        else:
+            out[m] = select_context_set(cids, owner, part, size, previous_words=res.previous_words,
+                                        max_jaccard=max_jaccard)
         start += len(cids)
     return out
 
@@ -255,7 +273,8 @@ def harvest_batch(res: HarvestResources, spec: BatchSpec, settings: HarvestSetti
     retrieved.update(_retrieve(res, np.setdiff1d(members, seeds), settings.top_n))
     cache = ScoreCache(version)
     score_fn = lambda s, c: res.score_ids(s, c, settings.k)  # noqa: E731
-    context_sets = _context_sets(res, members, retrieved, cache, score_fn, settings)  # 3
+    context_sets = choose_context_sets(res, members, retrieved, cache, score_fn, size=settings.context_set_size,  # 3
+                                       selection=settings.selection, max_jaccard=settings.max_jaccard, seed=settings.seed)
     # neighbours that could not be found are made up with random pairs
     random = _random_pairs(members, spec.n_neighbour + spec.n_random - len(neighbour), neighbour, rng, spec.index)  # 4
     arr = np.asarray(neighbour + random, dtype=np.int64).reshape(-1, 2)

@@ -44,15 +44,17 @@ from defsentflow.scoring.harvest import (
 from defsentflow.scoring.scorer import ContextualScorer, ScorerWeights
 from defsentflow.scoring.vectors import cached_sentence_vectors
 
-__all__ = ["apply_threads", "prepare_corpus", "prepare_extras", "prepare_scorer", "prepare_index", "plan_harvest", "run_batch",
-           "finalize_harvest", "run_harvest", "load_resources", "harvest_settings", "discriminative_config"]
+__all__ = ["apply_threads", "vectors_path", "prepare_corpus", "prepare_extras", "prepare_scorer", "prepare_index",
+           "plan_harvest", "run_batch", "finalize_harvest", "run_harvest", "load_resources", "harvest_settings",
+           "discriminative_config"]
 
 log = logging.getLogger(__name__)
 
 
 def harvest_settings(cfg: HarvestConfig) -> HarvestSettings:
     c, p = cfg.contexts, cfg.pairs
-    return HarvestSettings(k=c.k, context_set_size=c.set_size, max_jaccard=c.max_jaccard, top_n=cfg.retrieval.top_n,
+    return HarvestSettings(k=c.k, context_set_size=c.set_size, max_jaccard=c.max_jaccard, selection=c.selection,
+                           top_n=cfg.retrieval.top_n,
                            n_pairs=p.n_pairs, neighbour_share=p.neighbour_share, pairs_per_sentence=p.pairs_per_sentence,
                            neighbour_chunks=p.neighbour_chunks, min_words=p.min_words, max_words=p.max_words,
                            batch_size=cfg.batch_size, similarity=p.similarity, seed=cfg.seed)
@@ -134,7 +136,7 @@ def _all_texts(corpus: dict, extras: dict | None) -> list[str]:
 
 
 # -- stage 2: the discriminative scorer ---------------------------------------------------------
-def _vectors_path(root: Path, encoder: str, texts: list[str]) -> Path:
+def vectors_path(root: Path, encoder: str, texts: list[str]) -> Path:
     from defsentflow.encoders import model_content_hash, resolve_model_path
     from defsentflow.storage import combine_hashes, hash_text
 
@@ -151,7 +153,7 @@ def prepare_scorer(cfg: HarvestConfig, corpus: dict, extras: dict | None = None,
     cat = Catalog(cfg.root)
     dcfg = discriminative_config(cfg)
     texts = _all_texts(corpus, extras)
-    vec_path = _vectors_path(cat.root, dcfg.encoder, texts)
+    vec_path = vectors_path(cat.root, dcfg.encoder, texts)
     key = combine_hashes(["scorer", corpus["key"], model_content_hash(resolve_model_path(dcfg.encoder)),
                           hash_config(dcfg), code_version()])
     final = cat.root / "models" / "scorers" / key

@@ -68,3 +68,27 @@ def test_matches_a_slow_reference():
             chosen.append(c)
             used.add(ch)
         assert got.tolist() == chosen, trial
+
+
+def test_matches_the_slow_reference_across_blocks():
+    """Hundreds of candidates: conflicts are computed a block at a time; the greedy result must not change."""
+    rng = np.random.default_rng(2)
+    vocab = [f"w{i}" for i in range(30)]
+    for trial in range(4):
+        n, size = 400, [5, 60, 150, 400][trial]
+        cids = rng.permutation(5000)[:n]
+        chunks = rng.integers(0, 150, n)
+        scores = rng.normal(size=n).round(2)
+        prev = {int(c): " ".join(rng.choice(vocab, size=rng.integers(0, 6))) for c in cids}
+        got = select_context_set(cids, chunks, scores, size, previous_words=_words(prev), max_jaccard=0.4)
+        chosen, used = [], set()
+        for s, c, ch in sorted(zip(-scores, cids.tolist(), chunks.tolist())):
+            if len(chosen) == size:
+                break
+            w = word_set(prev[c])
+            if ch in used or (w and any(jaccard(w, word_set(prev[x])) >= 0.4 for x in chosen)):
+                continue
+            chosen.append(c)
+            used.add(ch)
+        assert got.tolist() == chosen, trial
+        assert len(chosen) >= min(size, 20)  # the rules leave enough to test

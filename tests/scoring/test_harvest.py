@@ -169,3 +169,24 @@ def test_label_stats():
     assert st["n_pairs"] == 101 and st["mean"] == pytest.approx(0.5) and st["std"] == pytest.approx(x.std())
     assert st["quantiles"]["q50"] == pytest.approx(0.5) and st["quantiles"]["q100"] == 1.0
     assert sum(st["histogram"]["counts"]) == 101 and len(st["histogram"]["edges"]) == 11
+
+
+@pytest.mark.parametrize("selection", ["top", "random"])
+def test_harvest_with_other_selection_strategies(resources, tmp_path, selection):
+    import dataclasses
+
+    settings = dataclasses.replace(SETTINGS, selection=selection)
+    _, _, table = _run(resources, tmp_path, settings)
+    assert table.num_rows == settings.n_pairs and np.isfinite(table.column("score").to_numpy()).all()
+    lay = resources.layout
+    for r in table.to_pylist()[::7]:
+        sid, ctx = r["s1_id"], r["s1_contexts"]
+        if selection == "random":  # uniform corpus slots, the same set for a sentence in any batch
+            assert len(ctx) == settings.context_set_size == len(set(ctx)) and max(ctx) < lay.n_sentences
+            assert ctx == np.random.default_rng([settings.seed, sid]).choice(
+                lay.n_sentences, size=settings.context_set_size, replace=False).tolist()
+        else:  # the best-scored slots of the retrieved chunks, best first, no diversity rule
+            chunk_ids = resources.search([resources.texts[sid]], settings.top_n)[0][0]
+            cids, _ = lay.slots(chunk_ids[chunk_ids >= 0])
+            scores = resources.score_ids(np.full(len(cids), sid), cids, settings.k)
+            assert ctx == cids[np.lexsort((cids, -scores))[:settings.context_set_size]].tolist()

@@ -73,7 +73,7 @@ def test_bbc_config_is_valid():
     from defsentflow.storage import repo_root
 
     cfg = load_harvest_config(repo_root() / "configs" / "harvest-bbc.yaml")
-    assert cfg.contexts.set_size == 50 and cfg.pairs.n_pairs == 20000
+    assert cfg.contexts.set_size == 500 and cfg.retrieval.top_n >= 500 and cfg.pairs.n_pairs == 20000
 
 
 def test_missing_corpus_source_is_an_error(tmp_path, tiny_bert_dir, home):
