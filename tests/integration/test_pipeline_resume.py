@@ -101,7 +101,8 @@ def test_rerun_is_cached_and_unchanged_inputs_end_at_once(tiny_pipeline, tmp_pat
     # returns it): their proof is below, in the catalog.
     work = [t for t in computed if not t.startswith(("pipeline-", "evaluate-resolve", "evaluate-record",
                                                     "write-run-report", "register-dictionary", "pst-score-candidate",
-                                                    "pst-entry-matrix", "pst-train-candidate", "train-defsent"))]
+                                                    "pst-entry-matrix", "pst-train-candidate", "train-defsent",
+                                                    "revdict-index"))]
     assert work == [], f"re-run recomputed: {work}\n{listing}"
     # Nothing new was computed: the same artifacts, and every trained PST step reused as a whole.
     assert catalog_rows(home, artifacts) == before
