@@ -99,10 +99,7 @@ def run_label_quality(cfg: Any, *, tasks: Sequence[str] | str, data_dir: str | o
     from defsentflow.scoring.stages import (
         apply_threads,
         load_resources,
-        prepare_corpus,
-        prepare_extras,
-        prepare_index,
-        prepare_scorer,
+        prepare_refs,
         vectors_path,
     )
     from defsentflow.scoring.vectors import cached_sentence_vectors
@@ -114,10 +111,8 @@ def run_label_quality(cfg: Any, *, tasks: Sequence[str] | str, data_dir: str | o
     pool = _Pool([load_task(data_dir, name) for name in validate_tasks(tasks)])
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
-    corpus = prepare_corpus(cfg, run_id)
-    extras = prepare_extras(cfg)
-    refs = {"corpus": corpus, "extras": extras, "scorer": prepare_scorer(cfg, corpus, extras, run_id),
-            "index": prepare_index(cfg, corpus, run_id)}
+    refs = prepare_refs(cfg, run_id)
+    corpus = refs["corpus"]
     res = load_resources(cfg, refs)
     encoder = cfg.scorer.discriminative.encoder
     vectors = cached_sentence_vectors(vectors_path(Catalog(cfg.root).root, encoder, pool.texts), encoder, pool.texts)

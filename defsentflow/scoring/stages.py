@@ -45,7 +45,7 @@ from defsentflow.scoring.scorer import ContextualScorer, ScorerWeights
 from defsentflow.scoring.vectors import cached_sentence_vectors
 
 __all__ = ["apply_threads", "vectors_path", "prepare_corpus", "prepare_extras", "prepare_scorer", "prepare_index",
-           "plan_harvest", "run_batch", "finalize_harvest", "run_harvest", "load_resources", "harvest_settings",
+           "prepare_refs", "plan_harvest", "run_batch", "finalize_harvest", "run_harvest", "load_resources", "harvest_settings",
            "discriminative_config"]
 
 log = logging.getLogger(__name__)
@@ -316,14 +316,19 @@ def finalize_harvest(cfg: HarvestConfig, refs: dict, plan: dict, run_id: str | N
             "std": stats.get("std"), "cached": False}
 
 
+def prepare_refs(cfg: HarvestConfig, run_id: str | None = None) -> dict:
+    """The corpus, extra sentences, context scorer and chunk index a labeller needs (each cached)."""
+    corpus = prepare_corpus(cfg, run_id)
+    extras = prepare_extras(cfg)
+    return {"corpus": corpus, "extras": extras, "scorer": prepare_scorer(cfg, corpus, extras, run_id),
+            "index": prepare_index(cfg, corpus, run_id)}
+
+
 def run_harvest(cfg: HarvestConfig, *, run_id: str | None = None,
                 map_batches: Callable[[Callable[[dict], dict], list[dict]], list[dict]] | None = None) -> dict:
     """All stages in a row (the CLI); ``map_batches(fn, batches)`` may run the batches elsewhere."""
     t0 = time.perf_counter()
-    corpus = prepare_corpus(cfg, run_id)
-    extras = prepare_extras(cfg)
-    refs = {"corpus": corpus, "extras": extras, "scorer": prepare_scorer(cfg, corpus, extras, run_id),
-            "index": prepare_index(cfg, corpus, run_id)}
+    refs = prepare_refs(cfg, run_id)
     plan = plan_harvest(cfg, refs)
     from defsentflow.storage import Catalog
 
