@@ -47,6 +47,20 @@ def test_stops_at_size_and_breaks_ties_by_id():
     assert got.tolist() == [1, 3, 7]
 
 
+def _reference(cids, chunks, scores, size, prev, max_jaccard):
+    """The slow reference: sort by (-score, id), scan, skip a used chunk or a too-similar context."""
+    chosen, used = [], set()
+    for _, c, ch in sorted(zip(-scores, cids.tolist(), chunks.tolist())):
+        if len(chosen) == size:
+            break
+        w = word_set(prev[c])
+        if ch in used or (w and any(jaccard(w, word_set(prev[x])) >= max_jaccard for x in chosen)):
+            continue
+        chosen.append(c)
+        used.add(ch)
+    return chosen
+
+
 def test_matches_a_slow_reference():
     rng = np.random.default_rng(1)
     vocab = [f"w{i}" for i in range(8)]
@@ -57,17 +71,7 @@ def test_matches_a_slow_reference():
         scores = rng.normal(size=n).round(1)
         prev = {int(c): " ".join(rng.choice(vocab, size=rng.integers(0, 4))) for c in cids}
         got = select_context_set(cids, chunks, scores, 6, previous_words=_words(prev))
-        # reference: sort by (-score, id), scan
-        chosen, used = [], set()
-        for s, c, ch in sorted(zip(-scores, cids.tolist(), chunks.tolist())):
-            if len(chosen) == 6:
-                break
-            w = word_set(prev[c])
-            if ch in used or (w and any(jaccard(w, word_set(prev[x])) >= 0.5 for x in chosen)):
-                continue
-            chosen.append(c)
-            used.add(ch)
-        assert got.tolist() == chosen, trial
+        assert got.tolist() == _reference(cids, chunks, scores, 6, prev, 0.5), trial
 
 
 def test_matches_the_slow_reference_across_blocks():
@@ -81,14 +85,6 @@ def test_matches_the_slow_reference_across_blocks():
         scores = rng.normal(size=n).round(2)
         prev = {int(c): " ".join(rng.choice(vocab, size=rng.integers(0, 6))) for c in cids}
         got = select_context_set(cids, chunks, scores, size, previous_words=_words(prev), max_jaccard=0.4)
-        chosen, used = [], set()
-        for s, c, ch in sorted(zip(-scores, cids.tolist(), chunks.tolist())):
-            if len(chosen) == size:
-                break
-            w = word_set(prev[c])
-            if ch in used or (w and any(jaccard(w, word_set(prev[x])) >= 0.4 for x in chosen)):
-                continue
-            chosen.append(c)
-            used.add(ch)
+        chosen = _reference(cids, chunks, scores, size, prev, 0.4)
         assert got.tolist() == chosen, trial
         assert len(chosen) >= min(size, 20)  # the rules leave enough to test
