@@ -300,6 +300,11 @@ def load_ica(meta: dict[str, Any]) -> Callable[[np.ndarray], np.ndarray]:
 
 
 # -- evaluation -----------------------------------------------------------------------------------------
+def _candidate_rows(data: RevdictQueries) -> tuple:
+    """Which rows a query set's candidates come from: runs with equal values share encoded vectors."""
+    return (data.candidates, data.split if data.candidates == "split" else data.split == "test")
+
+
 def evaluate_revdict(model: str | os.PathLike, dictionary: str | pa.Table, *, split: str = "test",
                      protocol: Protocol = "unseen", **kwargs: Any) -> dict[str, Any]:
     """Reverse-dictionary MRR and top-1/3/10 of ``model`` on one split under one protocol.
@@ -363,7 +368,7 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
     pooling = validate_pooling(pooling or meta.get("pooling") or "mean")
     table = load_dictionary_table(dictionary, root=root)
     train_splits = tuple(train_splits or meta.get("train_splits") or ("train",))
-    seen = trained_texts(table, train_splits)
+    seen = trained_texts(table, train_splits) if any(p == "unseen" for _, p in runs) else None
     datasets = []
     for split, protocol in runs:
         data = prepare_queries(table, split=split, candidates=candidates, max_queries=max_queries,
@@ -378,7 +383,7 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
     own_vecs: dict[tuple, np.ndarray] = {}
 
     def vectors_of(encoder: Any, pool: str, data: RevdictQueries) -> np.ndarray:
-        key = (id(encoder), pool, data.candidates, data.split if data.candidates == "split" else data.split == "test")
+        key = (id(encoder), pool, _candidate_rows(data))
         if key not in own_vecs:
             own_vecs[key] = encode_texts(encoder, data.definitions, pooling=pool, desc=f"revdict {pool}", **kw)
         return own_vecs[key]
@@ -412,7 +417,7 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
                 revdict_ranks(vecs[data.query_rows], data.query_rows, vecs, data.def_entry, n, cosine=True))
         if "hybrid" in modes:
             vecs = vectors_of(enc, pooling, data)
-            wkey = (data.candidates, data.split if data.candidates == "split" else data.split == "test")
+            wkey = _candidate_rows(data)
             if wkey not in words_cache:
                 words_cache[wkey] = encode_texts(enc, [headword_text(e) for e in data.entries], pooling=pooling,
                                                  desc="revdict headwords", **kw)
