@@ -174,13 +174,11 @@ def read_entries(path: Path) -> pa.Table:
 
 def _catalog_model(model: str) -> str:
     """A model id registered in the catalog (e.g. ``pst-demo-...``) as its directory; else as given."""
+    from defsentflow.evaluation.suite import resolve_model
     from defsentflow.storage import Catalog
 
     cat = Catalog()
-    if not cat.path.is_file():
-        return model
-    rows = cat.query("SELECT path FROM models WHERE model_id = ?", [model])
-    return rows[0]["path"] if rows and Path(rows[0]["path"]).exists() else model
+    return resolve_model(cat, model)[1] if cat.path.is_file() else model
 
 
 def _revdict(args: argparse.Namespace) -> int:
