@@ -1,0 +1,164 @@
+"""The arms of the claims: which pipeline runs each claim reads, as changes to the base config.
+
+An arm is the base pipeline config with a few dotted values changed (a sweep point, run by the
+ordinary pipeline, so stages shared between arms are computed once: the pretrained encoder, the
+dictionary, PST's step 1 of every run with the same seed and entries). Per training seed ``s``:
+
+* ``pst s``: PST with ``steps`` fixed steps, separate training, no ICA (steps 1..N, entry spaces);
+* ``continue s``: the same, each step continuing the previous step's best encoder (``separate: false``);
+* ``ica s``: the same with the ICA-transformed entry matrix as a candidate at the ICA step;
+* ``defsent s``: one DefSent run (the ``defsent:`` of the claims file) instead of PST;
+* ``entries=N s``: one PST step on ``N`` training entries (N other than the base's);
+* ``raw p``: the pipeline on the raw encoder pretrained with seed ``p`` (one small PST step), for
+  claims about the raw encoder itself.
+
+Options the installed ``pst:`` section lacks (``separate``, ``ica_step``) make their claims
+"not testable" with the reason, instead of failing the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from defsentflow.claims.config import ClaimsConfig
+from defsentflow.sweep import Sweep, SweepFile, SweepPoint, _point_id, expand_sweep
+
+__all__ = ["ArmPlan", "arm_name", "plan_arms", "pst_options"]
+
+
+def pst_options() -> set[str]:
+    """The option names the installed ``pst:`` section accepts."""
+    from defsentflow.training.pst_config import PstSection
+
+    return set(PstSection.model_fields)
+
+
+def arm_name(kind: str, seed: int, n: int | None = None) -> str:
+    """``pst seed=0``, ``entries=2000 seed=1``, ``raw pretrain_seed=2``."""
+    if kind == "raw":
+        return f"raw pretrain_seed={seed}"
+    return f"{kind}{'' if n is None else f'={n}'} seed={seed}"
+
+
+@dataclass(frozen=True)
+class ArmPlan:
+    """The arms a claims file needs: each arm's sweep point, which arms each claim reads, and why a
+    claim cannot be measured here (``untestable``)."""
+
+    sweep: Sweep | None            # None: no claim has an arm to run
+    points: dict[str, SweepPoint]
+    needs: dict[str, list[str]]
+    untestable: dict[str, str] = field(default_factory=dict)
+    base_entries: int | None = None
+    base_pretrain_seed: int | None = None
+
+
+_PST_EVAL = {"eval.tasks": ["stsb-dev"], "eval.baselines": ["untrained", "sbert_wk"], "report": False}
+_DEFSENT_EVAL = {"eval.tasks": ["stsb-dev", "wordpred"], "eval.baselines": ["untrained"], "report": False}
+
+
+def _plain(claims: ClaimsConfig, options: set[str]) -> dict[str, Any]:
+    """PST with ``steps`` separate steps and no ICA candidate."""
+    params: dict[str, Any] = {"pst.steps": claims.spec.steps}
+    if "ica_step" in options:
+        params["pst.ica_step"] = None
+    elif "ica_last_step" in options:
+        params["pst.ica_last_step"] = False
+    if "separate" in options:
+        params["pst.separate"] = True
+    return params
+
+
+def _ica(claims: ClaimsConfig, options: set[str]) -> dict[str, Any] | str:
+    step = claims.spec.ica_step or claims.spec.steps
+    if step > claims.spec.steps:
+        return f"ica_step {step} is after the last step ({claims.spec.steps})"
+    params = _plain(claims, options)
+    if "ica_step" in options:
+        params["pst.ica_step"] = step
+    elif "ica_last_step" in options and step == claims.spec.steps:
+        params["pst.ica_last_step"] = True  # older PST: the last step's only candidate is the ICA one
+    else:
+        return f"the pst: section has no ica_step option (ICA at step {step})"
+    return params
+
+
+def plan_arms(claims: ClaimsConfig, *, origin: str = "<claims>") -> ArmPlan:
+    """Expand the claims into arms (validated pipeline configs, one sweep point each).
+
+    Raises:
+        ValueError: an arm that makes an invalid pipeline config (the message names the arm and the key).
+    """
+    spec, options = claims.spec, pst_options()
+    pst = claims.base["pst"]
+    base_entries = pst.get("max_train_entries")
+    base_pretrain_seed = (claims.base.get("pretrain") or {}).get("seed", 0) if claims.base.get("pretrain") else None
+    arms: dict[str, dict[str, Any]] = {}
+    needs: dict[str, list[str]] = {}
+    untestable: dict[str, str] = {}
+
+    def use(claim: str, name: str, params: dict[str, Any]) -> None:
+        arms[name] = params
+        needs.setdefault(claim, []).append(name)
+
+    def pst_arm(claim: str, s: int) -> None:
+        use(claim, arm_name("pst", s), {**_plain(claims, options), "pst.seeds": [s],
+                                         "pst.max_train_entries": base_entries, **_PST_EVAL})
+
+    for claim in spec.claims:
+        needs[claim] = []
+        for s in spec.seeds:
+            if claim in ("defsent_plus_beats_defsent", "later_steps_beat_step_1", "separate_beats_continuing",
+                         "more_entries_help", "ica_candidate_helps", "entry_space_more_isotropic"):
+                pst_arm(claim, s)
+            if claim in ("defsent_plus_beats_defsent", "defsent_raises_wordpred"):
+                section = {**spec.defsent, "base_model": pst.get("base_model", "minilm"),
+                           "dictionary": claims.base["dictionary"]["name"], "max_train_entries": base_entries,
+                           "seed": s}
+                use(claim, arm_name("defsent", s), {"pst": None, "defsent": section, **_DEFSENT_EVAL})
+            if claim == "separate_beats_continuing":
+                if "separate" not in options:
+                    untestable[claim] = "the pst: section has no separate option"
+                else:
+                    use(claim, arm_name("continue", s), {**_plain(claims, options), "pst.separate": False,
+                                                         "pst.seeds": [s], "pst.max_train_entries": base_entries,
+                                                         **_PST_EVAL})
+            if claim == "ica_candidate_helps":
+                params = _ica(claims, options)
+                if isinstance(params, str):
+                    untestable[claim] = params
+                else:
+                    use(claim, arm_name("ica", s), {**params, "pst.seeds": [s], "pst.max_train_entries": base_entries,
+                                                    **_PST_EVAL})
+            if claim == "more_entries_help":
+                for n in spec.entries:
+                    if n != base_entries:
+                        use(claim, arm_name("entries", s, n), {"pst.steps": 1, "pst.seeds": [s],
+                                                               "pst.max_train_entries": n, **_PST_EVAL})
+        if claim == "sbert_wk_beats_mean":
+            if base_pretrain_seed is None:
+                untestable[claim] = "the base config has no pretrain: section (no raw encoder)"
+            for p in spec.pretrain_seeds:
+                if base_pretrain_seed is None:
+                    break
+                if p == base_pretrain_seed:
+                    pst_arm(claim, spec.seeds[0])
+                else:
+                    use(claim, arm_name("raw", p), {"pretrain.seed": p, "pst.steps": 1, "pst.seeds": [spec.seeds[0]],
+                                                    "pst.max_train_entries": min(spec.entries), **_PST_EVAL})
+        if claim in untestable:
+            needs[claim] = []
+    runnable = {n: p for n, p in arms.items() if any(n in v for v in needs.values())}
+    sweep = None
+    points: dict[str, SweepPoint] = {}
+    if runnable:
+        file = SweepFile(name=spec.name, description=f"the arms of the claims {origin}", base=claims.base,
+                         points=list(runnable.values()))
+        expanded = expand_sweep(file, claims.base, origin=f"{origin}: arm")
+        sweep = Sweep(name=spec.name, path=claims.path, spec=file, base=claims.base, base_path=claims.base_path,
+                      points=expanded, home=claims.home)
+        by_id = {p.point_id: p for p in expanded}
+        points = {n: by_id[_point_id(params)] for n, params in runnable.items()}
+    return ArmPlan(sweep=sweep, points=points, needs={c: list(dict.fromkeys(v)) for c, v in needs.items()},
+                   untestable=untestable, base_entries=base_entries, base_pretrain_seed=base_pretrain_seed)

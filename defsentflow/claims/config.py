@@ -1,0 +1,153 @@
+"""The claims config: a base pipeline config, the claims to measure, their seeds and sizes.
+
+A claims file names a pipeline config (``base``, a path or the config inline) and says which of
+the papers' claims to measure on it, with how many seeds. Every arm of a claim is that base with
+a few values changed (:mod:`defsentflow.claims.arms`), run by the ordinary pipeline::
+
+    name: claims-raw-ci
+    base: raw-ci.yaml                 # relative: this file's folder, then cwd / the repository root
+    set: {pst.max_train_entries: 4000}
+    seeds: [0, 1, 2]                  # training seeds: every claim about a difference uses all
+    claims: [defsent_plus_beats_defsent, more_entries_help]
+    entries: [1000, 2000, 4000]       # more_entries_help: max_train_entries per arm
+    steps: 3                          # PST claims: the number of steps
+    pretrain_seeds: [0, 1, 2]         # sbert_wk_beats_mean: one raw encoder per pretraining seed
+    defsent: {method: defsent, batch_size: 16, lr: 5.0e-5, use_pooler: false}
+
+Unknown keys, a claim name that does not exist or a base config that is not a PST pipeline config
+are errors naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator
+
+from defsentflow.config_tools import ConfigSection, format_errors, read_yaml_mapping, require_distinct
+from defsentflow.dictionary.config import NAME_PATTERN
+
+__all__ = ["CLAIM_IDS", "ClaimId", "ClaimsConfig", "ClaimsFile", "IsotropyStatistic", "load_claims"]
+
+ClaimId = Literal[
+    "defsent_plus_beats_defsent",
+    "later_steps_beat_step_1",
+    "separate_beats_continuing",
+    "more_entries_help",
+    "ica_candidate_helps",
+    "entry_space_more_isotropic",
+    "sbert_wk_beats_mean",
+    "defsent_raises_wordpred",
+]
+CLAIM_IDS: tuple[str, ...] = ClaimId.__args__  # type: ignore[attr-defined]
+
+# entry_space_stats columns where a higher value means a more isotropic space
+IsotropyStatistic = Literal["isoscore", "partition_isotropy", "effective_rank"]
+
+
+class ClaimsFile(ConfigSection):
+    """The claims YAML (frozen, unknown keys refused, strict types)."""
+
+    name: str = Field(pattern=NAME_PATTERN, description="the claims run's name; arm configs are named <name>-<id>")
+    description: str | None = None
+    base: str | dict[str, Any] = Field(description="the base pipeline config (a pst: section): a path, or inline")
+    set: dict[str, Any] = Field(default_factory=dict, description="dotted key -> value applied to the base first")
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1, description="training seeds")
+    claims: list[ClaimId] = Field(default_factory=lambda: list(CLAIM_IDS), min_length=1)
+    entries: list[int] = Field(default_factory=lambda: [2000, 4000, 8000], min_length=2,
+                               description="more_entries_help: max_train_entries per arm, ascending")
+    steps: int = Field(3, ge=2, description="PST claims: steps per run (fixed, never 'auto')")
+    ica_step: int | None = Field(None, ge=2, description="ica_candidate_helps: the ICA step (None: the last step)")
+    pretrain_seeds: list[int] = Field(default_factory=lambda: [0], min_length=1,
+                                      description="sbert_wk_beats_mean: pretraining seeds (one raw encoder each)")
+    isotropy_statistic: IsotropyStatistic = "isoscore"
+    defsent: dict[str, Any] = Field(
+        default_factory=lambda: {"method": "defsent"},
+        description="the DefSent arm's defsent: section; base_model, dictionary, max_train_entries and seed "
+                    "come from the base's pst: section and the seed")
+
+    @field_validator("seeds", "pretrain_seeds", "claims")
+    @classmethod
+    def _distinct(cls, v: list[Any]) -> list[Any]:
+        require_distinct(v, "values")
+        return v
+
+    @field_validator("entries")
+    @classmethod
+    def _ascending(cls, v: list[int]) -> list[int]:
+        if any(b <= a for a, b in zip(v, v[1:])) or v[0] < 2:
+            raise ValueError(f"entries must be ascending counts >= 2, got {v}")
+        return v
+
+    @field_validator("set")
+    @classmethod
+    def _keys(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for key in v:
+            if not key or any(not part for part in key.split(".")) or key.split(".")[0] == "name":
+                raise ValueError(f"{key!r} is not a dotted key such as pst.lr (and name is set by the claims file)")
+        return v
+
+
+@dataclass(frozen=True)
+class ClaimsConfig:
+    """A validated claims file: its settings, the base config (with ``set`` applied) and where it came from."""
+
+    spec: ClaimsFile
+    base: dict[str, Any]
+    path: str | None
+    base_path: str | None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def home(self) -> str | None:
+        return self.base.get("home") if isinstance(self.base.get("home"), str) else None
+
+
+def load_claims(path: str | os.PathLike | None = None, *, data: dict[str, Any] | None = None) -> ClaimsConfig:
+    """Read and validate a claims file (or a mapping given as ``data``), arms included.
+
+    Raises:
+        FileNotFoundError: the claims file or its base config does not exist.
+        ValueError: invalid YAML, an unknown key or claim, a base that is not a PST pipeline config,
+            or an arm that makes an invalid config (the message names the file and the key).
+    """
+    from defsentflow.claims.arms import plan_arms
+    from defsentflow.config import config_from_dict
+    from defsentflow.sweep import _resolve_base, set_dotted
+
+    origin = str(path) if path is not None else "<claims>"
+    if data is None:
+        if path is None:
+            raise ValueError("give a claims file or its content")
+        data = read_yaml_mapping(path, what="claims file")
+    if not isinstance(data, dict):
+        raise ValueError(f"{origin}: expected a mapping at the top level")
+    try:
+        spec = ClaimsFile.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(f"{origin}: invalid claims file: {format_errors(exc)}") from None
+    base_path = None
+    if isinstance(spec.base, str):
+        resolved = _resolve_base(spec.base, Path(path).resolve().parent if path is not None else None)
+        base_path = str(resolved)
+        base = read_yaml_mapping(resolved, what="base config")
+    else:
+        base = dict(spec.base)
+    for key, value in spec.set.items():
+        try:
+            base = set_dotted(base, key, value)
+        except ValueError as exc:
+            raise ValueError(f"{origin}: set.{key}: {exc}") from None
+    cfg = config_from_dict({**base, "name": spec.name}, origin=f"{origin}: base config")
+    if cfg.pst is None:
+        raise ValueError(f"{origin}: base config: the claims are measured on PST runs; give a base with a pst: section")
+    claims = ClaimsConfig(spec=spec, base=base, path=str(Path(path).resolve()) if path is not None else None,
+                          base_path=base_path)
+    plan_arms(claims, origin=origin)  # every arm validated now, so a bad value fails before any training
+    return claims

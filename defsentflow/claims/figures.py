@@ -1,0 +1,191 @@
+"""Read each arm's figures from the catalog, and turn them into each claim's series.
+
+Nothing here trains or evaluates: every figure is what the pipeline runs of the arms recorded
+(``pst_steps`` for PST's per-step STS-B dev scores, ``entry_space_stats`` for the entry matrices,
+``metrics`` for the evaluations of DefSent models and of the raw encoder). A missing figure leaves
+the seed out of its series (the claim's row then says so).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+from defsentflow.claims.arms import ArmPlan, arm_name
+from defsentflow.claims.judge import Series
+
+__all__ = ["CatalogFigures", "claim_series"]
+
+
+def _matrix_dir(path: str | None) -> str | None:
+    if not path:
+        return None
+    p = Path(path)
+    return str(p.parent if p.name == "matrix.npy" else p)
+
+
+class CatalogFigures:
+    """Figures of pipeline runs, read from a :class:`~defsentflow.storage.Catalog`."""
+
+    def __init__(self, catalog: Any):
+        self.cat = catalog
+        self._ica: dict[str, set[str]] = {}
+
+    def ica_matrices(self, run_id: str) -> set[str]:
+        """Directories of the run's ICA-transformed entry matrices (from the PST run record)."""
+        if run_id not in self._ica:
+            out: set[str] = set()
+            for r in self.cat.query("SELECT record_path FROM pst_runs WHERE run_id = ?", [run_id]):
+                path = Path(r["record_path"] or "")
+                if path.is_file():
+                    record = json.loads(path.read_text())
+                    out |= {_matrix_dir(m["path"]) for s in record.get("steps", ())
+                            for m in s.get("entry_matrices", ()) if m.get("ica")}
+            used = {_matrix_dir(r["entry_matrix_path"]) for r in self.cat.query(
+                "SELECT DISTINCT entry_matrix_path FROM pst_steps WHERE run_id = ?", [run_id])}
+            for r in self.cat.query("SELECT path, meta FROM artifacts WHERE kind = 'entry_matrix'"):
+                meta = json.loads(r["meta"]) if isinstance(r["meta"], str) else (r["meta"] or {})
+                if meta.get("ica") and _matrix_dir(r["path"]) in used:
+                    out.add(_matrix_dir(r["path"]))
+            self._ica[run_id] = out
+        return self._ica[run_id]
+
+    def step_score(self, run_id: str, step: int, *, ica: bool | None = False,
+                   steps: tuple[int, int] | None = None) -> float | None:
+        """The best selection score at ``step`` (or over ``steps`` = (first, last)) of the run, among
+        candidates trained against a plain (``ica=False``), ICA (``True``) or any (``None``) matrix."""
+        lo, hi = steps if steps else (step, step)
+        rows = self.cat.query("SELECT step, selection_score, entry_matrix_path FROM pst_steps "
+                              "WHERE run_id = ? AND step BETWEEN ? AND ? AND selection_score IS NOT NULL", [run_id, lo, hi])
+        icas = self.ica_matrices(run_id) if ica is not None else set()
+        scores = [r["selection_score"] for r in rows
+                  if ica is None or (_matrix_dir(r["entry_matrix_path"]) in icas) == ica]
+        return max(scores) if scores else None
+
+    def entry_statistic(self, run_id: str, step: int, statistic: str) -> float | None:
+        """A statistic of the step's plain (not ICA) entry matrix (``entry_space_stats``)."""
+        if statistic not in ("isoscore", "partition_isotropy", "effective_rank"):
+            raise ValueError(f"unknown entry-space statistic {statistic!r}")
+        rows = self.cat.query(f"SELECT matrix_path, {statistic} AS value FROM entry_space_stats "  # noqa: S608 - checked
+                              "WHERE run_id = ? AND step = ? ORDER BY created_at DESC", [run_id, step])
+        icas = self.ica_matrices(run_id)
+        values = [r["value"] for r in rows if r["value"] is not None and _matrix_dir(r["matrix_path"]) not in icas]
+        return values[0] if values else None
+
+    def stage_model(self, run_id: str, methods: list[str]) -> dict[str, Any] | None:
+        """The model a stage of the run produced or reused (``models`` joined by artifact key)."""
+        rows = self.cat.query(
+            "SELECT m.model_id, m.path FROM stages AS s JOIN models AS m ON m.artifact_key = s.cache_key "
+            "WHERE s.run_id = ? AND list_contains(?, m.method) ORDER BY s.ended_at DESC NULLS LAST LIMIT 1",
+            [run_id, methods])
+        return rows[0] if rows else None
+
+    def metric(self, model_id: str | None, task: str, metric: str, *, pooling: str | None,
+               setting: str | None = None) -> float | None:
+        """The newest value of ``metric`` on ``task`` for a model id (any setting unless given)."""
+        if model_id is None:
+            return None
+        rows = self.cat.query(
+            "SELECT value FROM metrics WHERE model_id = ? AND task = ? AND metric = ? "
+            "AND coalesce(pooling, '') = coalesce(?, '') AND (? IS NULL OR setting = ?) "
+            "ORDER BY created_at DESC LIMIT 1", [model_id, task, metric, pooling, setting, setting])
+        return rows[0]["value"] if rows else None
+
+    def defsent_model(self, run_id: str) -> str | None:
+        m = self.stage_model(run_id, ["defsent", "defsent_plus"])
+        return m["model_id"] if m else None
+
+    def raw_model_ids(self, run_id: str) -> tuple[str, str] | None:
+        """The ids the raw (pretrained) encoder's baseline scores are filed under: mean, SBERT-WK."""
+        from defsentflow.pipeline import baseline_model_id
+
+        m = self.stage_model(run_id, ["pretrain"])
+        if m is None:
+            return None
+        base = baseline_model_id(m["path"])
+        return base, f"{base}+sbert_wk"
+
+
+def _per_seed(seeds: list[int], read: Callable[[int], float | None]) -> dict[int, float]:
+    out = {}
+    for s in seeds:
+        v = read(s)
+        if v is not None:
+            out[s] = float(v)
+    return out
+
+
+def claim_series(claim: str, plan: ArmPlan, runs: dict[str, str], fig: CatalogFigures, *,
+                 seeds: list[int], steps: int, entries: list[int], ica_step: int | None,
+                 pretrain_seeds: list[int], statistic: str, pooling: str = "mean") -> tuple[list[Series], str | None]:
+    """The series of one claim (in the paper's increasing order) and a note, from the arms' runs."""
+    def run(kind: str, s: int, n: int | None = None) -> str | None:
+        return runs.get(arm_name(kind, s, n))
+
+    def score(kind: str, step: int, **kw: Any) -> Callable[[int], float | None]:
+        return lambda s: fig.step_score(run(kind, s), step, **kw) if run(kind, s) else None
+
+    later = (2, steps)
+    if claim == "defsent_plus_beats_defsent":
+        defsent = lambda s: fig.metric(fig.defsent_model(run("defsent", s)) if run("defsent", s) else None,  # noqa: E731
+                                       "stsb-dev", "spearman", pooling=pooling, setting="all")
+        return [Series("DefSent", _per_seed(seeds, defsent)),
+                Series("DefSent+ (PST step 1)", _per_seed(seeds, score("pst", 1)))], None
+    if claim == "later_steps_beat_step_1":
+        per_step = [Series(f"step {k}", _per_seed(seeds, score("pst", k))) for k in range(1, steps + 1)]
+        note = "per step: " + ", ".join(_fmt_series(s) for s in per_step)
+        return [per_step[0], Series(f"best of steps 2..{steps}", _per_seed(
+            seeds, lambda s: fig.step_score(run("pst", s), 0, steps=later) if run("pst", s) else None))], note
+    if claim == "separate_beats_continuing":
+        best = lambda kind: lambda s: fig.step_score(run(kind, s), 0, steps=later) if run(kind, s) else None  # noqa: E731
+        return [Series("continuing", _per_seed(seeds, best("continue"))),
+                Series("separate", _per_seed(seeds, best("pst")))], None
+    if claim == "more_entries_help":
+        out = []
+        for n in entries:
+            kind, nn = ("pst", None) if n == plan.base_entries else ("entries", n)
+            out.append(Series(f"{n} entries", _per_seed(
+                seeds, lambda s, kind=kind, nn=nn: fig.step_score(runs[arm_name(kind, s, nn)], 1)
+                if arm_name(kind, s, nn) in runs else None)))
+        return out, None
+    if claim == "ica_candidate_helps":
+        k = ica_step or steps
+        return [Series(f"plain, step {k}", _per_seed(seeds, score("pst", k))),
+                Series(f"ICA, step {k}", _per_seed(seeds, score("ica", k, ica=True)))], None
+    if claim == "entry_space_more_isotropic":
+        stat = lambda k: lambda s: fig.entry_statistic(run("pst", s), k, statistic) if run("pst", s) else None  # noqa: E731
+        per_step = [Series(f"step {k} entries", _per_seed(seeds, stat(k))) for k in range(1, steps + 1)]
+        note = f"{statistic} per step: " + ", ".join(_fmt_series(s, 3) for s in per_step)
+        return [per_step[0], per_step[-1]], note
+    if claim == "sbert_wk_beats_mean":
+        def raw(pooling_: str, p: int) -> float | None:
+            rid = runs.get(arm_name("pst", seeds[0]) if p == plan.base_pretrain_seed else arm_name("raw", p))
+            ids = fig.raw_model_ids(rid) if rid else None
+            if ids is None:
+                return None
+            return fig.metric(ids[0] if pooling_ != "sbert_wk" else ids[1], "stsb-dev", "spearman",
+                              pooling=pooling_, setting="all")
+        return [Series("mean pooling", _per_seed(pretrain_seeds, lambda p: raw(pooling, p))),
+                Series("SBERT-WK", _per_seed(pretrain_seeds, lambda p: raw("sbert_wk", p)))], \
+            "paired by pretraining seed (one raw encoder each)"
+    if claim == "defsent_raises_wordpred":
+        def wordpred(trained: bool, s: int) -> float | None:
+            rid = run("defsent", s)
+            if not rid:
+                return None
+            ids = fig.raw_model_ids(rid)
+            model = fig.defsent_model(rid) if trained else (ids[0] if ids else None)
+            return fig.metric(model, "wordpred", "mrr", pooling=pooling)
+        return [Series("raw encoder", _per_seed(seeds, lambda s: wordpred(False, s))),
+                Series("DefSent", _per_seed(seeds, lambda s: wordpred(True, s)))], \
+            "the raw encoder is the same for every seed"
+    raise ValueError(f"unknown claim {claim!r}")
+
+
+def _fmt_series(s: Series, digits: int = 2) -> str:
+    d = s.to_dict()
+    if d["mean"] is None:
+        return f"{s.label} n/a"
+    sd = "" if d["sd"] is None else f" ± {d['sd']:.{digits}f}"
+    return f"{s.label} {d['mean']:.{digits}f}{sd}"

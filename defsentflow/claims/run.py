@@ -1,0 +1,186 @@
+"""Run a claims file: its arms through the pipeline, then one judged row per claim in the catalog.
+
+:func:`run_claims` takes the function that runs one pipeline config (``run_point(point,
+config_path, run_id)``, as :func:`defsentflow.sweep.run_sweep` does): the CLI passes the pipeline
+flow, a test a plain call. The arms are the points of a sweep named after the claims file, so an
+arm that completed with the same config is not run again and every stage shared between arms is a
+cache hit: a killed claims run resumes where it stopped. The rows go to ``claim_results``
+(``sql/080_claims.sql``), shown by the ``claims`` view.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from defsentflow.claims.arms import ArmPlan, plan_arms
+from defsentflow.claims.config import ClaimsConfig
+from defsentflow.claims.figures import CatalogFigures, claim_series
+from defsentflow.claims.judge import Series, judge
+from defsentflow.claims.papers import CLAIMS
+
+__all__ = ["ClaimRow", "ClaimsOutcome", "claim_rows", "measure_claims", "record_claims", "run_claims"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    """One judged claim: what is claimed, by the paper, what was measured, and the verdict."""
+
+    claim: str
+    position: int
+    series: tuple[Series, ...]
+    holds: bool | None
+    clear: bool | None
+    verdict: str
+    diff_mean: float | None
+    diff_sd: float | None
+    n: int
+    note: str | None
+    arms: dict[str, str]
+    seconds: float | None
+
+    @property
+    def statement(self) -> str:
+        return CLAIMS[self.claim].statement
+
+    @property
+    def paper(self) -> str:
+        return CLAIMS[self.claim].paper
+
+    @property
+    def metric(self) -> str:
+        return CLAIMS[self.claim].metric
+
+    @property
+    def measured(self) -> str:
+        return " < ".join(_mean_sd_text(s) for s in self.series) if self.series else ""
+
+    @property
+    def seeds(self) -> list[int]:
+        if not self.series:
+            return []
+        return sorted(set(self.series[0].values) & set(self.series[-1].values))
+
+
+def _mean_sd_text(s: Series, digits: int | None = None) -> str:
+    d = s.to_dict()
+    if d["mean"] is None:
+        return f"{s.label} n/a"
+    digits = digits if digits is not None else (3 if abs(d["mean"]) < 1.5 else 2)
+    sd = "" if d["sd"] is None else f" ± {d['sd']:.{digits}f}"
+    return f"{s.label} {d['mean']:.{digits}f}{sd}"
+
+
+@dataclass
+class ClaimsOutcome:
+    run_id: str
+    rows: list[ClaimRow]
+    seconds: float
+    failed: dict[str, str]
+
+
+def measure_claims(claims: ClaimsConfig, plan: ArmPlan, runs: dict[str, str], catalog: Any,
+                   seconds: dict[str, float] | None = None) -> list[ClaimRow]:
+    """Judge every claim of the file from its arms' runs (arm name -> pipeline run id)."""
+    spec = claims.spec
+    fig = CatalogFigures(catalog)
+    pooling = (claims.base.get("eval") or {}).get("pooling", "mean")
+    out = []
+    for i, claim in enumerate(spec.claims, 1):
+        arms = {a: runs[a] for a in plan.needs.get(claim, []) if a in runs}
+        secs = sum((seconds or {}).get(a, 0.0) for a in arms) if seconds else None
+        if claim in plan.untestable:
+            out.append(ClaimRow(claim, i, (), None, None, "not measured", None, None, 0,
+                                f"not testable here: {plan.untestable[claim]}", arms, secs))
+            continue
+        series, note = claim_series(claim, plan, arms, fig, seeds=list(spec.seeds), steps=spec.steps,
+                                    entries=list(spec.entries), ica_step=spec.ica_step,
+                                    pretrain_seeds=list(spec.pretrain_seeds), statistic=spec.isotropy_statistic,
+                                    pooling=pooling)
+        j = judge(series)
+        missing = [a for a in plan.needs.get(claim, []) if a not in runs]
+        if missing:
+            note = "; ".join(x for x in (note, f"arms without a completed run: {', '.join(missing)}") if x)
+        out.append(ClaimRow(claim, i, tuple(series), j.holds, j.clear, j.verdict, j.diff_mean, j.diff_sd, j.n,
+                            note, arms, secs))
+    return out
+
+
+def record_claims(run_id: str, name: str, rows: Sequence[ClaimRow], catalog: Any) -> None:
+    """Replace this claims run's rows in ``claim_results``."""
+    with catalog.transaction() as con:
+        con.execute("DELETE FROM claim_results WHERE claims_run_id = ?", [run_id])
+        for r in rows:
+            con.execute(
+                "INSERT INTO claim_results (claims_run_id, name, position, claim, statement, paper, metric, series, "
+                "measured, seeds, n, diff_mean, diff_sd, holds, clear, verdict, note, arms, seconds) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [run_id, name, r.position, r.claim, r.statement, r.paper, r.metric,
+                 json.dumps([s.to_dict() for s in r.series]), r.measured, json.dumps(r.seeds), r.n, r.diff_mean,
+                 r.diff_sd, r.holds, r.clear, r.verdict, r.note, json.dumps(r.arms), r.seconds])
+
+
+def claim_rows(catalog: Any, *, run_id: str | None = None, name: str | None = None) -> list[dict[str, Any]]:
+    """Rows of the ``claims`` view: one claims run's, else the latest row of each claim (of ``name``)."""
+    if run_id is not None:
+        return catalog.query("SELECT * FROM claims WHERE claims_run_id = ? ORDER BY position", [run_id])
+    return catalog.query("SELECT * FROM claims WHERE latest AND (? IS NULL OR name = ?) ORDER BY name, position",
+                         [name, name])
+
+
+RunPoint = Callable[[Any, str, str], dict[str, Any]]
+
+
+def run_claims(claims: ClaimsConfig, run_point: RunPoint, *, only: Sequence[str] | None = None, force: bool = False,
+               root: str | os.PathLike | None = None, run_id: str | None = None) -> ClaimsOutcome:
+    """Run the arms the claims need (those not yet completed), then judge and record every claim.
+
+    ``only`` restricts the run to some claims (their arms only). The claims run is a ``runs`` row
+    (flow ``claims``) whose wall time is the command's.
+    """
+    from defsentflow.storage import Catalog, hash_config
+    from defsentflow.sweep import point_rows, run_sweep
+
+    selected = list(claims.spec.claims)
+    if only:
+        unknown = sorted(set(only) - set(selected))
+        if unknown:
+            raise ValueError(f"--only: {', '.join(unknown)} not among the file's claims ({', '.join(selected)})")
+        selected = [c for c in selected if c in only]
+    plan = plan_arms(claims)  # every arm stays a point of the sweep, so --only never drops another claim's arms
+    wanted = list(dict.fromkeys(plan.points[a].point_id for c in selected for a in plan.needs.get(c, [])))
+    cat = Catalog(root)
+    run_id = run_id or f"{claims.name}-{uuid.uuid4().hex[:8]}"
+    config = {"claims": claims.spec.model_dump(mode="json"), "path": claims.path, "base_path": claims.base_path}
+    cat.start_run("claims", config=config, config_hash=hash_config(config), run_id=run_id)
+    t0 = time.perf_counter()
+    try:
+        failed: dict[str, str] = {}
+        if plan.sweep is not None:
+            names = {p.point_id: n for n, p in plan.points.items()}
+            outcome = run_sweep(plan.sweep, run_point, only=wanted, force=force, root=root) if wanted else None
+            failed = {names.get(k, k): v for k, v in outcome.failed.items()} if outcome else {}
+        done = point_rows(claims.name, root) if plan.sweep is not None else {}
+        runs, seconds = {}, {}
+        for arm, point in plan.points.items():
+            row = done.get(point.point_id) or {}
+            if row.get("status") == "completed" and row.get("run_id"):
+                runs[arm] = row["run_id"]
+                seconds[arm] = float(row.get("seconds") or 0.0)
+        rows = [r for r in measure_claims(claims, plan, runs, cat, seconds) if r.claim in selected]
+        record_claims(run_id, claims.name, rows, cat)
+    except BaseException as exc:
+        cat.end_run(run_id, "failed", note=f"{type(exc).__name__}: {exc}"[:1000], flow="claims")
+        raise
+    secs = time.perf_counter() - t0
+    status = "completed" if not failed else "failed"
+    cat.end_run(run_id, status, note=json.dumps({"seconds": round(secs, 1), "failed_arms": failed}), flow="claims")
+    return ClaimsOutcome(run_id=run_id, rows=rows, seconds=secs, failed=failed)

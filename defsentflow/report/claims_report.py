@@ -1,0 +1,85 @@
+"""The claims table in text, Markdown and a picture (rows of the catalog's ``claims`` view).
+
+``claims_table`` gives the columns the CLI prints and the report writes: the claim, the paper's
+figure or direction, the measured figure (mean ± sd over seeds per arm), the paired difference,
+the verdict and the time of the runs it reads. ``plot_claims`` draws one panel per measured claim:
+each seed's figure per arm, with the arm's mean and sd. ``claims_section`` is the run report's
+"Claims" section, present for a claims run (``defsentflow report <claims run id>``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+__all__ = ["CLAIM_COLUMNS", "claims_section", "claims_table", "plot_claims"]
+
+CLAIM_COLUMNS = ("claim", "paper", "measured (mean ± sd over seeds)", "difference (paired)", "n", "verdict", "minutes")
+
+
+def _series(row: Mapping[str, Any]) -> list[dict[str, Any]]:
+    s = row.get("series")
+    return json.loads(s) if isinstance(s, str) else list(s or [])
+
+
+def _diff(row: Mapping[str, Any]) -> str:
+    m, sd = row.get("diff_mean"), row.get("diff_sd")
+    if m is None:
+        return ""
+    digits = 3 if abs(m) < 0.5 and all(abs(x["mean"] or 0) < 1.5 for x in _series(row)) else 2
+    return f"{m:+.{digits}f}" + ("" if sd is None else f" ± {sd:.{digits}f}")
+
+
+def claims_table(rows: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+    """(columns, rows) of the claims table, from ``claims`` view rows."""
+    out = []
+    for r in rows:
+        measured = r.get("measured") or ""
+        if r.get("note"):
+            measured = f"{measured} ({r['note']})" if measured else r["note"]
+        minutes = None if r.get("seconds") is None else round(float(r["seconds"]) / 60.0, 1)
+        out.append((r["statement"], r["paper"], measured, _diff(r), r.get("n"), r.get("verdict"), minutes))
+    return CLAIM_COLUMNS, out
+
+
+def plot_claims(rows: Sequence[Mapping[str, Any]], out_png: str | os.PathLike) -> Path | None:
+    """One panel per measured claim: per-seed figures of each arm, mean ± sd; None if nothing to draw."""
+    from defsentflow.report.plots import _figure, _save
+
+    measured = [r for r in rows if any(x.get("values") for x in _series(r))]
+    if not measured:
+        return None
+    cols = min(4, len(measured))
+    nrows = (len(measured) + cols - 1) // cols
+    fig = _figure(3.4 * cols, 2.9 * nrows)
+    for i, r in enumerate(measured):
+        ax = fig.add_subplot(nrows, cols, i + 1)
+        series = _series(r)
+        for x, s in enumerate(series):
+            ax.scatter([x] * len(s["values"]), s["values"], s=14, alpha=0.6, color="tab:blue")
+            if s["mean"] is not None:
+                ax.errorbar([x + 0.15], [s["mean"]], yerr=[s["sd"] or 0.0], fmt="o", color="black", capsize=3)
+        ax.set_xticks(range(len(series)), [s["label"] for s in series], rotation=20, fontsize=7, ha="right")
+        ax.set_title(f"{r['statement']}\n({r.get('verdict')})", fontsize=8)
+        ax.tick_params(axis="y", labelsize=7)
+    return _save(fig, out_png)
+
+
+def claims_section(rows: Callable[..., list[dict[str, Any]]], markdown_table: Callable[..., str],
+                   image: Callable[[str], Path]) -> list[str]:
+    """The run report's "Claims" section for a claims run (empty for any other run)."""
+    found = rows("SELECT * FROM claims WHERE claims_run_id = $run_id ORDER BY position")
+    if not found:
+        return []
+    columns, table = claims_table(found)
+    lines = ["## Claims", "",
+             "Each claim of the papers, measured here: per arm the mean ± sd over seeds (the paper's increasing "
+             "order, left to right), the paired difference last minus first, and the verdict (holds: the means "
+             "increase; clear: every paired difference is above twice its standard error).", "",
+             markdown_table(columns, table), ""]
+    rel = "img/claims.png"
+    if plot_claims(found, image(rel)) is not None:
+        lines += [f"![Claims: per-seed figures per arm]({rel})", ""]
+    return lines
