@@ -1,0 +1,115 @@
+"""Claims measured from synthetic catalog rows: the series each claim reads, the recorded rows,
+the ``claims`` view and the report's table and picture. No training: the rows are written here."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from defsentflow.claims import claim_rows, load_claims, measure_claims, plan_arms, pst_options, record_claims
+from defsentflow.report.claims_report import claims_table, plot_claims
+from defsentflow.storage import Catalog
+
+SEEDS = [0, 1, 2]
+BASE = {
+    "name": "base",
+    "dictionary": {"name": "tiny", "sources": [{"kind": "jsonl", "paths": ["tiny.jsonl"]}]},
+    "pst": {"base_model": "minilm", "steps": 1, "seeds": [0], "max_train_entries": 100,
+            "grid": [{"pooling": "mean", "entry_encoding": "amp"}], "use_pooler": False},
+    "eval": {"tasks": ["stsb-dev"], "pooling": "mean", "baselines": ["untrained"]},
+    "report": False,
+}
+CLAIMS = ["defsent_plus_beats_defsent", "later_steps_beat_step_1", "more_entries_help", "entry_space_more_isotropic",
+          "defsent_raises_wordpred"]
+
+
+def _claims(**extra):
+    return load_claims(data={"name": "claims-test", "base": BASE, "seeds": SEEDS, "claims": CLAIMS,
+                             "entries": [50, 100], "steps": 3, **extra})
+
+
+def _pst_step(cat, run_id, step, score, iso):
+    path = f"/m/{run_id}/{step}/matrix.npy"
+    cat.execute("INSERT INTO pst_steps (run_id, step, seed, model_id, selection_metric, selection_score, chosen, "
+                "entry_matrix_path, pooling, entry_encoding) VALUES (?, ?, 0, ?, 'stsb-dev', ?, TRUE, ?, 'mean', 'amp')",
+                [run_id, step, f"m-{run_id}-{step}", score, path])
+    if iso is not None:
+        cat.execute("INSERT INTO entry_space_stats (run_id, step, matrix_key, matrix_path, n_entries, dim, isoscore) "
+                    "VALUES (?, ?, ?, ?, 100, 32, ?)", [run_id, step, f"k-{run_id}-{step}", path, iso])
+
+
+@pytest.fixture()
+def filled(home):
+    """Arms' runs as the pipeline would record them: PST per step, entry spaces, DefSent models, metrics."""
+    claims = _claims()
+    plan = plan_arms(claims)
+    cat = Catalog()
+    runs = {arm: f"run-{i}" for i, arm in enumerate(plan.points)}
+    for s in SEEDS:
+        pst = runs[f"pst seed={s}"]
+        for step, (score, iso) in enumerate([(50 + s * 0.2, 0.20), (48 + s * 0.1, 0.25 + s * 0.01),
+                                             (52 + s * 0.3, 0.30 + s * 0.01)], 1):
+            _pst_step(cat, pst, step, score, iso)
+        _pst_step(cat, runs[f"entries=50 seed={s}"], 1, 45 + s * 0.5, None)
+        ds = runs[f"defsent seed={s}"]
+        cat.record_stage(ds, "defsent", "completed", cache_key=f"key-ds{s}")
+        cat.register_model(f"ds{s}", f"/models/ds{s}", method="defsent", artifact_key=f"key-ds{s}")
+        cat.record_metrics(f"ds{s}", [{"task": "stsb-dev", "setting": "all", "metric": "spearman",
+                                       "value": 47 + s * 0.4, "pooling": "mean"},
+                                      {"task": "wordpred", "setting": "mlm_head", "metric": "mrr",
+                                       "value": 0.10 + 0.01 * s, "pooling": "mean"}])
+        cat.record_stage(ds, "pretrain", "completed", cache_key="key-raw")
+    cat.register_model("raw", "/models/pretrain/rawdir", method="pretrain", artifact_key="key-raw")
+    cat.record_metrics("base:rawdir", [{"task": "wordpred", "setting": "mlm_head", "metric": "mrr", "value": 0.05,
+                                        "pooling": "mean"}])
+    return claims, plan, runs, cat
+
+
+def test_each_claim_reads_its_arms_figures(filled):
+    claims, plan, runs, cat = filled
+    rows = {r.claim: r for r in measure_claims(claims, plan, runs, cat)}
+    one = rows["defsent_plus_beats_defsent"]
+    assert [s.values for s in one.series] == [{s: 47 + s * 0.4 for s in SEEDS}, {s: 50 + s * 0.2 for s in SEEDS}]
+    assert one.verdict == "holds" and one.n == 3
+    assert one.diff_mean == pytest.approx(statistics.mean([3.0, 2.8, 2.6]))
+    later = rows["later_steps_beat_step_1"]
+    assert later.series[1].values == {s: 52 + s * 0.3 for s in SEEDS}  # best of steps 2..3
+    assert "step 2 48.10" in later.note
+    entries = rows["more_entries_help"]
+    assert [s.label for s in entries.series] == ["50 entries", "100 entries"]
+    assert entries.series[1].values == {s: 50 + s * 0.2 for s in SEEDS}  # the base's entries: PST step 1
+    iso = rows["entry_space_more_isotropic"]
+    assert iso.series[0].values == {s: 0.20 for s in SEEDS} and iso.holds
+    word = rows["defsent_raises_wordpred"]
+    assert word.series[0].values == {s: 0.05 for s in SEEDS} and word.verdict == "holds"
+
+
+def test_missing_arms_and_untestable_claims_say_so(filled):
+    claims, plan, runs, cat = filled
+    del runs["defsent seed=2"]
+    rows = {r.claim: r for r in measure_claims(claims, plan, runs, cat)}
+    assert rows["defsent_plus_beats_defsent"].n == 2
+    assert "defsent seed=2" in rows["defsent_plus_beats_defsent"].note
+    plan = plan_arms(_claims(claims=["ica_candidate_helps"], ica_step=2))
+    if "ica_step" in pst_options():
+        assert plan.points["ica seed=0"].params["pst.ica_step"] == 2
+    else:  # the older pst: section puts ICA only at the last step
+        assert "ica_step" in plan.untestable["ica_candidate_helps"] and not plan.points
+
+
+def test_claims_view_and_report_table(filled, tmp_path):
+    claims, plan, runs, cat = filled
+    for run_id in ("claims-a", "claims-b"):
+        cat.start_run("claims", config={}, run_id=run_id)
+        record_claims(run_id, claims.name, measure_claims(claims, plan, runs, cat), cat)
+        cat.end_run(run_id, "completed", flow="claims")
+    latest = claim_rows(cat, name=claims.name)
+    assert [r["claim"] for r in latest] == CLAIMS and {r["claims_run_id"] for r in latest} == {"claims-b"}
+    first = claim_rows(cat, run_id="claims-a")
+    assert len(first) == len(CLAIMS) and not any(r["latest"] for r in first)
+    assert first[0]["verdict"] == "holds" and first[0]["run_status"] == "completed"
+    assert first[0]["measured"].startswith("DefSent 47.40 ± 0.40 < DefSent+ (PST step 1) 50.20 ± 0.20")
+    columns, table = claims_table(latest)
+    assert columns[0] == "claim" and table[0][3] == "+2.80 ± 0.20" and table[0][5] == "holds"
+    assert plot_claims(latest, tmp_path / "claims.png").stat().st_size > 1000

@@ -1,0 +1,23 @@
+"""``defsentflow claims``: a bad claims file is one line on stderr naming the file, exit status 2."""
+
+from __future__ import annotations
+
+import pytest
+
+from defsentflow.cli import main
+
+
+@pytest.mark.parametrize("text", ["name: c\nbase: ../nowhere.yaml\n", "name: c\nbase: {}\nclaimz: []\n", "- a list\n"])
+def test_bad_claims_file_is_one_line_and_exit_2(tmp_path, capsys, home, text):
+    path = tmp_path / "claims.yaml"
+    path.write_text(text)
+    assert main(["claims", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert err.startswith("defsentflow: error:") and ("claims.yaml" in err or "nowhere.yaml" in err)
+
+
+def test_unknown_claim_in_only_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["claims", str(tmp_path / "x.yaml"), "--only", "no_such_claim"])
+    assert exit_.value.code == 2 and "no_such_claim" in capsys.readouterr().err
