@@ -39,7 +39,7 @@ def _free_port() -> int:
 
 def _prepare(args: argparse.Namespace) -> list[str]:
     """Ingest the dictionary and build the index if missing; return the query definitions."""
-    from defsentflow.evaluation.revdict import load_dictionary_table
+    from defsentflow.dictionary.tables import load_dictionary_table
     from defsentflow.revdict import build_revdict_index
 
     try:

@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 __all__ = ["ConfigSection", "format_errors", "load_yaml_text", "read_yaml_mapping", "require_distinct",
-           "resolve_path"]
+           "resolve_data_dir", "resolve_path"]
 
 
 class ConfigSection(BaseModel):
@@ -126,3 +126,12 @@ def resolve_path(path: str | os.PathLike, *, must_exist: bool = True) -> Path:
     if must_exist:
         raise FileNotFoundError(f"not found: {path} (looked in {', '.join(str(c.parent) for c in candidates)})")
     return candidates[0]
+
+
+def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path | None:
+    """An existing data directory for ``data_dir`` (as :func:`resolve_path` finds it), or None when
+    it is unset or missing (configs say ``../shared/data``, meaning beside the checkout)."""
+    if not data_dir:
+        return None
+    p = resolve_path(data_dir, must_exist=False)
+    return p if p.is_dir() else None

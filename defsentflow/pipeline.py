@@ -102,7 +102,7 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
     too (free when it is the selected model: the evaluation is cached by content).
     """
     from defsentflow.evaluation.sts_data import available_tasks
-    from defsentflow.training.pst_config import resolve_data_dir
+    from defsentflow.config_tools import resolve_data_dir
 
     cfg = PipelineConfig.model_validate(config)
     ev = cfg.eval

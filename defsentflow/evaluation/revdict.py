@@ -52,14 +52,12 @@ __all__ = [
     "Protocol",
     "RevdictMode",
     "RevdictQueries",
-    "dictionary_content_hash",
     "entry_sums",
     "evaluate_revdict_runs",
     "normalize_definition",
     "trained_texts",
     "headword_text",
     "evaluate_revdict",
-    "load_dictionary_table",
     "model_meta",
     "prepare_queries",
     "rank_metrics",
@@ -239,31 +237,6 @@ def prepare_queries(table: pa.Table, *, split: str = "test", candidates: Candida
                           n_excluded=n_excluded)
 
 
-def load_dictionary_table(dictionary: str | pa.Table, *, root: str | os.PathLike | None = None) -> pa.Table:
-    """A dictionary dataset by name or artifact key (``defsentflow.dictionary``), or a table as is.
-
-    Raises:
-        KeyError: no dataset of that name or key in the catalog (ingest it first).
-    """
-    if isinstance(dictionary, pa.Table):
-        return dictionary
-    from defsentflow.dictionary import load_dictionary
-
-    return load_dictionary(dictionary, root=root)
-
-
-def dictionary_content_hash(table: pa.Table) -> str:
-    """Hash of the (entry, definition, split) content of a dictionary table, row order included."""
-    import hashlib
-
-    h = hashlib.blake2b(digest_size=16)
-    cols = [table.column(c).to_pylist() for c in ("entry", "definition", "split") if c in table.column_names]
-    for row in zip(*cols):
-        h.update("\x1f".join("" if v is None else str(v) for v in row).encode())
-        h.update(b"\x1e")
-    return h.hexdigest()
-
-
 # -- model metadata -----------------------------------------------------------------------------------
 def model_meta(model: str | os.PathLike) -> dict[str, Any]:
     """``defsentflow.json`` of a model directory (training pooling, pooler use, entry encoder), or {}."""
@@ -366,7 +339,9 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
         raise ValueError("task names one run; give one (split, protocol) with it")
     meta = model_meta(model)
     pooling = validate_pooling(pooling or meta.get("pooling") or "mean")
-    table = load_dictionary_table(dictionary, root=root)
+    from defsentflow.dictionary import tables
+
+    table = tables.load_dictionary_table(dictionary, root=root)
     train_splits = tuple(train_splits or meta.get("train_splits") or ("train",))
     seen = trained_texts(table, train_splits) if any(p == "unseen" for _, p in runs) else None
     datasets = []

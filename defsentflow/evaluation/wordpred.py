@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from defsentflow.evaluation.revdict import (PROTOCOLS, Protocol, _order_key, load_dictionary_table, model_meta,
+from defsentflow.evaluation.revdict import (PROTOCOLS, Protocol, _order_key, model_meta,
                                             normalize_definition, rank_metrics, trained_texts)
 
 __all__ = ["evaluate_wordpred", "head_ranks", "wordpred_task"]
@@ -109,7 +109,9 @@ def evaluate_wordpred(model: str | os.PathLike, dictionary: str | pa.Table, *, s
     meta = model_meta(model)
     pooling = validate_pooling(pooling or meta.get("pooling") or "mean")
     use_pooler = bool(meta.get("use_pooler", False)) if use_pooler is None else use_pooler
-    table = load_dictionary_table(dictionary, root=root)
+    from defsentflow.dictionary import tables
+
+    table = tables.load_dictionary_table(dictionary, root=root)
     train_splits = list(train_splits or meta.get("train_splits") or ["train"])
     exclude = trained_texts(table, train_splits) if protocol == "unseen" else None
     dev = pick_device(device)

@@ -179,7 +179,7 @@ class RevdictIndex:
             ValueError: the table lacks entry/definition columns or is empty. An index in the
                 ICA-transformed head space maps new entries with the model's saved ICA (no refit).
         """
-        from defsentflow.evaluation.revdict import dictionary_content_hash
+        from defsentflow.dictionary.tables import dictionary_content_hash
         from defsentflow.storage import Catalog, combine_hashes, data_root, hash_path
 
         if not (self.path / "means.npy").is_file():
@@ -330,14 +330,14 @@ def build_revdict_index(model: str | os.PathLike, dictionary: str | pa.Table, *,
         root: data root (default ``$DEFSENTFLOW_HOME`` or ``./storage``).
         rebuild: ignore a cached index.
     """
-    from defsentflow.evaluation.revdict import dictionary_content_hash, load_dictionary_table
+    from defsentflow.dictionary import tables
     from defsentflow.storage import Catalog, data_root, hash_path
 
-    table = load_dictionary_table(dictionary, root=root)
+    table = tables.load_dictionary_table(dictionary, root=root)
     if "split" not in table.column_names:
         table = table.append_column("split", pa.array(["test"] * table.num_rows, pa.string()))
     spec = _spec(model, mode, pooling, max_length, root)
-    dict_hash = dictionary_content_hash(table)
+    dict_hash = tables.dictionary_content_hash(table)
     key = index_key(spec, dict_hash)
     cat = Catalog(root)
     found = None if rebuild else cat.artifact(key)

@@ -1,9 +1,18 @@
-"""Training configuration shared by DefSent, DefSent+ and later stages that reuse the loop."""
+"""The settings of one training run (DefSent, DefSent+; the loop is shared), and the papers' defaults.
+
+A :class:`TrainConfig` is what :func:`~defsentflow.training.loop.train_encoder` runs. It is not a
+config section of its own: PST and DefSent runs derive one per candidate from their ``pst:`` /
+``defsent:`` section (:func:`paper_config` plus what the section sets), so it is a frozen, strict
+pydantic model like the sections, validated once.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import Literal, get_args
+
+from pydantic import Field, field_validator
+
+from defsentflow.config_tools import ConfigSection
 
 __all__ = [
     "Method",
@@ -13,6 +22,7 @@ __all__ = [
     "ENTRY_ENCODINGS",
     "TRAIN_POOLINGS",
     "TrainConfig",
+    "paper_batch_size",
     "paper_config",
     "validate_choice",
 ]
@@ -21,15 +31,11 @@ Method = Literal["defsent", "defsent_plus"]
 EntryEncoding = Literal["ac", "amp"]  # AC: average of CLS vectors, AMP: average of mean-pooled vectors
 LrDecay = Literal["auto", "linear", "none"]
 TrainPooling = Literal["cls", "mean", "max"]
+Autocast = Literal["none", "bf16", "fp16"]
 
 METHODS: tuple[str, ...] = get_args(Method)
 ENTRY_ENCODINGS: tuple[str, ...] = get_args(EntryEncoding)
 TRAIN_POOLINGS: tuple[str, ...] = get_args(TrainPooling)
-_AUTOCASTS = ("none", "bf16", "fp16")
-
-# Below this many definitions DefSent+ uses batch 16 instead of 32 (Liu 2024 trains the small
-# dictionaries with the smaller batch).
-SMALL_DATASET = 20_000
 
 
 def validate_choice(name: str, value: str, choices: tuple[str, ...]) -> str:
@@ -39,14 +45,14 @@ def validate_choice(name: str, value: str, choices: tuple[str, ...]) -> str:
     return value
 
 
-@dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(ConfigSection):
     """Hyper-parameters of one training run (both methods share the loop).
 
     ``use_pooler`` applies to DefSent+ only: DefSent feeds the pooled vector straight to the
-    word-prediction layer, as in the paper. ``lr_decay="auto"`` follows the papers: DefSent warms up linearly over ``warmup_ratio`` and
-    then keeps the rate constant (the reference code's schedule); DefSent+ decays linearly to
-    zero. The optimizer follows the method too: Adam for DefSent, AdamW (eps 1e-6) for DefSent+.
+    word-prediction layer, as in the paper. ``lr_decay="auto"`` follows the papers: DefSent warms
+    up linearly over ``warmup_ratio`` and then keeps the rate constant (the reference code's
+    schedule); DefSent+ decays linearly to zero. The optimizer follows the method too: Adam for
+    DefSent, AdamW (eps 1e-6) for DefSent+.
 
     Example:
         >>> cfg = TrainConfig(method="defsent", pooling="cls", batch_size=16, warmup_ratio=0.1)
@@ -54,39 +60,59 @@ class TrainConfig:
         'none'
     """
 
-    method: Method = "defsent_plus"
-    pooling: TrainPooling = "mean"
+    method: str = "defsent_plus"
+    pooling: str = "mean"
     use_pooler: bool = True
-    lr: float = 2e-5
+    lr: float = Field(2e-5, gt=0)
     batch_size: int = 32
     epochs: int = 1
     seed: int = 0
     max_length: int = 64
     warmup_ratio: float = 0.0
-    grad_clip: float | None = 1.0
-    temperature: float = 1.0
+    grad_clip: float | None = Field(1.0, gt=0)
+    temperature: float = Field(1.0, gt=0)
     normalize_logits: bool = False
-    autocast: Literal["none", "bf16", "fp16"] = "none"
+    autocast: str = "none"
     checkpoint_every: int = 200
     device: str = "auto"
-    lr_decay: LrDecay = "auto"
+    lr_decay: str = "auto"
     weight_decay: float = 0.0
     bucket_batches: int = 50  # batches per length-sorted chunk (1 = no length bucketing)
 
-    def __post_init__(self) -> None:
-        validate_choice("method", self.method, METHODS)
-        validate_choice("pooling", self.pooling, TRAIN_POOLINGS)
-        validate_choice("autocast", self.autocast, _AUTOCASTS)
-        validate_choice("lr_decay", self.lr_decay, get_args(LrDecay))
-        for name in ("batch_size", "epochs", "max_length", "checkpoint_every", "bucket_batches"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
-        if not 0.0 <= self.warmup_ratio < 1.0:
-            raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio!r}")
-        if self.lr <= 0 or self.temperature <= 0:
-            raise ValueError("lr and temperature must be > 0")
-        if self.grad_clip is not None and self.grad_clip <= 0:
-            raise ValueError(f"grad_clip must be > 0 or None, got {self.grad_clip!r}")
+    # Choices are checked here rather than typed as Literal so the error lists the valid ones.
+    @field_validator("method")
+    @classmethod
+    def _method(cls, v: str) -> str:
+        return validate_choice("method", v, METHODS)
+
+    @field_validator("pooling")
+    @classmethod
+    def _pooling(cls, v: str) -> str:
+        return validate_choice("pooling", v, TRAIN_POOLINGS)
+
+    @field_validator("autocast")
+    @classmethod
+    def _autocast(cls, v: str) -> str:
+        return validate_choice("autocast", v, get_args(Autocast))
+
+    @field_validator("lr_decay")
+    @classmethod
+    def _lr_decay(cls, v: str) -> str:
+        return validate_choice("lr_decay", v, get_args(LrDecay))
+
+    @field_validator("batch_size", "epochs", "max_length", "checkpoint_every", "bucket_batches")
+    @classmethod
+    def _positive(cls, v: int, info) -> int:
+        if v < 1:
+            raise ValueError(f"{info.field_name} must be >= 1, got {v!r}")
+        return v
+
+    @field_validator("warmup_ratio")
+    @classmethod
+    def _warmup(cls, v: float) -> float:
+        if not 0.0 <= v < 1.0:
+            raise ValueError(f"warmup_ratio must be in [0, 1), got {v!r}")
+        return v
 
     @property
     def resolved_lr_decay(self) -> str:
@@ -95,17 +121,27 @@ class TrainConfig:
         return "none" if self.method == "defsent" else "linear"
 
 
-def paper_config(method: Method, n_examples: int | None = None, **overrides) -> TrainConfig:
-    """The papers' settings for ``method``, with ``overrides`` on top.
+def paper_batch_size(method: str, variant: str | None) -> int:
+    """The papers' batch size: DefSent 16 (Tsukagoshi et al. 2021, Sec. 4.1); DefSent+ 32 on
+    dataset a and 16 on datasets b and c (Liu 2024, Sec. 4.1). ``variant`` is the dictionary
+    dataset's variant (``a``/``b``/``c``, :mod:`defsentflow.dictionary`); unknown counts as a."""
+    if method == "defsent":
+        return 16
+    return 16 if variant in ("b", "c") else 32
+
+
+def paper_config(method: str, variant: str | None = None, **overrides) -> TrainConfig:
+    """The papers' settings for ``method`` on a dictionary of ``variant``, with ``overrides`` on top.
 
     DefSent (Tsukagoshi et al. 2021): Adam, batch 16, one epoch, linear warm-up over 10%, no
-    gradient clipping. DefSent+ (Liu 2024): AdamW (eps 1e-6), batch 32 (16 below
-    ``SMALL_DATASET`` definitions), linear decay without warm-up, clipping at 1.0, one epoch.
+    gradient clipping. DefSent+ (Liu 2024 and its reference code): AdamW (eps 1e-6), batch 32 on
+    dataset a and 16 on b and c (:func:`paper_batch_size`), linear decay without warm-up, clipping
+    at 1.0, one epoch.
     """
     validate_choice("method", method, METHODS)
     if method == "defsent":
-        base = TrainConfig(method="defsent", batch_size=16, warmup_ratio=0.1, grad_clip=None, use_pooler=False)
+        base = dict(method="defsent", batch_size=16, warmup_ratio=0.1, grad_clip=None, use_pooler=False)
     else:
-        small = n_examples is not None and n_examples < SMALL_DATASET
-        base = TrainConfig(method="defsent_plus", batch_size=16 if small else 32, warmup_ratio=0.0, grad_clip=1.0)
-    return replace(base, **overrides)
+        base = dict(method="defsent_plus", batch_size=paper_batch_size(method, variant), warmup_ratio=0.0,
+                    grad_clip=1.0)
+    return TrainConfig(**{**base, **overrides})

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from defsentflow.training.data import TrainingData, load_training_data
+from defsentflow.training.data import TrainingData, load_training_data, splits_for
 from defsentflow.training.pst_config import DefSentSection
 from defsentflow.training.pst_records import DefSentResult
 from defsentflow.training.pst_steps import _base, _config_identity, _key, _train_config, build_entry_matrix, train_model
@@ -42,13 +42,14 @@ def run_defsent(section: DefSentSection, *, run_id: str | None, root: str | os.P
         cat.start_run(f"train-{section.method.replace('_', '-')}", config=section.model_dump(mode="json"),
                       config_hash=hash_config(section), run_id=run_id)
     try:
-        data = load_training_data(section.dictionary, section.max_train_entries, root=root)
+        data = load_training_data(section.dictionary, section.max_train_entries,
+                                  splits=splits_for(section.train_entries), root=root)
         base, base_hash = _base(section)
         matrix_path = None
-        extra: dict[str, Any] = {"dictionary": section.dictionary}
+        extra: dict[str, Any] = {"dictionary": section.dictionary, "train_splits": list(data.splits)}
         if section.method == "defsent_plus":
             cfg = _train_config(section, method=section.method, pooling=section.pooling, lr=section.lr,
-                                seed=section.seed, n_examples=len(data.definitions))
+                                seed=section.seed, variant=data.variant)
             matrix = steps.build_matrix(section, data, encoder=base, encoder_id=base_hash,
                                         encoding=section.entry_encoding, ica=section.ica, root=root, run_id=run_id)
             definitions, targets, matrix_path = data.definitions, data.targets, str(matrix.matrix_path)
@@ -58,7 +59,7 @@ def run_defsent(section: DefSentSection, *, run_id: str | None, root: str | os.P
         else:
             definitions, targets = _single_token_pairs(base, data)
             cfg = _train_config(section, method=section.method, pooling=section.pooling, lr=section.lr,
-                                seed=section.seed, n_examples=len(definitions))
+                                seed=section.seed, variant=data.variant)
             key = _key("defsent_model", base_hash, data.train_hash, _config_identity(cfg))
         model_id, model_dir = steps.train(cfg, base, definitions, targets, key=key, entry_matrix_path=matrix_path,
                                           extra_meta=extra, method=section.method, base_name=section.base_model,

@@ -113,18 +113,31 @@ class IcaTransform:
 
     @classmethod
     def fit(cls, matrix: np.ndarray, *, max_iter: int = 1000, random_state: int = 42,
-            scale: float = 100.0) -> "IcaTransform":
-        """FastICA (scikit-learn, unit-variance whitening, ``n_components = dim``) on ``matrix``."""
+            scale: float = 100.0, standardize: bool = True) -> "IcaTransform":
+        """FastICA (scikit-learn, unit-variance whitening, logcosh, ``n_components = dim``) on ``matrix``.
+
+        ``standardize`` first scales every dimension to zero mean and unit variance (scikit-learn's
+        ``StandardScaler``), as the DefSent+ reference code does; the scaling is folded into the
+        saved map, so applying it needs nothing else.
+        """
         from sklearn.decomposition import FastICA
+        from sklearn.preprocessing import StandardScaler
 
         matrix = np.asarray(matrix, dtype=np.float64)
         n, dim = matrix.shape
         if n < dim:
             raise ValueError(f"ICA needs at least as many entries as dimensions ({n} entries < {dim})")
-        ica = FastICA(n_components=dim, max_iter=max_iter, random_state=random_state, whiten="unit-variance")
-        ica.fit(matrix)
-        return cls(mean=np.asarray(ica.mean_, dtype=np.float64), unmixing=np.asarray(ica.components_, np.float64),
-                   scale=float(scale))
+        shift, spread = np.zeros(dim), np.ones(dim)
+        if standardize:
+            scaler = StandardScaler().fit(matrix)
+            shift, spread = scaler.mean_, scaler.scale_
+        ica = FastICA(n_components=dim, max_iter=max_iter, random_state=random_state, whiten="unit-variance",
+                      fun="logcosh", tol=1e-4)
+        ica.fit((matrix - shift) / spread)
+        # scale * ((x - shift) / spread - m) @ W.T  ==  scale * (x - (shift + spread * m)) @ (W / spread).T
+        unmixing = np.asarray(ica.components_, np.float64) / spread[None, :]
+        mean = shift + spread * np.asarray(ica.mean_, dtype=np.float64)
+        return cls(mean=mean, unmixing=unmixing, scale=float(scale))
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """The transformed rows of ``x`` (float64)."""

@@ -9,7 +9,6 @@ ends with exactly the weights of an uninterrupted run.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import time
@@ -212,7 +211,7 @@ def run_loop(model: nn.Module, loss_fn: Callable[[dict[str, torch.Tensor]], torc
 
 def _fingerprint(config: TrainConfig, base_model: str, definitions: Sequence[str], targets: np.ndarray,
                  entry_matrix: np.ndarray | None) -> str:
-    cfg = {k: v for k, v in dataclasses.asdict(config).items() if k not in _RESUME_NEUTRAL}
+    cfg = {k: v for k, v in config.model_dump().items() if k not in _RESUME_NEUTRAL}
     parts = [hash_config(cfg), model_content_hash(base_model), hash_text("\x1e".join(definitions)),
              hash_bytes(np.ascontiguousarray(targets, dtype=np.int64).tobytes())]
     if entry_matrix is not None:
@@ -241,7 +240,7 @@ def train_encoder(config: TrainConfig, base_model: str | os.PathLike, definition
             leaving a checkpoint and no model; call again to finish.
 
     Example:
-        >>> cfg = paper_config("defsent_plus", n_examples=len(defs))
+        >>> cfg = paper_config("defsent_plus", variant="a")
         >>> res = train_encoder(cfg, "minilm", defs, rows, out_dir="m", checkpoint_dir="ck", entry_matrix=em.matrix)
     """
     definitions = list(definitions)
@@ -306,7 +305,7 @@ def train_encoder(config: TrainConfig, base_model: str | os.PathLike, definition
         "decoder": prepared.decoder if defsent else "entry_matrix",
         "pooler_activation": prepared.adapter.pooler_activation, "pooler_source": prepared.pooler_source,
         "frozen": frozen, "family": prepared.encoder.family, "base_model": base,
-        "base_model_hash": model_content_hash(base), "config": dataclasses.asdict(config),
+        "base_model_hash": model_content_hash(base), "config": config.model_dump(),
         "n_examples": len(definitions), "n_targets": n_targets, "steps": outcome.steps,
         "final_loss": final_loss, "losses": outcome.losses, "train_seconds": outcome.total_seconds,
         "completed": outcome.completed, "code_version": code_version(),

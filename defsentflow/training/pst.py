@@ -7,13 +7,20 @@ PST, step by step:
 * step 1: the entry matrix (the frozen prediction head) is built with the ORIGINAL encoder, and a
   fresh copy of the original weights is trained for every (grid point, seed); the grid point of
   the best candidate is kept for the later steps;
-* step k > 1: the entry matrix is rebuilt with step k-1's best encoder and, again, fresh copies
-  of the ORIGINAL weights are trained (a step never continues the previous encoder); the learning
-  rate never grows from one step to the next; the final step may use the ICA-transformed space.
+* step k > 1: the entry matrix is rebuilt with step k-1's best encoder (or, when step k-1 made
+  things worse and is not a ``transition_steps`` step, with the best earlier step's) and, again,
+  fresh copies of the ORIGINAL weights are trained (``separate: false`` continues the previous
+  encoder instead, to measure what separate training buys); the learning rate never grows from one
+  step to the next;
+* at ``ica_step`` the ICA-transformed entry matrix is a candidate beside the plain one (Eq. 11 of
+  Liu 2024), trained with the same seeds.
 
-The selection metric is STS-B dev Spearman or reverse-dictionary dev MRR; without STS data the
-run falls back to the latter and says so. ``steps: auto`` stops when a step does not improve on
-the previous one. The run record names the winning step and why.
+Candidates of a step are chosen by ``selection_rule``: the best single candidate (``best_seed``)
+or the combination with the best mean over seeds, then its best seed (``mean_over_seeds``, the
+paper's Table 8). The selection metric is STS-B dev Spearman or reverse-dictionary dev MRR;
+without STS data the run falls back to the latter and says so. ``steps: auto`` stops when a step
+does not improve on the previous one, except before ``ica_step`` and after a transition step. The
+run record names the winning step and why.
 
 Every piece is a content-addressed artifact (inputs + config + code version -> key): entry
 matrices, trained models, selection scores and whole steps. A piece whose artifact exists is
@@ -42,13 +49,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from defsentflow.training.data import TrainingData, load_training_data
+from defsentflow.training.data import TrainingData, load_training_data, splits_for
 from defsentflow.training.defsent_run import run_defsent
 from defsentflow.training.pst_config import PstSection
 from defsentflow.training.pst_records import (Candidate, DefSentResult, MatrixRef, PstResult, SelectionPlan, StepPlan,
                                               StepResult)
-from defsentflow.training.pst_steps import (_key, base_candidates, build_entry_matrix, choose_best, plan_step,
-                                            record_step, score_candidate, selection_plan, step_key, train_candidate)
+from defsentflow.training.pst_steps import (_key, base_candidates, build_entry_matrix, choose_best, choose_step,
+                                            plan_step, record_step, score_candidate, selection_plan, step_key,
+                                            train_candidate)
 
 __all__ = [
     "Candidate",
@@ -63,6 +71,7 @@ __all__ = [
     "base_candidates",
     "build_entry_matrix",
     "choose_best",
+    "choose_step",
     "choose_winner",
     "finish_pst",
     "load_training_data",
@@ -107,7 +116,9 @@ def run_step0(section: PstSection, data: TrainingData, selection: SelectionPlan,
     t0 = time.perf_counter()
     cands = [steps.score(section, data, c, selection, root=root, run_id=run_id)
              for c in base_candidates(section, root=root, run_id=run_id)]
-    return StepResult(step=0, candidates=tuple(cands), best=choose_best(cands), seconds=time.perf_counter() - t0)
+    best, figure, means = choose_step(cands, "best_seed")  # one untrained model: no seeds to average
+    return StepResult(step=0, candidates=tuple(cands), best=best, seconds=time.perf_counter() - t0,
+                      rule=section.selection_rule, figure=figure, group_means=means)
 
 
 def run_step(section: PstSection, data: TrainingData, plan: StepPlan, selection: SelectionPlan, *,
@@ -127,17 +138,22 @@ def run_step(section: PstSection, data: TrainingData, plan: StepPlan, selection:
         paths = [c.model_dir for c in done.candidates] + [m.path for m in done.entry_matrices]
         if all(Path(p).exists() for p in paths):  # else rebuild what is gone (the rest is found by key)
             return dataclasses.replace(done, cached=True, seconds=time.perf_counter() - t0)
-    matrices = {enc: steps.build_matrix(section, data, encoder=plan.encoder, encoder_id=plan.encoder_id, encoding=enc,
-                                        ica=plan.ica, step=plan.step, root=root, run_id=run_id)
-                for enc in dict.fromkeys(g.entry_encoding for g in plan.grid)}
+    variants = (False, True) if plan.ica else (False,)  # Eq. 11: the ICA matrix is an extra candidate
+    matrices = {(enc, ica): steps.build_matrix(section, data, encoder=plan.encoder, encoder_id=plan.encoder_id,
+                                               encoding=enc, ica=ica, step=plan.step, root=root, run_id=run_id)
+                for enc in dict.fromkeys(g.entry_encoding for g in plan.grid) for ica in variants}
     cands = []
     for g in plan.grid:
-        for seed in plan.seeds:
-            c = steps.train(section, data, step=plan.step, seed=seed, grid=g, lr=plan.lr,
-                                matrix=matrices[g.entry_encoding], root=root, run_id=run_id)
-            cands.append(steps.score(section, data, c, selection, root=root, run_id=run_id))
-    result = StepResult(step=plan.step, candidates=tuple(cands), best=choose_best(cands), key=key,
-                        seconds=time.perf_counter() - t0, lr=plan.lr, entry_matrices=tuple(matrices.values()))
+        for ica in variants:
+            for seed in plan.seeds:
+                c = steps.train(section, data, step=plan.step, seed=seed, grid=g, lr=plan.lr,
+                                matrix=matrices[(g.entry_encoding, ica)], start=plan.start, start_id=plan.start_id,
+                                root=root, run_id=run_id)
+                cands.append(steps.score(section, data, c, selection, root=root, run_id=run_id))
+    best, figure, means = choose_step(cands, section.selection_rule)
+    result = StepResult(step=plan.step, candidates=tuple(cands), best=best, key=key,
+                        seconds=time.perf_counter() - t0, lr=plan.lr, entry_matrices=tuple(matrices.values()),
+                        rule=section.selection_rule, figure=figure, group_means=means)
     final = data_root(root) / "pst" / "steps" / f"{key}.json"
     write_json(result.to_dict(), final)
     cat.register_artifact(key, "pst_step", final, hash_path(final), name=f"step{plan.step}", run_id=run_id,
@@ -146,13 +162,18 @@ def run_step(section: PstSection, data: TrainingData, plan: StepPlan, selection:
 
 
 def should_stop(section: PstSection, history: Sequence[StepResult]) -> str | None:
-    """Why to stop after the last step of ``history`` (None: go on). ``history[0]`` is step 0."""
+    """Why to stop after the last step of ``history`` (None: go on). ``history[0]`` is step 0.
+
+    ``steps: auto`` stops at the first step whose figure does not improve on the previous step's,
+    but never before ``ica_step`` and never right after a transition step.
+    """
     last = history[-1]
-    if section.steps == "auto" and last.step >= 1:
-        prev = history[-2].best
-        if not (last.best.score is not None and prev.score is not None and last.best.score > prev.score):
-            return (f"auto: stopped after step {last.step}: {last.best.metric} {_fmt(last.best.score)} did not "
-                    f"improve on step {last.step - 1}'s {_fmt(prev.score)}")
+    before_ica = section.ica_step is not None and last.step < section.ica_step
+    if section.steps == "auto" and last.step >= 1 and not before_ica and last.step not in section.transition_steps:
+        prev = history[-2]
+        if not (last.figure is not None and prev.figure is not None and last.figure > prev.figure):
+            return (f"auto: stopped after step {last.step}: {last.best.metric} {_fmt(last.figure)} did not "
+                    f"improve on step {prev.step}'s {_fmt(prev.figure)}")
     if last.step >= section.total_steps:
         if section.steps == "auto":
             return f"auto: reached max_steps={section.max_steps}"
@@ -165,11 +186,20 @@ def _fmt(x: float | None) -> str:
 
 
 def choose_winner(history: Sequence[StepResult]) -> tuple[Candidate, str]:
-    """The best candidate over all steps (step 0 included; ties go to the earlier step), and why."""
-    winner = choose_best([s.best for s in history])
-    per_step = ", ".join(f"step {s.step}: {_fmt(s.best.score)}" for s in history)
+    """The chosen candidate of the step with the best figure (step 0 included; ties go to the
+    earlier step), and why. The figure is the step's best score, or its chosen combination's mean
+    over seeds under ``mean_over_seeds``."""
+    top = history[0]
+    for s in history[1:]:
+        if s.figure is not None and (top.figure is None or s.figure > top.figure):
+            top = s
+    winner = top.best
+    by_mean = history[-1].rule == "mean_over_seeds"
+    per_step = ", ".join(f"step {s.step}: {_fmt(s.figure)}" for s in history)
     reason = (f"step {winner.step} ({winner.label}) has the best {winner.metric or 'score'} "
-              f"{_fmt(winner.score)} (best per step: {per_step})")
+              f"{_fmt(top.figure)} ({'mean over seeds' if by_mean else 'best'} per step: {per_step})")
+    if by_mean:
+        reason += f"; its best seed is returned ({_fmt(winner.score)})"
     if winner.step == 0:
         reason += "; no trained encoder beat the untrained one, so the untrained encoder is returned"
     return winner, reason
@@ -191,17 +221,19 @@ def finish_pst(section: PstSection, run_id: str, history: Sequence[StepResult], 
     key = _key("pst_result", *(s.key or s.best.artifact_key for s in history), winner.artifact_key, winner.pooling)
     cat = Catalog(root)
     meta = {"winner_step": winner.step, "winner_model_id": winner.model_id, "pooling": winner.pooling,
-            "selection_metric": winner.metric, "selection_score": winner.score, "reason": reason, "note": notes}
+            "selection_metric": winner.metric, "selection_score": winner.score, "reason": reason, "note": notes,
+            "selection_rule": section.selection_rule}
     with cat.transaction() as con:
         cat.register_artifact(key, "pst_result", record_path, hash_path(record_path), name=model_id, run_id=run_id,
                               meta=meta, con=con)
         con.execute("DELETE FROM pst_runs WHERE run_id = ?", [run_id])
         con.execute(
             "INSERT INTO pst_runs (run_id, base_model, dictionary, steps_run, winner_step, winner_model_id, "
-            "model_id, selection_metric, selection_score, reason, note, record_path, seconds) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "model_id, selection_metric, selection_score, reason, note, record_path, seconds, selection_rule, "
+            "train_entries) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [run_id, section.base_model, section.dictionary, history[-1].step, winner.step, winner.model_id, model_id,
-             winner.metric, winner.score, reason, notes, str(record_path), seconds],
+             winner.metric, winner.score, reason, notes, str(record_path), seconds, section.selection_rule,
+             section.train_entries],
         )
     cat.register_model(model_id, winner.model_dir, base_model=section.base_model, method="pst", pooling=winner.pooling,
                        run_id=run_id, artifact_key=key, meta=meta)
@@ -225,7 +257,8 @@ def run_pst(section: PstSection, *, run_id: str, root: str | os.PathLike | None 
     cat = Catalog(root)
     cat.start_run("pst", config=section.model_dump(mode="json"), config_hash=hash_config(section), run_id=run_id)
     try:
-        data = load_training_data(section.dictionary, section.max_train_entries, root=root)
+        data = load_training_data(section.dictionary, section.max_train_entries,
+                                  splits=splits_for(section.train_entries), root=root)
         selection = selection_plan(section, data)
         history: list[StepResult] = []
         stop_note = ""
@@ -233,7 +266,7 @@ def run_pst(section: PstSection, *, run_id: str, root: str | os.PathLike | None 
             if step == 0:
                 result = steps.step(run_step0, section, data, selection, root=root, run_id=run_id, steps=steps)
             else:
-                plan = plan_step(section, step, history[-1] if step > 1 else None)
+                plan = plan_step(section, step, history)
                 result = steps.step(run_step, section, data, plan, selection, root=root, run_id=run_id, steps=steps)
             record_step(run_id, result, root=root)
             cat.record_stage(run_id, f"pst-step-{step}", "cached" if result.cached else "completed",

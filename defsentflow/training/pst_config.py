@@ -12,8 +12,6 @@ Example:
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -25,14 +23,18 @@ __all__ = [
     "DefSentSection",
     "GridPoint",
     "PstSection",
+    "IcaFit",
     "SelectionMetric",
-    "resolve_data_dir",
+    "SelectionRule",
+    "TrainEntries",
 ]
 
 TrainPooling = Literal["cls", "mean", "max"]
 EvalPooling = Literal["cls", "mean", "max", "prompt"]
 EntryEncoding = Literal["ac", "amp"]
 SelectionMetric = Literal["stsb-dev", "revdict-mrr"]
+SelectionRule = Literal["best_seed", "mean_over_seeds"]
+TrainEntries = Literal["train_split", "all"]
 RevdictMode = Literal["head", "cosine"]
 AutocastName = Literal["none", "bf16", "fp16"]
 
@@ -61,12 +63,27 @@ DEFAULT_GRID: tuple[GridPoint, ...] = (
 )
 
 
+class IcaFit(_Section):
+    """How the ICA transform of an entry matrix is fitted (DefSent+, Liu 2024, Sec. 3.3).
+
+    scikit-learn's FastICA with ``n_components`` = the hidden size and unit-variance whitening;
+    the defaults are the paper's reference script: standardised features, ``max_iter`` 1000,
+    ``random_state`` 42, the result multiplied by 100.
+    """
+
+    max_iter: int = Field(1000, ge=1)
+    random_state: int = 42
+    scale: float = Field(100.0, gt=0, description="the transformed matrix is multiplied by this")
+    standardize: bool = Field(True, description="scale each dimension to unit variance before FastICA")
+
+
 class _TrainingCommon(_Section):
     base_model: str = Field("minilm", description="path, Hugging Face id or 'minilm' (the bundled MiniLM)")
     dictionary: str = Field("sample", description="dictionary dataset name (or artifact key)")
     use_pooler: bool = True
     batch_size: int | None = Field(None, ge=1,
-                                   description="None: the paper's (DefSent 16; DefSent+ 32, 16 below 20k definitions)")
+                                   description="None: the paper's (DefSent 16; DefSent+ 32 on dataset variant a, "
+                                               "16 on b and c)")
     max_length: int = Field(64, ge=8, le=512)
     max_train_entries: int | None = Field(None, ge=2, description="deterministic subset of training entries")
     device: str = "auto"
@@ -75,6 +92,10 @@ class _TrainingCommon(_Section):
     normalize_logits: bool = False
     checkpoint_every: int = Field(200, ge=1)
     entry_batch_size: int = Field(128, ge=1)
+    train_entries: TrainEntries = Field(
+        "train_split", description="train_split: only the dictionary's train split (keeps reverse-dictionary "
+                                   "queries unseen); all: every split, as the papers train")
+    ica_fit: IcaFit = IcaFit()
 
 
 class PstSection(_TrainingCommon):
@@ -94,7 +115,17 @@ class PstSection(_TrainingCommon):
     grid: list[GridPoint] = Field(default_factory=lambda: list(DEFAULT_GRID), min_length=1)
     lr: float = Field(2e-5, gt=0)
     lr_per_step: list[float] | None = None
-    ica_last_step: bool = False
+    ica_step: int | None = Field(
+        None, ge=1, description="at this step the ICA-transformed entry matrix is a candidate beside the plain one "
+                                "(Eq. 11); steps: auto never stops before it")
+    transition_steps: list[int] = Field(
+        default_factory=list, description="steps whose best encoder builds the next step's entries even when the "
+                                          "step scores below the best earlier step (and auto does not stop there)")
+    separate: bool = Field(True, description="true: every step trains a fresh copy of base_model (PST); false: "
+                                             "step k > 1 continues from step k-1's best encoder")
+    selection_rule: SelectionRule = Field(
+        "best_seed", description="best_seed: the best single candidate; mean_over_seeds: the grid point (and ICA "
+                                 "choice) with the best mean over seeds, then its best seed")
     selection: SelectionMetric = "stsb-dev"
     selection_pooling: EvalPooling | None = Field(None, description="None: each candidate's training pooling")
     selection_revdict_mode: RevdictMode = "cosine"
@@ -136,10 +167,26 @@ class PstSection(_TrainingCommon):
                 )
         return v
 
+    @field_validator("transition_steps")
+    @classmethod
+    def _transition_steps(cls, v: list[int]) -> list[int]:
+        require_distinct(v, "transition_steps")
+        if any(k < 1 for k in v):
+            raise ValueError(f"transition_steps are step numbers from 1, got {v}")
+        return sorted(v)
+
     @model_validator(mode="after")
-    def _lr_agrees(self) -> PstSection:
+    def _consistent(self) -> PstSection:
         if self.lr_per_step and "lr" in self.model_fields_set and self.lr != self.lr_per_step[0]:
             raise ValueError(f"lr ({self.lr:g}) and lr_per_step[0] ({self.lr_per_step[0]:g}) disagree; set one of them")
+        if self.ica_step is not None and self.ica_step > self.total_steps:
+            raise ValueError(f"ica_step {self.ica_step} is after the last step ({self.total_steps})")
+        late = [k for k in self.transition_steps if k >= self.total_steps]
+        if late:
+            raise ValueError(f"transition_steps {late} must be before the last step ({self.total_steps})")
+        if self.train_entries == "all" and self.selection == "revdict-mrr":
+            raise ValueError("train_entries: all trains on the dev definitions, so selection: revdict-mrr would "
+                             "select on seen queries; select by stsb-dev")
         return self
 
     @property
@@ -173,27 +220,4 @@ class DefSentSection(_TrainingCommon):
     epochs: int = Field(1, ge=1)
     seed: int = 0
     warmup_ratio: float | None = Field(None, ge=0.0, lt=1.0, description="None: the paper's (DefSent 0.1, DefSent+ 0)")
-    ica: bool = False
-
-
-def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path | None:
-    """An existing data directory for ``data_dir``, or None when it is unset or missing.
-
-    A relative path is looked up from the current directory first, then from the repository root
-    (configs say ``../shared/data``, meaning beside the checkout).
-    """
-    if not data_dir:
-        return None
-    p = Path(data_dir).expanduser()
-    if p.is_absolute():
-        return p if p.is_dir() else None
-    for base in (Path.cwd(), _repo_root()):
-        if (base / p).is_dir():
-            return (base / p).resolve()
-    return None
-
-
-def _repo_root() -> Path:
-    from defsentflow.storage.paths import repo_root
-
-    return repo_root()
+    ica: bool = Field(False, description="DefSent+: train against the ICA-transformed entry matrix (ica_fit)")

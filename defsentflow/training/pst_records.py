@@ -61,16 +61,30 @@ class Candidate(_Record):
     metric: str | None = None
     score: float | None = None
     score_note: str | None = None
+    ica: bool = False           # trained against the ICA-transformed entry matrix
+
+    @property
+    def group(self) -> str:
+        """The combination a candidate belongs to, across seeds: pooling, entry encoding, ICA."""
+        if self.step == 0:
+            return f"untrained ({self.pooling})"
+        return f"{self.pooling}-{self.entry_encoding}{'+ica' if self.ica else ''}"
 
     @property
     def label(self) -> str:
         if self.step == 0:
-            return f"untrained ({self.pooling})"
-        return f"{self.pooling}-{self.entry_encoding}, seed {self.seed}"
+            return self.group
+        return f"{self.group}, seed {self.seed}"
 
 
 @dataclass(frozen=True)
 class StepResult(_Record):
+    """A finished step: its candidates, the chosen one and the figure steps are compared by.
+
+    ``figure`` is the chosen candidate's score (``rule`` best_seed) or the mean over seeds of its
+    combination (``rule`` mean_over_seeds); ``group_means`` holds every combination's mean.
+    """
+
     step: int
     candidates: tuple[Candidate, ...]
     best: Candidate
@@ -79,6 +93,9 @@ class StepResult(_Record):
     seconds: float = 0.0
     lr: float | None = None
     entry_matrices: tuple[MatrixRef, ...] = ()
+    rule: str = "best_seed"
+    figure: float | None = None
+    group_means: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> StepResult:
@@ -86,6 +103,7 @@ class StepResult(_Record):
         d["candidates"] = tuple(Candidate.from_dict(c) for c in d["candidates"])
         d["best"] = Candidate.from_dict(d["best"])
         d["entry_matrices"] = tuple(MatrixRef.from_dict(m) for m in d.get("entry_matrices", ()))
+        d.setdefault("figure", d["best"].score)  # a step recorded before figures: its best score
         return cls(**d)
 
 
@@ -101,6 +119,10 @@ class SelectionPlan(_Record):
 
 @dataclass(frozen=True)
 class StepPlan(_Record):
+    """What a step trains. ``ica``: the ICA-transformed entry matrix is a candidate beside the
+    plain one (Eq. 11). ``start``: the model every candidate starts from (None: a fresh copy of the
+    base model, PST's "separate" training)."""
+
     step: int
     lr: float
     grid: tuple[GridPoint, ...]
@@ -108,6 +130,9 @@ class StepPlan(_Record):
     ica: bool
     encoder: str                # builds this step's entry matrix
     encoder_id: str             # its content/artifact key
+    source_step: int = 0        # the step whose best encoder that is (0: the base model)
+    start: str | None = None
+    start_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

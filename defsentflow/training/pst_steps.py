@@ -21,10 +21,12 @@ import numpy as np
 import pyarrow as pa
 
 from defsentflow.training.data import TrainingData
-from defsentflow.training.pst_config import DefSentSection, GridPoint, PstSection, resolve_data_dir
+from defsentflow.config_tools import resolve_data_dir
+from defsentflow.training.pst_config import DefSentSection, GridPoint, PstSection
 from defsentflow.training.pst_records import Candidate, MatrixRef, SelectionPlan, StepPlan, StepResult
 
-__all__ = ["base_candidates", "build_entry_matrix", "choose_best", "plan_step", "record_step", "score_candidate",
+__all__ = ["base_candidates", "build_entry_matrix", "choose_best", "choose_step", "entry_source", "group_means",
+           "plan_step", "record_step", "score_candidate",
            "selection_plan", "step_key", "train_candidate", "train_model"]
 
 log = logging.getLogger(__name__)
@@ -40,17 +42,17 @@ def _base(section: PstSection | DefSentSection) -> tuple[str, str]:
 
 
 def _train_config(section: PstSection | DefSentSection, *, method: str, pooling: str, lr: float, seed: int,
-                  n_examples: int) -> Any:
+                  variant: str | None) -> Any:
     """The papers' settings for ``method`` (:func:`paper_config`), overridden by what the section sets.
 
-    Settings the section leaves unset keep the paper's choice (e.g. DefSent+'s batch 32, or 16
-    for small dictionaries; DefSent's 10% warm-up and no clipping).
+    Settings the section leaves unset keep the paper's choice (e.g. DefSent+'s batch 32 on dataset
+    variant a, 16 on b and c; DefSent's 10% warm-up and no clipping).
     """
     from defsentflow.training.config import paper_config
 
     overrides = {k: getattr(section, k) for k in ("batch_size", "warmup_ratio", "epochs")
                  if getattr(section, k, None) is not None}
-    return paper_config(method, n_examples=n_examples, pooling=pooling, lr=lr, seed=seed, use_pooler=section.use_pooler,
+    return paper_config(method, variant=variant, pooling=pooling, lr=lr, seed=seed, use_pooler=section.use_pooler,
                         max_length=section.max_length, temperature=section.temperature,
                         normalize_logits=section.normalize_logits, autocast=section.autocast,
                         checkpoint_every=section.checkpoint_every, device=section.device, **overrides)
@@ -60,9 +62,7 @@ def _config_identity(cfg: Any) -> str:
     """Hash of the settings that change the trained weights (not where or how often it checkpoints)."""
     from defsentflow.storage import hash_config
 
-    d = dataclasses.asdict(cfg)
-    d.pop("device", None), d.pop("checkpoint_every", None)
-    return hash_config(d)
+    return hash_config(cfg.model_dump(exclude={"device", "checkpoint_every"}))
 
 
 def _key(*parts: Any) -> str:
@@ -93,9 +93,11 @@ def build_entry_matrix(section: PstSection | DefSentSection, data: TrainingData,
     ``<root>/pst/entry_matrices/<key>/`` with ``entries.parquet``, ``stats.json`` and a plot.
     """
     from defsentflow.encoders import load_encoder
-    from defsentflow.storage import Catalog, atomic_dir, data_root, hash_path, write_parquet
+    from defsentflow.storage import Catalog, atomic_dir, data_root, hash_config, hash_path, write_parquet
 
-    key = _key("pst_entry_matrix", encoder_id, data.train_hash, encoding, ica, section.max_length, section.autocast)
+    ica_fit = [hash_config(section.ica_fit)] if ica else []  # plain matrices keep their keys
+    key = _key("pst_entry_matrix", encoder_id, data.train_hash, encoding, ica, section.max_length, section.autocast,
+               *ica_fit)
     cat = Catalog(root)
     found = cat.artifact(key)
     if found is not None:
@@ -110,7 +112,9 @@ def build_entry_matrix(section: PstSection | DefSentSection, data: TrainingData,
     matrix = np.asarray(em.matrix, dtype=np.float32)[[row[e] for e in data.entries]]
     transform = None
     if ica:  # fitted once here and saved: evaluation and serving reuse this map, never refit it
-        transform = IcaTransform.fit(matrix)
+        f = section.ica_fit
+        transform = IcaTransform.fit(matrix, max_iter=f.max_iter, random_state=f.random_state, scale=f.scale,
+                                     standardize=f.standardize)
         matrix = np.asarray(transform(matrix), dtype=np.float32)
     final = data_root(root) / "pst" / "entry_matrices" / key
     with atomic_dir(final) as tmp:
@@ -154,10 +158,11 @@ def train_model(cfg: Any, base: str, definitions: Sequence[str], targets: Sequen
     meta_file = out / "defsentflow.json"
     meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
     meta.update(extra_meta)
-    meta.setdefault("train_splits", ["train"])  # what the reverse dictionary's unseen protocol excludes
+    meta.setdefault("train_splits", ["train"])  # what the reverse dictionary's unseen protocol excludes (extra_meta
+    # sets it from the training data's splits)
     write_json(meta, meta_file)
     with cat.transaction() as con:
-        cat.register_artifact(key, "model", out, hash_path(out), name=model_id, config=dataclasses.asdict(cfg),
+        cat.register_artifact(key, "model", out, hash_path(out), name=model_id, config=cfg.model_dump(),
                               run_id=run_id, meta=extra_meta, con=con)
     cat.register_model(model_id, out, base_model=base_name, method=method, pooling=cfg.pooling, run_id=run_id,
                        artifact_key=key, meta=extra_meta)
@@ -166,21 +171,26 @@ def train_model(cfg: Any, base: str, definitions: Sequence[str], targets: Sequen
 
 
 def train_candidate(section: PstSection, data: TrainingData, *, step: int, seed: int, grid: GridPoint, lr: float,
-                    matrix: MatrixRef, root: str | os.PathLike | None = None, run_id: str | None = None) -> Candidate:
-    """Train a fresh copy of the ORIGINAL base model against ``matrix`` (one PST candidate)."""
+                    matrix: MatrixRef, start: str | None = None, start_id: str | None = None,
+                    root: str | os.PathLike | None = None, run_id: str | None = None) -> Candidate:
+    """Train one PST candidate against ``matrix``: a fresh copy of the ORIGINAL base model, or
+    ``start`` (content key ``start_id``) when the run continues the previous step's encoder
+    (``separate: false``)."""
     base, base_hash = _base(section)
-    cfg = _train_config(section, method="defsent_plus", pooling=grid.pooling, lr=lr, seed=seed,
-                        n_examples=len(data.definitions))
+    if start is not None:
+        base, base_hash = start, start_id or start
+    cfg = _train_config(section, method="defsent_plus", pooling=grid.pooling, lr=lr, seed=seed, variant=data.variant)
     key = _key("pst_model", base_hash, matrix.key, data.train_hash, _config_identity(cfg))
     extra = {"entry_encoder": matrix.encoder, "entry_encoding": grid.entry_encoding, "ica": matrix.ica,
              "normalize_logits": section.normalize_logits, "entry_matrix": str(matrix.matrix_path),
-             "pst_step": step, "dictionary": section.dictionary}
+             "pst_step": step, "dictionary": section.dictionary, "train_splits": list(data.splits),
+             **({"started_from": start} if start is not None else {})}
     model_id, model_dir = train_model(cfg, base, data.definitions, data.targets, key=key,
                                        entry_matrix_path=str(matrix.matrix_path), extra_meta=extra,
                                        method="defsent_plus", base_name=section.base_model, root=root, run_id=run_id)
     return Candidate(step=step, seed=seed, pooling=grid.pooling, entry_encoding=grid.entry_encoding, lr=lr,
                      model_id=model_id, model_dir=model_dir, artifact_key=key, use_pooler=section.use_pooler,
-                     entry_matrix_path=str(matrix.matrix_path))
+                     entry_matrix_path=str(matrix.matrix_path), ica=matrix.ica)
 
 
 # -- selection ------------------------------------------------------------------------------------------
@@ -264,6 +274,36 @@ def choose_best(candidates: Sequence[Candidate]) -> Candidate:
     return best
 
 
+def group_means(candidates: Sequence[Candidate]) -> dict[str, float]:
+    """The mean score over seeds of every combination (:attr:`Candidate.group`), in candidate order."""
+    groups: dict[str, list[float]] = {}
+    for c in candidates:
+        if c.score is not None:
+            groups.setdefault(c.group, []).append(c.score)
+    return {g: float(np.mean(v)) for g, v in groups.items()}
+
+
+def choose_step(candidates: Sequence[Candidate], rule: str) -> tuple[Candidate, float | None, dict[str, float]]:
+    """A step's choice under ``rule``: (the chosen candidate, the figure the step is compared by,
+    every combination's mean over seeds).
+
+    ``best_seed``: the best single candidate; its score is the figure. ``mean_over_seeds`` (the
+    DefSent+ paper compares combinations by their mean over runs, its Table 8): the combination with
+    the best mean (ties: the earliest), then its best seed; the mean is the figure.
+    """
+    means = group_means(candidates)
+    if rule == "best_seed":
+        best = choose_best(candidates)
+        return best, best.score, means
+    if rule != "mean_over_seeds":
+        raise ValueError(f"selection_rule must be 'best_seed' or 'mean_over_seeds', got {rule!r}")
+    if not means:
+        best = choose_best(candidates)
+        return best, None, means
+    top = max(means, key=lambda g: (means[g], -list(means).index(g)))
+    return choose_best([c for c in candidates if c.group == top]), means[top], means
+
+
 # -- steps ----------------------------------------------------------------------------------------------
 def base_candidates(section: PstSection, *, root: str | os.PathLike | None = None,
                     run_id: str | None = None) -> list[Candidate]:
@@ -279,19 +319,47 @@ def base_candidates(section: PstSection, *, root: str | os.PathLike | None = Non
                       artifact_key=f"base:{base_hash}", use_pooler=section.use_pooler) for p in poolings]
 
 
-def plan_step(section: PstSection, step: int, previous: StepResult | None) -> StepPlan:
-    """What step ``step`` trains: the entry encoder, the grid, the seeds and the learning rate."""
+def entry_source(section: PstSection, history: Sequence[StepResult]) -> StepResult:
+    """The step whose best encoder builds the next step's entry matrix.
+
+    The last step, when it is step 1, a transition step (``transition_steps``) or scores at least
+    as well as every earlier trained step; otherwise the best earlier trained step (a step that
+    made things worse is not built on unless it is declared a transition, as the paper's step 2).
+    """
+    trained = [h for h in history if h.step >= 1]
+    if not trained:
+        raise ValueError("the next step needs a trained step before it")
+    last = trained[-1]
+    if last.step == 1 or last.step in section.transition_steps:
+        return last
+    best = trained[0]
+    for h in trained[1:]:
+        if h.figure is not None and (best.figure is None or h.figure >= best.figure):
+            best = h
+    return last if best.step == last.step else best
+
+
+def plan_step(section: PstSection, step: int, history: Sequence[StepResult]) -> StepPlan:
+    """What step ``step`` trains: the entry encoder, the grid, the seeds, the learning rate, whether
+    the ICA matrix is a candidate too, and the model training starts from.
+
+    ``history``: the finished steps, step 0 first. Step 1 builds entries with the base model and
+    searches the grid; step k > 1 builds them with :func:`entry_source`'s best encoder and keeps
+    that candidate's grid point.
+    """
+    ica = section.ica_step == step
     if step == 1:
         base, base_hash = _base(section)
         return StepPlan(step=1, lr=section.lr_for_step(1), grid=tuple(section.grid), seeds=tuple(section.seeds),
-                        ica=section.ica_last_step and section.total_steps == 1, encoder=base, encoder_id=base_hash)
-    if previous is None or previous.step != step - 1 or previous.best.step < 1:
-        raise ValueError(f"step {step} needs step {step - 1}'s best trained encoder")
-    best = previous.best
+                        ica=ica, encoder=base, encoder_id=base_hash, source_step=0)
+    if not history or history[-1].step != step - 1:
+        raise ValueError(f"step {step} needs step {step - 1}'s result")
+    source = entry_source(section, history)
+    best = source.best
     grid = (GridPoint(pooling=best.pooling, entry_encoding=best.entry_encoding),)
-    return StepPlan(step=step, lr=section.lr_for_step(step), grid=grid, seeds=tuple(section.seeds),
-                    ica=section.ica_last_step and step == section.total_steps, encoder=best.model_dir,
-                    encoder_id=best.artifact_key)
+    start = {} if section.separate else {"start": best.model_dir, "start_id": best.artifact_key}
+    return StepPlan(step=step, lr=section.lr_for_step(step), grid=grid, seeds=tuple(section.seeds), ica=ica,
+                    encoder=best.model_dir, encoder_id=best.artifact_key, source_step=source.step, **start)
 
 
 def step_key(section: PstSection, data: TrainingData, plan: StepPlan, selection: SelectionPlan) -> str:
@@ -300,9 +368,12 @@ def step_key(section: PstSection, data: TrainingData, plan: StepPlan, selection:
     _, base_hash = _base(section)
     training = section.model_dump(mode="json", include={"use_pooler", "batch_size", "max_length", "autocast",
                                                          "temperature", "normalize_logits", "selection_pooling"})
-    plan_fields = {k: v for k, v in plan.to_dict().items() if k != "encoder"}  # encoder_id names it by content
+    if plan.ica:
+        training["ica_fit"] = section.ica_fit.model_dump(mode="json")
+    plan_fields = {k: v for k, v in plan.to_dict().items() if k not in ("encoder", "start")}  # *_id name them
+    rule = section.selection_rule
     return _key("pst_step", base_hash, data.train_hash, hash_config(plan_fields), hash_config(training),
-                selection.metric, selection.data_hash)
+                selection.metric, selection.data_hash, rule)
 
 
 def record_step(run_id: str, result: StepResult, *, root: str | os.PathLike | None = None) -> None:
@@ -316,10 +387,11 @@ def record_step(run_id: str, result: StepResult, *, root: str | os.PathLike | No
             note = c.score_note if c.step else "untrained encoder (step 0)"
             con.execute(
                 "INSERT INTO pst_steps (run_id, step, seed, model_id, selection_metric, selection_score, chosen, "
-                "entry_matrix_path, lr, pooling, entry_encoding, use_pooler, note) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "entry_matrix_path, lr, pooling, entry_encoding, use_pooler, note, ica, selection_rule, group_mean) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [run_id, c.step, c.seed, c.model_id, c.metric, c.score, chosen, c.entry_matrix_path, c.lr,
-                 c.pooling, c.entry_encoding, c.use_pooler, note],
+                 c.pooling, c.entry_encoding, c.use_pooler, note, c.ica, result.rule,
+                 result.group_means.get(c.group)],
             )
     _record_entry_space(run_id, result, root)
 

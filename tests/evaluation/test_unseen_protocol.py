@@ -112,9 +112,14 @@ def test_ica_fitted_in_training_is_saved_and_reused_never_refit(tmp_path, tiny_b
 
     rng = np.random.default_rng(1)
     matrix = rng.standard_normal((80, 32)) @ rng.standard_normal((32, 32))
-    ica = IcaTransform.fit(matrix)
-    ref = FastICA(n_components=32, max_iter=1000, random_state=42, whiten="unit-variance").fit_transform(matrix) * 100
+    from sklearn.preprocessing import StandardScaler
+
+    ica = IcaTransform.fit(matrix)  # the DefSent+ reference: standardise, FastICA, x 100
+    scaled = StandardScaler().fit_transform(matrix)
+    ref = FastICA(n_components=32, max_iter=1000, random_state=42, whiten="unit-variance").fit_transform(scaled) * 100
     assert np.allclose(ica(matrix), ref, atol=1e-6)
+    plain = FastICA(n_components=32, max_iter=1000, random_state=42, whiten="unit-variance").fit_transform(matrix) * 100
+    assert np.allclose(IcaTransform.fit(matrix, standardize=False)(matrix), plain, atol=1e-6)
     mdir = tmp_path / "matrix"
     mdir.mkdir()
     np.save(mdir / "matrix.npy", ica(matrix).astype(np.float32))

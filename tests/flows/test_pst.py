@@ -43,7 +43,7 @@ def _rows(run_id: str) -> dict[str, list]:
 
 def test_cli_and_flow_run_the_same_sequencer(prefect_test_harness, tiny_bert_dir, home, tmp_path, monkeypatch):
     """The CLI's local mode and the Prefect flow run one code path: the same catalog rows on fresh data roots."""
-    import defsentflow.evaluation.revdict as revdict
+    import defsentflow.dictionary.tables as revdict
     from defsentflow.training.pst import run_pst
     from flows.pst import pst_flow
 
@@ -63,7 +63,7 @@ def test_cli_and_flow_run_the_same_sequencer(prefect_test_harness, tiny_bert_dir
 
 
 def test_pst_flow_second_run_reuses_every_step(prefect_test_harness, tiny_bert_dir, home, monkeypatch):
-    import defsentflow.evaluation.revdict as revdict
+    import defsentflow.dictionary.tables as revdict
     import defsentflow.training.loop as loop
     from flows.pst import pst_flow
 
@@ -94,7 +94,7 @@ def test_pst_flow_second_run_reuses_every_step(prefect_test_harness, tiny_bert_d
 
 
 def test_train_defsent_flow_is_cached(prefect_test_harness, tiny_mlm_dir, home, monkeypatch):
-    import defsentflow.evaluation.revdict as revdict
+    import defsentflow.dictionary.tables as revdict
     import defsentflow.training.loop as loop
 
     from flows.train_defsent import train_defsent_flow

@@ -21,7 +21,9 @@ def test_wrong_choices_name_the_valid_ones():
 def test_paper_settings():
     ds = paper_config("defsent")
     assert (ds.batch_size, ds.warmup_ratio, ds.grad_clip, ds.resolved_lr_decay) == (16, 0.1, None, "none")
-    big = paper_config("defsent_plus", n_examples=100_000)
-    small = paper_config("defsent_plus", n_examples=5_000, lr=1e-5)
-    assert (big.batch_size, big.warmup_ratio, big.grad_clip, big.resolved_lr_decay) == (32, 0.0, 1.0, "linear")
-    assert small.batch_size == 16 and small.lr == 1e-5
+    a = paper_config("defsent_plus", variant="a")
+    b = paper_config("defsent_plus", variant="b", lr=1e-5)
+    assert (a.batch_size, a.warmup_ratio, a.grad_clip, a.resolved_lr_decay) == (32, 0.0, 1.0, "linear")
+    assert b.batch_size == 16 and b.lr == 1e-5
+    assert paper_config("defsent_plus", variant="c").batch_size == 16  # Liu 2024, Sec. 4.1: 16 for b and c
+    assert paper_config("defsent_plus").batch_size == 32  # an unknown variant counts as dataset a

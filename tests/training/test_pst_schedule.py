@@ -30,7 +30,7 @@ def toy_dictionary(marker: str = "") -> pa.Table:
 @pytest.fixture()
 def dictionary(monkeypatch):
     """Serve the toy table as dataset 'toy' (the dictionary package is not needed for these tests)."""
-    import defsentflow.evaluation.revdict as revdict
+    import defsentflow.dictionary.tables as revdict
 
     tables = {"toy": toy_dictionary()}
     real = revdict.load_dictionary_table
@@ -192,7 +192,7 @@ def test_falls_back_to_revdict_without_sts_data(tiny_bert_dir, home, dictionary,
 
 
 def test_second_run_recomputes_nothing_and_a_killed_run_resumes(tiny_bert_dir, home, dictionary, monkeypatch, spies):
-    import defsentflow.evaluation.revdict as revdict
+    import defsentflow.dictionary.tables as revdict
     import defsentflow.training.loop as loop
     from defsentflow.training.pst import run_pst
 
@@ -220,7 +220,7 @@ def test_second_run_recomputes_nothing_and_a_killed_run_resumes(tiny_bert_dir, h
         raise AssertionError("a cached run must not recompute")
 
     monkeypatch.setattr(loop, "train_encoder", forbidden)
-    monkeypatch.setattr(revdict, "evaluate_revdict", forbidden)
+    monkeypatch.setattr("defsentflow.evaluation.revdict.evaluate_revdict", forbidden)
     monkeypatch.setattr("defsentflow.training.entry_embeddings.build_entry_embeddings", forbidden)
     again = run_pst(s, run_id="k3")
     assert all(st.cached for st in again.steps[1:])

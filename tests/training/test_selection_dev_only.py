@@ -19,7 +19,7 @@ def _with_other_test_split(table: pa.Table) -> pa.Table:
 
 
 def test_changing_only_test_data_changes_no_pst_selection(tiny_bert_dir, home, monkeypatch):
-    import defsentflow.evaluation.revdict as revdict
+    import defsentflow.dictionary.tables as revdict
     from defsentflow.training.pst import run_pst
 
     base = toy_dictionary()
@@ -30,8 +30,10 @@ def test_changing_only_test_data_changes_no_pst_selection(tiny_bert_dir, home, m
     monkeypatch.setattr(revdict, "load_dictionary_table",
                         lambda d, **kw: tables[d] if isinstance(d, str) and d in tables else real(d, **kw))
     asked: list[str] = []
-    real_eval = revdict.evaluate_revdict
-    monkeypatch.setattr(revdict, "evaluate_revdict",
+    import defsentflow.evaluation.revdict as evaluation
+
+    real_eval = evaluation.evaluate_revdict
+    monkeypatch.setattr(evaluation, "evaluate_revdict",
                         lambda *a, **kw: asked.append(kw.get("split", "test")) or real_eval(*a, **kw))
 
     a = run_pst(section(tiny_bert_dir, steps=2, seeds=[0, 1]), run_id="sel-a")
