@@ -8,7 +8,7 @@ aggregated over seeds and judged (:mod:`~defsentflow.claims.judge`), and recorde
 that runs one pipeline config.
 """
 
-from defsentflow.claims.arms import ArmPlan, arm_name, plan_arms, pst_options
+from defsentflow.claims.arms import ArmPlan, arm_name, plan_arms
 from defsentflow.claims.config import CLAIM_IDS, ClaimsConfig, ClaimsFile, load_claims
 from defsentflow.claims.figures import CatalogFigures, claim_series
 from defsentflow.claims.judge import Judgement, Series, judge, mean_sd
@@ -17,4 +17,4 @@ from defsentflow.claims.run import ClaimRow, ClaimsOutcome, claim_rows, measure_
 
 __all__ = ["ArmPlan", "CLAIMS", "CLAIM_IDS", "CatalogFigures", "ClaimRow", "ClaimText", "ClaimsConfig", "ClaimsFile",
            "ClaimsOutcome", "Judgement", "Series", "arm_name", "claim_rows", "claim_series", "judge", "load_claims",
-           "mean_sd", "measure_claims", "plan_arms", "pst_options", "record_claims", "run_claims"]
+           "mean_sd", "measure_claims", "plan_arms", "record_claims", "run_claims"]

@@ -4,15 +4,17 @@ An arm is the base pipeline config with a few dotted values changed (a sweep poi
 ordinary pipeline, so stages shared between arms are computed once: the pretrained encoder, the
 dictionary, PST's step 1 of every run with the same seed and entries). Per training seed ``s``:
 
-* ``pst s``: PST with ``steps`` fixed steps, separate training, no ICA (steps 1..N, entry spaces);
+* ``pst s``: PST with ``steps`` fixed steps, separate training, the claims file's transition steps,
+  no ICA candidate (steps 1..N, entry spaces);
 * ``continue s``: the same, each step continuing the previous step's best encoder (``separate: false``);
-* ``ica s``: the same with the ICA-transformed entry matrix as a candidate at the ICA step;
+* ``ica s``: the same with the ICA-transformed entry matrix as a second candidate at the ICA step
+  (``ica_step``, Eq. 11: both candidates of that step come from the same run);
 * ``defsent s``: one DefSent run (the ``defsent:`` of the claims file) instead of PST;
 * ``entries=N s``: one PST step on ``N`` training entries (N other than the base's);
 * ``raw p``: the pipeline on the raw encoder pretrained with seed ``p`` (one small PST step), for
   claims about the raw encoder itself.
 
-Options the installed ``pst:`` section lacks (``separate``, ``ica_step``) make their claims
+A claim whose arms cannot exist (a raw-encoder claim on a base without a ``pretrain:`` section) is
 "not testable" with the reason, instead of failing the run.
 """
 
@@ -24,14 +26,7 @@ from typing import Any
 from defsentflow.claims.config import ClaimsConfig
 from defsentflow.sweep import Sweep, SweepFile, SweepPoint, _point_id, expand_sweep
 
-__all__ = ["ArmPlan", "arm_name", "plan_arms", "pst_options"]
-
-
-def pst_options() -> set[str]:
-    """The option names the installed ``pst:`` section accepts."""
-    from defsentflow.training.pst_config import PstSection
-
-    return set(PstSection.model_fields)
+__all__ = ["ArmPlan", "arm_name", "plan_arms"]
 
 
 def arm_name(kind: str, seed: int, n: int | None = None) -> str:
@@ -58,30 +53,10 @@ _PST_EVAL = {"eval.tasks": ["stsb-dev"], "eval.baselines": ["untrained", "sbert_
 _DEFSENT_EVAL = {"eval.tasks": ["stsb-dev", "wordpred"], "eval.baselines": ["untrained"], "report": False}
 
 
-def _plain(claims: ClaimsConfig, options: set[str]) -> dict[str, Any]:
-    """PST with ``steps`` separate steps and no ICA candidate."""
-    params: dict[str, Any] = {"pst.steps": claims.spec.steps}
-    if "ica_step" in options:
-        params["pst.ica_step"] = None
-    elif "ica_last_step" in options:
-        params["pst.ica_last_step"] = False
-    if "separate" in options:
-        params["pst.separate"] = True
-    return params
-
-
-def _ica(claims: ClaimsConfig, options: set[str]) -> dict[str, Any] | str:
-    step = claims.spec.ica_step or claims.spec.steps
-    if step > claims.spec.steps:
-        return f"ica_step {step} is after the last step ({claims.spec.steps})"
-    params = _plain(claims, options)
-    if "ica_step" in options:
-        params["pst.ica_step"] = step
-    elif "ica_last_step" in options and step == claims.spec.steps:
-        params["pst.ica_last_step"] = True  # older PST: the last step's only candidate is the ICA one
-    else:
-        return f"the pst: section has no ica_step option (ICA at step {step})"
-    return params
+def _plain(claims: ClaimsConfig) -> dict[str, Any]:
+    """PST with ``steps`` separate steps, the claims file's transition steps and no ICA candidate."""
+    return {"pst.steps": claims.spec.steps, "pst.ica_step": None, "pst.separate": True,
+            "pst.transition_steps": list(claims.spec.transition_steps)}
 
 
 def plan_arms(claims: ClaimsConfig, *, origin: str = "<claims>") -> ArmPlan:
@@ -90,7 +65,7 @@ def plan_arms(claims: ClaimsConfig, *, origin: str = "<claims>") -> ArmPlan:
     Raises:
         ValueError: an arm that makes an invalid pipeline config (the message names the arm and the key).
     """
-    spec, options = claims.spec, pst_options()
+    spec = claims.spec
     pst = claims.base["pst"]
     base_entries = pst.get("max_train_entries")
     base_pretrain_seed = (claims.base.get("pretrain") or {}).get("seed", 0) if claims.base.get("pretrain") else None
@@ -103,14 +78,14 @@ def plan_arms(claims: ClaimsConfig, *, origin: str = "<claims>") -> ArmPlan:
         needs.setdefault(claim, []).append(name)
 
     def pst_arm(claim: str, s: int) -> None:
-        use(claim, arm_name("pst", s), {**_plain(claims, options), "pst.seeds": [s],
+        use(claim, arm_name("pst", s), {**_plain(claims), "pst.seeds": [s],
                                          "pst.max_train_entries": base_entries, **_PST_EVAL})
 
     for claim in spec.claims:
         needs[claim] = []
         for s in spec.seeds:
             if claim in ("defsent_plus_beats_defsent", "later_steps_beat_step_1", "separate_beats_continuing",
-                         "more_entries_help", "ica_candidate_helps", "entry_space_more_isotropic"):
+                         "more_entries_help", "entry_space_more_isotropic"):
                 pst_arm(claim, s)
             if claim in ("defsent_plus_beats_defsent", "defsent_raises_wordpred"):
                 section = {**spec.defsent, "base_model": pst.get("base_model", "minilm"),
@@ -118,19 +93,11 @@ def plan_arms(claims: ClaimsConfig, *, origin: str = "<claims>") -> ArmPlan:
                            "seed": s}
                 use(claim, arm_name("defsent", s), {"pst": None, "defsent": section, **_DEFSENT_EVAL})
             if claim == "separate_beats_continuing":
-                if "separate" not in options:
-                    untestable[claim] = "the pst: section has no separate option"
-                else:
-                    use(claim, arm_name("continue", s), {**_plain(claims, options), "pst.separate": False,
-                                                         "pst.seeds": [s], "pst.max_train_entries": base_entries,
-                                                         **_PST_EVAL})
+                use(claim, arm_name("continue", s), {**_plain(claims), "pst.separate": False, "pst.seeds": [s],
+                                                     "pst.max_train_entries": base_entries, **_PST_EVAL})
             if claim == "ica_candidate_helps":
-                params = _ica(claims, options)
-                if isinstance(params, str):
-                    untestable[claim] = params
-                else:
-                    use(claim, arm_name("ica", s), {**params, "pst.seeds": [s], "pst.max_train_entries": base_entries,
-                                                    **_PST_EVAL})
+                use(claim, arm_name("ica", s), {**_plain(claims), "pst.ica_step": spec.ica_step or spec.steps,
+                                                "pst.seeds": [s], "pst.max_train_entries": base_entries, **_PST_EVAL})
             if claim == "more_entries_help":
                 for n in spec.entries:
                     if n != base_entries:

@@ -11,6 +11,8 @@ a few values changed (:mod:`defsentflow.claims.arms`), run by the ordinary pipel
     claims: [defsent_plus_beats_defsent, more_entries_help]
     entries: [1000, 2000, 4000]       # more_entries_help: max_train_entries per arm
     steps: 3                          # PST claims: the number of steps
+    transition_steps: [2]             # PST arms: step 2 is a transition (the paper's BERT runs)
+    ica_step: 3                       # ica_candidate_helps: Eq. 11's ICA candidate at step 3
     pretrain_seeds: [0, 1, 2]         # sbert_wk_beats_mean: one raw encoder per pretraining seed
     defsent: {method: defsent, batch_size: 16, lr: 5.0e-5, use_pooler: false}
 
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from defsentflow.config_tools import ConfigSection, format_errors, read_yaml_mapping, require_distinct
 from defsentflow.dictionary.config import NAME_PATTERN
@@ -60,7 +62,10 @@ class ClaimsFile(ConfigSection):
     entries: list[int] = Field(default_factory=lambda: [2000, 4000, 8000], min_length=2,
                                description="more_entries_help: max_train_entries per arm, ascending")
     steps: int = Field(3, ge=2, description="PST claims: steps per run (fixed, never 'auto')")
-    ica_step: int | None = Field(None, ge=2, description="ica_candidate_helps: the ICA step (None: the last step)")
+    ica_step: int | None = Field(None, ge=1, description="ica_candidate_helps: the ICA step (None: the last step)")
+    transition_steps: list[int] = Field(
+        default_factory=list, description="PST arms: steps kept as the next step's entry source even when they "
+                                          "score lower (the paper's step 2)")
     pretrain_seeds: list[int] = Field(default_factory=lambda: [0], min_length=1,
                                       description="sbert_wk_beats_mean: pretraining seeds (one raw encoder each)")
     isotropy_statistic: IsotropyStatistic = "isoscore"
@@ -74,6 +79,14 @@ class ClaimsFile(ConfigSection):
     def _distinct(cls, v: list[Any]) -> list[Any]:
         require_distinct(v, "values")
         return v
+
+    @model_validator(mode="after")
+    def _steps(self) -> ClaimsFile:
+        if self.ica_step is not None and self.ica_step > self.steps:
+            raise ValueError(f"ica_step {self.ica_step} is after the last step ({self.steps})")
+        if any(not 1 <= k < self.steps for k in self.transition_steps):
+            raise ValueError(f"transition_steps must be steps before the last ({self.steps}), got {self.transition_steps}")
+        return self
 
     @field_validator("entries")
     @classmethod

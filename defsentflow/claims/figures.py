@@ -8,7 +8,6 @@ the seed out of its series (the claim's row then says so).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable
 
@@ -33,22 +32,10 @@ class CatalogFigures:
         self._ica: dict[str, set[str]] = {}
 
     def ica_matrices(self, run_id: str) -> set[str]:
-        """Directories of the run's ICA-transformed entry matrices (from the PST run record)."""
+        """Directories of the run's ICA-transformed entry matrices (``pst_steps.ica``)."""
         if run_id not in self._ica:
-            out: set[str] = set()
-            for r in self.cat.query("SELECT record_path FROM pst_runs WHERE run_id = ?", [run_id]):
-                path = Path(r["record_path"] or "")
-                if path.is_file():
-                    record = json.loads(path.read_text())
-                    out |= {_matrix_dir(m["path"]) for s in record.get("steps", ())
-                            for m in s.get("entry_matrices", ()) if m.get("ica")}
-            used = {_matrix_dir(r["entry_matrix_path"]) for r in self.cat.query(
-                "SELECT DISTINCT entry_matrix_path FROM pst_steps WHERE run_id = ?", [run_id])}
-            for r in self.cat.query("SELECT path, meta FROM artifacts WHERE kind = 'entry_matrix'"):
-                meta = json.loads(r["meta"]) if isinstance(r["meta"], str) else (r["meta"] or {})
-                if meta.get("ica") and _matrix_dir(r["path"]) in used:
-                    out.add(_matrix_dir(r["path"]))
-            self._ica[run_id] = out
+            rows = self.cat.query("SELECT DISTINCT entry_matrix_path FROM pst_steps WHERE run_id = ? AND ica", [run_id])
+            self._ica[run_id] = {_matrix_dir(r["entry_matrix_path"]) for r in rows}
         return self._ica[run_id]
 
     def step_score(self, run_id: str, step: int, *, ica: bool | None = False,
@@ -56,12 +43,10 @@ class CatalogFigures:
         """The best selection score at ``step`` (or over ``steps`` = (first, last)) of the run, among
         candidates trained against a plain (``ica=False``), ICA (``True``) or any (``None``) matrix."""
         lo, hi = steps if steps else (step, step)
-        rows = self.cat.query("SELECT step, selection_score, entry_matrix_path FROM pst_steps "
-                              "WHERE run_id = ? AND step BETWEEN ? AND ? AND selection_score IS NOT NULL", [run_id, lo, hi])
-        icas = self.ica_matrices(run_id) if ica is not None else set()
-        scores = [r["selection_score"] for r in rows
-                  if ica is None or (_matrix_dir(r["entry_matrix_path"]) in icas) == ica]
-        return max(scores) if scores else None
+        rows = self.cat.query("SELECT selection_score FROM pst_steps WHERE run_id = ? AND step BETWEEN ? AND ? "
+                              "AND selection_score IS NOT NULL AND (? IS NULL OR coalesce(ica, false) = ?)",
+                              [run_id, lo, hi, ica, ica])
+        return max((r["selection_score"] for r in rows), default=None)
 
     def entry_statistic(self, run_id: str, step: int, statistic: str) -> float | None:
         """A statistic of the step's plain (not ICA) entry matrix (``entry_space_stats``)."""
@@ -151,8 +136,9 @@ def claim_series(claim: str, plan: ArmPlan, runs: dict[str, str], fig: CatalogFi
         return out, None
     if claim == "ica_candidate_helps":
         k = ica_step or steps
-        return [Series(f"plain, step {k}", _per_seed(seeds, score("pst", k))),
-                Series(f"ICA, step {k}", _per_seed(seeds, score("ica", k, ica=True)))], None
+        return [Series(f"plain, step {k}", _per_seed(seeds, score("ica", k, ica=False))),
+                Series(f"ICA, step {k}", _per_seed(seeds, score("ica", k, ica=True)))], \
+            f"both candidates of step {k} of the same run (Eq. 11)"
     if claim == "entry_space_more_isotropic":
         stat = lambda k: lambda s: fig.entry_statistic(run("pst", s), k, statistic) if run("pst", s) else None  # noqa: E731
         per_step = [Series(f"step {k} entries", _per_seed(seeds, stat(k))) for k in range(1, steps + 1)]

@@ -5,7 +5,7 @@ config_path, run_id)``, as :func:`defsentflow.sweep.run_sweep` does): the CLI pa
 flow, a test a plain call. The arms are the points of a sweep named after the claims file, so an
 arm that completed with the same config is not run again and every stage shared between arms is a
 cache hit: a killed claims run resumes where it stopped. The rows go to ``claim_results``
-(``sql/080_claims.sql``), shown by the ``claims`` view.
+(``sql/085_claims.sql``), shown by the ``claims`` view.
 """
 
 from __future__ import annotations

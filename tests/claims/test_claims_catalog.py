@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from defsentflow.claims import claim_rows, load_claims, measure_claims, plan_arms, pst_options, record_claims
+from defsentflow.claims import claim_rows, load_claims, measure_claims, plan_arms, record_claims
 from defsentflow.report.claims_report import claims_table, plot_claims
 from defsentflow.storage import Catalog
 
@@ -21,7 +21,7 @@ BASE = {
     "report": False,
 }
 CLAIMS = ["defsent_plus_beats_defsent", "later_steps_beat_step_1", "more_entries_help", "entry_space_more_isotropic",
-          "defsent_raises_wordpred"]
+          "ica_candidate_helps", "defsent_raises_wordpred"]
 
 
 def _claims(**extra):
@@ -29,14 +29,15 @@ def _claims(**extra):
                              "entries": [50, 100], "steps": 3, **extra})
 
 
-def _pst_step(cat, run_id, step, score, iso):
-    path = f"/m/{run_id}/{step}/matrix.npy"
+def _pst_step(cat, run_id, step, score, iso, ica=False):
+    path = f"/m/{run_id}/{step}{'-ica' if ica else ''}/matrix.npy"
     cat.execute("INSERT INTO pst_steps (run_id, step, seed, model_id, selection_metric, selection_score, chosen, "
-                "entry_matrix_path, pooling, entry_encoding) VALUES (?, ?, 0, ?, 'stsb-dev', ?, TRUE, ?, 'mean', 'amp')",
-                [run_id, step, f"m-{run_id}-{step}", score, path])
+                "entry_matrix_path, pooling, entry_encoding, ica) "
+                "VALUES (?, ?, 0, ?, 'stsb-dev', ?, TRUE, ?, 'mean', 'amp', ?)",
+                [run_id, step, f"m-{run_id}-{step}-{ica}", score, path, ica])
     if iso is not None:
         cat.execute("INSERT INTO entry_space_stats (run_id, step, matrix_key, matrix_path, n_entries, dim, isoscore) "
-                    "VALUES (?, ?, ?, ?, 100, 32, ?)", [run_id, step, f"k-{run_id}-{step}", path, iso])
+                    "VALUES (?, ?, ?, ?, 100, 32, ?)", [run_id, step, f"k-{run_id}-{step}-{ica}", path, iso])
 
 
 @pytest.fixture()
@@ -52,6 +53,8 @@ def filled(home):
                                              (52 + s * 0.3, 0.30 + s * 0.01)], 1):
             _pst_step(cat, pst, step, score, iso)
         _pst_step(cat, runs[f"entries=50 seed={s}"], 1, 45 + s * 0.5, None)
+        _pst_step(cat, runs[f"ica seed={s}"], 3, 51.0 + s, 0.3)              # plain candidate of step 3
+        _pst_step(cat, runs[f"ica seed={s}"], 3, 50.0 + s * 1.5, 0.9, ica=True)  # ICA candidate: 50, 51.5, 53
         ds = runs[f"defsent seed={s}"]
         cat.record_stage(ds, "defsent", "completed", cache_key=f"key-ds{s}")
         cat.register_model(f"ds{s}", f"/models/ds{s}", method="defsent", artifact_key=f"key-ds{s}")
@@ -81,6 +84,10 @@ def test_each_claim_reads_its_arms_figures(filled):
     assert entries.series[1].values == {s: 50 + s * 0.2 for s in SEEDS}  # the base's entries: PST step 1
     iso = rows["entry_space_more_isotropic"]
     assert iso.series[0].values == {s: 0.20 for s in SEEDS} and iso.holds
+    ica = rows["ica_candidate_helps"]
+    assert [s.values for s in ica.series] == [{0: 51.0, 1: 52.0, 2: 53.0}, {0: 50.0, 1: 51.5, 2: 53.0}]
+    assert ica.verdict == "does not hold (within noise)" and ica.diff_mean == pytest.approx(-0.5)
+    assert iso.series[1].values == {s: 0.30 + s * 0.01 for s in SEEDS}  # the plain matrix, not the ICA one
     word = rows["defsent_raises_wordpred"]
     assert word.series[0].values == {s: 0.05 for s in SEEDS} and word.verdict == "holds"
 
@@ -91,11 +98,10 @@ def test_missing_arms_and_untestable_claims_say_so(filled):
     rows = {r.claim: r for r in measure_claims(claims, plan, runs, cat)}
     assert rows["defsent_plus_beats_defsent"].n == 2
     assert "defsent seed=2" in rows["defsent_plus_beats_defsent"].note
-    plan = plan_arms(_claims(claims=["ica_candidate_helps"], ica_step=2))
-    if "ica_step" in pst_options():
-        assert plan.points["ica seed=0"].params["pst.ica_step"] == 2
-    else:  # the older pst: section puts ICA only at the last step
-        assert "ica_step" in plan.untestable["ica_candidate_helps"] and not plan.points
+    no_raw = plan_arms(_claims(claims=["sbert_wk_beats_mean"]))  # the base has no pretrain: section
+    assert "pretrain" in no_raw.untestable["sbert_wk_beats_mean"] and not no_raw.points
+    rows = measure_claims(_claims(claims=["sbert_wk_beats_mean"]), no_raw, {}, cat)
+    assert rows[0].verdict == "not measured" and rows[0].note.startswith("not testable here")
 
 
 def test_claims_view_and_report_table(filled, tmp_path):
