@@ -17,22 +17,20 @@ a few values changed (:mod:`defsentflow.claims.arms`), run by the ordinary pipel
     defsent: {method: defsent, batch_size: 16, lr: 5.0e-5, use_pooler: false}
 
 Unknown keys, a claim name that does not exist or a base config that is not a PST pipeline config
-are errors naming the file and the key.
+are errors naming the file and the key (:func:`defsentflow.claims.load.load_claims`).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from defsentflow.config_tools import ConfigSection, format_errors, read_yaml_mapping, require_distinct
+from defsentflow.config_tools import ConfigSection, require_distinct
 from defsentflow.dictionary.config import NAME_PATTERN
 
-__all__ = ["CLAIM_IDS", "ClaimId", "ClaimsConfig", "ClaimsFile", "IsotropyStatistic", "load_claims"]
+__all__ = ["CLAIM_IDS", "ClaimId", "ClaimsConfig", "ClaimsFile", "IsotropyStatistic"]
 
 ClaimId = Literal[
     "defsent_plus_beats_defsent",
@@ -120,47 +118,3 @@ class ClaimsConfig:
     @property
     def home(self) -> str | None:
         return self.base.get("home") if isinstance(self.base.get("home"), str) else None
-
-
-def load_claims(path: str | os.PathLike | None = None, *, data: dict[str, Any] | None = None) -> ClaimsConfig:
-    """Read and validate a claims file (or a mapping given as ``data``), arms included.
-
-    Raises:
-        FileNotFoundError: the claims file or its base config does not exist.
-        ValueError: invalid YAML, an unknown key or claim, a base that is not a PST pipeline config,
-            or an arm that makes an invalid config (the message names the file and the key).
-    """
-    from defsentflow.claims.arms import plan_arms
-    from defsentflow.config import config_from_dict
-    from defsentflow.sweep import _resolve_base, set_dotted
-
-    origin = str(path) if path is not None else "<claims>"
-    if data is None:
-        if path is None:
-            raise ValueError("give a claims file or its content")
-        data = read_yaml_mapping(path, what="claims file")
-    if not isinstance(data, dict):
-        raise ValueError(f"{origin}: expected a mapping at the top level")
-    try:
-        spec = ClaimsFile.model_validate(data)
-    except ValidationError as exc:
-        raise ValueError(f"{origin}: invalid claims file: {format_errors(exc)}") from None
-    base_path = None
-    if isinstance(spec.base, str):
-        resolved = _resolve_base(spec.base, Path(path).resolve().parent if path is not None else None)
-        base_path = str(resolved)
-        base = read_yaml_mapping(resolved, what="base config")
-    else:
-        base = dict(spec.base)
-    for key, value in spec.set.items():
-        try:
-            base = set_dotted(base, key, value)
-        except ValueError as exc:
-            raise ValueError(f"{origin}: set.{key}: {exc}") from None
-    cfg = config_from_dict({**base, "name": spec.name}, origin=f"{origin}: base config")
-    if cfg.pst is None:
-        raise ValueError(f"{origin}: base config: the claims are measured on PST runs; give a base with a pst: section")
-    claims = ClaimsConfig(spec=spec, base=base, path=str(Path(path).resolve()) if path is not None else None,
-                          base_path=base_path)
-    plan_arms(claims, origin=origin)  # every arm validated now, so a bad value fails before any training
-    return claims
