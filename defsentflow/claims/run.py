@@ -139,12 +139,13 @@ def claim_rows(catalog: Any, *, run_id: str | None = None, name: str | None = No
 RunPoint = Callable[[Any, str, str], dict[str, Any]]
 
 
-def run_claims(claims: ClaimsConfig, run_point: RunPoint, *, only: Sequence[str] | None = None, force: bool = False,
-               root: str | os.PathLike | None = None, run_id: str | None = None) -> ClaimsOutcome:
+def run_claims(claims: ClaimsConfig, run_point: RunPoint | None, *, only: Sequence[str] | None = None,
+               force: bool = False, root: str | os.PathLike | None = None, run_id: str | None = None) -> ClaimsOutcome:
     """Run the arms the claims need (those not yet completed), then judge and record every claim.
 
-    ``only`` restricts the run to some claims (their arms only). The claims run is a ``runs`` row
-    (flow ``claims``) whose wall time is the command's.
+    ``only`` restricts the run to some claims (their arms only). ``run_point=None`` runs nothing:
+    the claims are judged from the arms that completed so far (a claim missing arms says which).
+    The claims run is a ``runs`` row (flow ``claims``) whose wall time is the command's.
     """
     from defsentflow.storage import Catalog, hash_config
     from defsentflow.sweep import point_rows, run_sweep
@@ -166,7 +167,8 @@ def run_claims(claims: ClaimsConfig, run_point: RunPoint, *, only: Sequence[str]
         failed: dict[str, str] = {}
         if plan.sweep is not None:
             names = {p.point_id: n for n, p in plan.points.items()}
-            outcome = run_sweep(plan.sweep, run_point, only=wanted, force=force, root=root) if wanted else None
+            outcome = (run_sweep(plan.sweep, run_point, only=wanted, force=force, root=root)
+                       if wanted and run_point is not None else None)
             failed = {names.get(k, k): v for k, v in outcome.failed.items()} if outcome else {}
         done = point_rows(claims.name, root) if plan.sweep is not None else {}
         runs, seconds = {}, {}

@@ -14,6 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="measure only these claims of the file (e.g. more_entries_help); the others keep their rows")
     p.add_argument("--force", action="store_true", help="rerun arms that completed already (their stages are cache hits)")
     p.add_argument("--show", action="store_true", help="print the latest table from the catalog; run nothing")
+    p.add_argument("--no-run", action="store_true",
+                   help="judge the claims from the arms completed so far and record them; train nothing")
     p.set_defaults(func=_claims)
 
 
@@ -50,8 +52,11 @@ def _claims(args: argparse.Namespace) -> int:
         print(f"claims {claims.name}: arm {point.label} ({point.point_id}): run {run_id}", flush=True)
         return pipeline(config_path, run_id=run_id)
 
-    with local_api():
-        outcome = run_claims(claims, run_point, only=args.only, force=args.force)
+    if args.no_run:
+        outcome = run_claims(claims, None, only=args.only)
+    else:
+        with local_api():
+            outcome = run_claims(claims, run_point, only=args.only, force=args.force)
     rows = claim_rows(Catalog(), run_id=outcome.run_id)
     _print(rows)
     from defsentflow.report.run_report import build_report

@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from defsentflow.claims import claim_rows, load_claims, measure_claims, plan_arms, record_claims
+from defsentflow.claims import claim_rows, load_claims, measure_claims, plan_arms, record_claims, run_claims
 from defsentflow.report.claims_report import claims_table, plot_claims
 from defsentflow.storage import Catalog
 
@@ -119,3 +119,21 @@ def test_claims_view_and_report_table(filled, tmp_path):
     columns, table = claims_table(latest)
     assert columns[0] == "claim" and table[0][3] == "+2.80 ± 0.20" and table[0][5] == "holds"
     assert plot_claims(latest, tmp_path / "claims.png").stat().st_size > 1000
+
+
+def test_judging_without_running_reads_the_completed_arms(filled):
+    claims, plan, runs, cat = filled
+    from defsentflow.sweep import write_point_configs
+
+    write_point_configs(plan.sweep)
+    for arm, point in plan.points.items():
+        if not arm.startswith("defsent"):  # the DefSent arms never completed
+            cat.execute("UPDATE sweep_points SET status = 'completed', run_id = ?, seconds = 60 "
+                        "WHERE sweep = ? AND point_id = ?", [runs[arm], claims.name, point.point_id])
+    out = run_claims(claims, None, only=["later_steps_beat_step_1", "defsent_plus_beats_defsent"])
+    assert [r.claim for r in out.rows] == ["defsent_plus_beats_defsent", "later_steps_beat_step_1"]
+    assert out.rows[0].verdict == "not measured" and "defsent seed=0" in out.rows[0].note
+    assert out.rows[1].verdict == "holds" and out.rows[1].seconds == pytest.approx(180.0)
+    assert [r["claim"] for r in claim_rows(cat, run_id=out.run_id)] == [r.claim for r in out.rows]
+    assert cat.query("SELECT flow, status FROM runs WHERE run_id = ?", [out.run_id]) == [
+        {"flow": "claims", "status": "completed"}]
