@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Judgement", "Series", "judge", "mean_sd"]
+__all__ = ["Judgement", "Series", "digits", "judge", "mean_sd"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,12 @@ class Judgement:
     diff_sd: float | None
     n: int                      # seeds paired between the first and the last series
     verdict: str = "not measured"  # holds | holds (within noise) | does not hold | does not hold (within noise)
+
+
+def digits(scale: float | None) -> int:
+    """Decimals to print figures of this scale with: STS x100 -> 2, an IsoScore -> 3, an MRR of 0.0006 -> 5."""
+    a = abs(scale or 0.0)
+    return 2 if a >= 1.5 else 3 if a >= 0.05 or a == 0 else 5
 
 
 def mean_sd(values: list[float]) -> tuple[float | None, float | None]:

@@ -22,7 +22,7 @@ from typing import Any
 from defsentflow.claims.arms import ArmPlan, plan_arms
 from defsentflow.claims.config import ClaimsConfig
 from defsentflow.claims.figures import CatalogFigures, claim_series
-from defsentflow.claims.judge import Series, judge
+from defsentflow.claims.judge import Series, digits, judge
 from defsentflow.claims.papers import CLAIMS
 
 __all__ = ["ClaimRow", "ClaimsOutcome", "claim_rows", "measure_claims", "record_claims", "run_claims"]
@@ -70,13 +70,13 @@ class ClaimRow:
         return sorted(set(self.series[0].values) & set(self.series[-1].values))
 
 
-def _mean_sd_text(s: Series, digits: int | None = None) -> str:
+def _mean_sd_text(s: Series, places: int | None = None) -> str:
     d = s.to_dict()
     if d["mean"] is None:
         return f"{s.label} n/a"
-    digits = digits if digits is not None else (3 if abs(d["mean"]) < 1.5 else 2)
-    sd = "" if d["sd"] is None else f" ± {d['sd']:.{digits}f}"
-    return f"{s.label} {d['mean']:.{digits}f}{sd}"
+    n = places if places is not None else digits(d["mean"])
+    sd = "" if d["sd"] is None else f" ± {d['sd']:.{n}f}"
+    return f"{s.label} {d['mean']:.{n}f}{sd}"
 
 
 @dataclass

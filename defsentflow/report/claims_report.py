@@ -28,8 +28,10 @@ def _diff(row: Mapping[str, Any]) -> str:
     m, sd = row.get("diff_mean"), row.get("diff_sd")
     if m is None:
         return ""
-    digits = 3 if abs(m) < 0.5 and all(abs(x["mean"] or 0) < 1.5 for x in _series(row)) else 2
-    return f"{m:+.{digits}f}" + ("" if sd is None else f" ± {sd:.{digits}f}")
+    from defsentflow.claims.judge import digits
+
+    n = digits(max((abs(x["mean"] or 0.0) for x in _series(row)), default=abs(m)))
+    return f"{m:+.{n}f}" + ("" if sd is None else f" ± {sd:.{n}f}")
 
 
 def claims_table(rows: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
