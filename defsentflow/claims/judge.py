@@ -32,6 +32,14 @@ class Series:
     def seeds(self) -> list[int]:
         return sorted(self.values)
 
+    def text(self) -> str:
+        """``label mean ± sd`` with decimals for the figure's scale (``label n/a`` without figures)."""
+        m, sd = mean_sd(list(self.values.values()))
+        if m is None:
+            return f"{self.label} n/a"
+        n = digits(m)
+        return f"{self.label} {m:.{n}f}" + ("" if sd is None else f" ± {sd:.{n}f}")
+
     def to_dict(self) -> dict[str, Any]:
         m, sd = mean_sd(list(self.values.values()))
         return {"label": self.label, "seeds": self.seeds, "values": [self.values[s] for s in self.seeds],

@@ -22,7 +22,7 @@ from typing import Any
 from defsentflow.claims.arms import ArmPlan, plan_arms
 from defsentflow.claims.config import ClaimsConfig
 from defsentflow.claims.figures import CatalogFigures, claim_series
-from defsentflow.claims.judge import Series, digits, judge
+from defsentflow.claims.judge import Series, judge
 from defsentflow.claims.papers import CLAIMS
 
 __all__ = ["ClaimRow", "ClaimsOutcome", "claim_rows", "measure_claims", "record_claims", "run_claims"]
@@ -61,22 +61,13 @@ class ClaimRow:
 
     @property
     def measured(self) -> str:
-        return " < ".join(_mean_sd_text(s) for s in self.series) if self.series else ""
+        return " < ".join(s.text() for s in self.series) if self.series else ""
 
     @property
     def seeds(self) -> list[int]:
         if not self.series:
             return []
         return sorted(set(self.series[0].values) & set(self.series[-1].values))
-
-
-def _mean_sd_text(s: Series, places: int | None = None) -> str:
-    d = s.to_dict()
-    if d["mean"] is None:
-        return f"{s.label} n/a"
-    n = places if places is not None else digits(d["mean"])
-    sd = "" if d["sd"] is None else f" ± {d['sd']:.{n}f}"
-    return f"{s.label} {d['mean']:.{n}f}{sd}"
 
 
 @dataclass
