@@ -10,7 +10,7 @@ CREATE TABLE IF NOT EXISTS claim_results (
     paper         VARCHAR,                     -- the paper's figure or direction, with its source
     metric        VARCHAR,                     -- what is measured here
     series        JSON,                        -- [{label, seeds, values, mean, sd, n}] in the paper's increasing order
-    measured      VARCHAR,                     -- "DefSent 48.10 ± 0.31 < DefSent+ 50.02 ± 0.20"
+    measured      VARCHAR,                     -- "DefSent 48.10 ± 0.31 vs DefSent+ 50.02 ± 0.20"
     seeds         JSON,                        -- seeds paired between the first and the last series
     n             INTEGER,
     diff_mean     DOUBLE,                      -- last minus first series, paired by seed

@@ -12,10 +12,10 @@ from defsentflow.claims.arms import ArmPlan, arm_name, plan_arms
 from defsentflow.claims.config import CLAIM_IDS, ClaimsConfig, ClaimsFile
 from defsentflow.claims.figures import CatalogFigures, claim_series
 from defsentflow.claims.load import load_claims
-from defsentflow.claims.judge import Judgement, Series, judge, mean_sd
+from defsentflow.claims.judge import Judgement, Series, judge, mean_sd, series_text
 from defsentflow.claims.papers import CLAIMS, ClaimText
 from defsentflow.claims.run import ClaimRow, ClaimsOutcome, claim_rows, measure_claims, record_claims, run_claims
 
 __all__ = ["ArmPlan", "CLAIMS", "CLAIM_IDS", "CatalogFigures", "ClaimRow", "ClaimText", "ClaimsConfig", "ClaimsFile",
            "ClaimsOutcome", "Judgement", "Series", "arm_name", "claim_rows", "claim_series", "judge", "load_claims",
-           "mean_sd", "measure_claims", "plan_arms", "record_claims", "run_claims"]
+           "mean_sd", "measure_claims", "plan_arms", "record_claims", "run_claims", "series_text"]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from defsentflow.claims.arms import ArmPlan, arm_name
-from defsentflow.claims.judge import Series
+from defsentflow.claims.judge import Series, series_text
 
 __all__ = ["CatalogFigures", "claim_series"]
 
@@ -119,7 +119,7 @@ def claim_series(claim: str, plan: ArmPlan, runs: dict[str, str], fig: CatalogFi
                 Series("DefSent+ (PST step 1)", _per_seed(seeds, score("pst", 1)))], None
     if claim == "later_steps_beat_step_1":
         per_step = [Series(f"step {k}", _per_seed(seeds, score("pst", k))) for k in range(1, steps + 1)]
-        note = "per step: " + ", ".join(s.text() for s in per_step)
+        note = "per step: " + series_text(per_step)
         return [per_step[0], Series(f"best of steps 2..{steps}", _per_seed(
             seeds, lambda s: fig.step_score(run("pst", s), 0, steps=later) if run("pst", s) else None))], note
     if claim == "separate_beats_continuing":
@@ -142,7 +142,7 @@ def claim_series(claim: str, plan: ArmPlan, runs: dict[str, str], fig: CatalogFi
     if claim == "entry_space_more_isotropic":
         stat = lambda k: lambda s: fig.entry_statistic(run("pst", s), k, statistic) if run("pst", s) else None  # noqa: E731
         per_step = [Series(f"step {k} entries", _per_seed(seeds, stat(k))) for k in range(1, steps + 1)]
-        note = f"{statistic} per step: " + ", ".join(s.text() for s in per_step)
+        note = f"{statistic} per step: " + series_text(per_step)
         return [per_step[0], per_step[-1]], note
     if claim == "sbert_wk_beats_mean":
         def raw(pooling_: str, p: int) -> float | None:

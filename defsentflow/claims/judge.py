@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Judgement", "Series", "digits", "judge", "mean_sd"]
+__all__ = ["Judgement", "Series", "digits", "judge", "mean_sd", "series_text"]
 
 
 @dataclass(frozen=True)
@@ -32,12 +32,13 @@ class Series:
     def seeds(self) -> list[int]:
         return sorted(self.values)
 
-    def text(self) -> str:
-        """``label mean ± sd`` with decimals for the figure's scale (``label n/a`` without figures)."""
+    def text(self, places: int | None = None) -> str:
+        """``label mean ± sd`` with ``places`` decimals (default: for the figure's scale; ``label n/a``
+        without figures)."""
         m, sd = mean_sd(list(self.values.values()))
         if m is None:
             return f"{self.label} n/a"
-        n = digits(m)
+        n = digits(m) if places is None else places
         return f"{self.label} {m:.{n}f}" + ("" if sd is None else f" ± {sd:.{n}f}")
 
     def to_dict(self) -> dict[str, Any]:
@@ -60,6 +61,13 @@ def digits(scale: float | None) -> int:
     """Decimals to print figures of this scale with: STS x100 -> 2, an IsoScore -> 3, an MRR of 0.0006 -> 5."""
     a = abs(scale or 0.0)
     return 2 if a >= 1.5 else 3 if a >= 0.05 or a == 0 else 5
+
+
+def series_text(series: list[Series]) -> str:
+    """The series side by side, in the claim's order, with the same decimals for all."""
+    means = [mean_sd(list(s.values.values()))[0] for s in series]
+    n = digits(max((abs(m) for m in means if m is not None), default=None))
+    return " vs ".join(s.text(n) for s in series)
 
 
 def mean_sd(values: list[float]) -> tuple[float | None, float | None]:

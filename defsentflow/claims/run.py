@@ -22,7 +22,7 @@ from typing import Any
 from defsentflow.claims.arms import ArmPlan, plan_arms
 from defsentflow.claims.config import ClaimsConfig
 from defsentflow.claims.figures import CatalogFigures, claim_series
-from defsentflow.claims.judge import Series, judge
+from defsentflow.claims.judge import Series, judge, series_text
 from defsentflow.claims.papers import CLAIMS
 
 __all__ = ["ClaimRow", "ClaimsOutcome", "claim_rows", "measure_claims", "record_claims", "run_claims"]
@@ -61,7 +61,7 @@ class ClaimRow:
 
     @property
     def measured(self) -> str:
-        return " < ".join(s.text() for s in self.series) if self.series else ""
+        return series_text(list(self.series)) if self.series else ""
 
     @property
     def seeds(self) -> list[int]:

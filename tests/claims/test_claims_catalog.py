@@ -78,7 +78,7 @@ def test_each_claim_reads_its_arms_figures(filled):
     assert one.diff_mean == pytest.approx(statistics.mean([3.0, 2.8, 2.6]))
     later = rows["later_steps_beat_step_1"]
     assert later.series[1].values == {s: 52 + s * 0.3 for s in SEEDS}  # best of steps 2..3
-    assert "step 2 48.10" in later.note
+    assert "step 2 48.10 ± 0.10 vs step 3 52.30 ± 0.30" in later.note
     entries = rows["more_entries_help"]
     assert [s.label for s in entries.series] == ["50 entries", "100 entries"]
     assert entries.series[1].values == {s: 50 + s * 0.2 for s in SEEDS}  # the base's entries: PST step 1
@@ -115,7 +115,7 @@ def test_claims_view_and_report_table(filled, tmp_path):
     first = claim_rows(cat, run_id="claims-a")
     assert len(first) == len(CLAIMS) and not any(r["latest"] for r in first)
     assert first[0]["verdict"] == "holds" and first[0]["run_status"] == "completed"
-    assert first[0]["measured"].startswith("DefSent 47.40 ± 0.40 < DefSent+ (PST step 1) 50.20 ± 0.20")
+    assert first[0]["measured"] == "DefSent 47.40 ± 0.40 vs DefSent+ (PST step 1) 50.20 ± 0.20"
     columns, table = claims_table(latest)
     assert columns[0] == "claim" and table[0][3] == "+2.80 ± 0.20" and table[0][5] == "holds"
     assert plot_claims(latest, tmp_path / "claims.png").stat().st_size > 1000

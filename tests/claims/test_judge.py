@@ -55,3 +55,12 @@ def test_one_seed_and_missing_figures():
     assert judge([Series("a", {0: 1.0, 1: 2.0}), Series("b", {1: 3.0, 2: 9.0})]).n == 1
     with pytest.raises(ValueError):
         judge([Series("alone", {0: 1.0})])
+
+
+def test_series_side_by_side_share_their_decimals():
+    from defsentflow.claims import series_text
+
+    assert series_text([Series("step 1", {0: 0.02975, 1: 0.02975}), Series("step 3", {0: 0.115})]) == \
+        "step 1 0.030 ± 0.000 vs step 3 0.115"
+    assert series_text([Series("raw", {0: 0.00058}), Series("DefSent", {0: 0.00061})]) == "raw 0.00058 vs DefSent 0.00061"
+    assert series_text([Series("a", {}), Series("b", {0: 49.654})]) == "a n/a vs b 49.65"
