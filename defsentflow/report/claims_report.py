@@ -77,9 +77,11 @@ def claims_section(rows: Callable[..., list[dict[str, Any]]], markdown_table: Ca
         return []
     columns, table = claims_table(found)
     lines = ["## Claims", "",
-             "Each claim of the papers, measured here: per arm the mean ± sd over seeds (the paper's increasing "
-             "order, left to right), the paired difference last minus first, and the verdict (holds: the means "
-             "increase; clear: every paired difference is above twice its standard error).", "",
+             "Each claim of the papers, measured here: per arm the mean ± sd over seeds, in the order the paper "
+             "says increases; the paired difference (by seed) last minus first; the verdict: holds when the means "
+             "increase, '(within noise)' when a paired difference is under twice its standard error, 'does not "
+             "hold' when the order is clearly the other way round. Minutes: the arms' runs each claim reads "
+             "(shared arms counted in full).", "",
              markdown_table(columns, table), ""]
     rel = "img/claims.png"
     if plot_claims(found, image(rel)) is not None:
