@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from defsentflow.report.claims_report import claims_section, claims_table, plot_claims
 from defsentflow.report.entry_space import analyse_entry_matrix, entry_plot_path, record_entry_space_stats
 from defsentflow.report.isotropy import (
     avg_cosine,
@@ -23,6 +24,8 @@ __all__ = [
     "analyse_entry_matrix",
     "avg_cosine",
     "build_report",
+    "claims_section",
+    "claims_table",
     "effective_rank",
     "entry_plot_path",
     "entry_space_stats",
@@ -33,6 +36,7 @@ __all__ = [
     "markdown_table",
     "partition_isotropy",
     "pca_variances",
+    "plot_claims",
     "plot_entry_space",
     "plot_label_histogram",
     "plot_pst_progress",
