@@ -103,29 +103,24 @@ def plan_arms(claims: ClaimsConfig, *, origin: str = "<claims>") -> ArmPlan:
                     if n != base_entries:
                         use(claim, arm_name("entries", s, n), {"pst.steps": 1, "pst.seeds": [s],
                                                                "pst.max_train_entries": n, **_PST_EVAL})
-        if claim == "sbert_wk_beats_mean":
-            if base_pretrain_seed is None:
-                untestable[claim] = "the base config has no pretrain: section (no raw encoder)"
+        if claim == "sbert_wk_beats_mean" and base_pretrain_seed is None:
+            untestable[claim] = "the base config has no pretrain: section (no raw encoder)"
+        elif claim == "sbert_wk_beats_mean":
             for p in spec.pretrain_seeds:
-                if base_pretrain_seed is None:
-                    break
                 if p == base_pretrain_seed:
                     pst_arm(claim, spec.seeds[0])
                 else:
                     use(claim, arm_name("raw", p), {"pretrain.seed": p, "pst.steps": 1, "pst.seeds": [spec.seeds[0]],
                                                     "pst.max_train_entries": min(spec.entries), **_PST_EVAL})
-        if claim in untestable:
-            needs[claim] = []
-    runnable = {n: p for n, p in arms.items() if any(n in v for v in needs.values())}
     sweep = None
     points: dict[str, SweepPoint] = {}
-    if runnable:
+    if arms:
         file = SweepFile(name=spec.name, description=f"the arms of the claims {origin}", base=claims.base,
-                         points=list(runnable.values()))
+                         points=list(arms.values()))
         expanded = expand_sweep(file, claims.base, origin=f"{origin}: arm")
         sweep = Sweep(name=spec.name, path=claims.path, spec=file, base=claims.base, base_path=claims.base_path,
                       points=expanded, home=claims.home)
         by_id = {p.point_id: p for p in expanded}
-        points = {n: by_id[_point_id(params)] for n, params in runnable.items()}
+        points = {n: by_id[_point_id(params)] for n, params in arms.items()}
     return ArmPlan(sweep=sweep, points=points, needs={c: list(dict.fromkeys(v)) for c, v in needs.items()},
                    untestable=untestable, base_entries=base_entries, base_pretrain_seed=base_pretrain_seed)
