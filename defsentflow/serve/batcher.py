@@ -37,7 +37,7 @@ class BatchStats:
     def to_dict(self) -> dict[str, Any]:
         return {"batches": self.batches, "items": self.items, "largest": self.largest,
                 "mean_batch": round(self.items / self.batches, 2) if self.batches else 0.0,
-                "seconds": round(self.seconds, 3), "queued_seconds": round(self.queued, 3)}
+                "seconds": round(self.seconds, 6), "queued_seconds": round(self.queued, 6)}
 
 
 @dataclass

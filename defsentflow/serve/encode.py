@@ -42,7 +42,8 @@ class PackedQueryEncoder:
         self.enc = load_encoder(meta["model"], device=device)
 
     @classmethod
-    def for_index(cls, meta: dict[str, Any], *, device: str = "cpu", tolerance: float = 1e-4) -> PackedQueryEncoder | None:
+    def for_index(cls, meta: dict[str, Any], *, device: str = "cpu",
+                  tolerance: float = 1e-4) -> PackedQueryEncoder | None:
         """A packed encoder for this index, or None (another mode or pooling, or a model packing changes)."""
         if meta.get("mode") != "cosine" or meta.get("pooling") not in ("mean", "cls"):
             return None

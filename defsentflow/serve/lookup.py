@@ -29,22 +29,25 @@ class Hit:
     score: float
 
 
-# faiss's flat search either scans the index once per query or, past
-# ``distance_compute_blas_threshold``, computes all queries' scores with one matrix product. This
-# build's default threshold (128,000) keeps micro-batches on the per-query scan: measured on the
-# 127k x 384 OEWN index, one thread, 16 queries cost 128 ms scanned and 26 ms as a product, one
-# query 8 ms scanned and 15 ms as a product. So a batch of two or more is one product.
-_SCAN_THRESHOLD = None
-
-
 def _search(index: Any, vecs: Any, k: int) -> tuple[Any, Any]:
+    """faiss top-``k`` with a batch of two or more queries as one matrix product.
+
+    A flat index either scans its vectors once per query or, past faiss's
+    ``distance_compute_blas_threshold``, scores all queries with one BLAS product. This build's
+    default threshold (128,000) keeps micro-batches on the per-query scan; measured on the
+    127k x 384 OEWN index with one thread: 16 queries 128 ms scanned, 26 ms as a product; one
+    query 8 ms scanned, 15 ms as a product. The scores are the same inner products either way.
+    """
     import faiss
 
-    global _SCAN_THRESHOLD
-    if _SCAN_THRESHOLD is None:
-        _SCAN_THRESHOLD = faiss.cvar.distance_compute_blas_threshold
-    faiss.cvar.distance_compute_blas_threshold = _SCAN_THRESHOLD if len(vecs) == 1 else 0
-    return index.search_vectors(vecs, k)
+    if len(vecs) < 2:
+        return index.search_vectors(vecs, k)
+    before = faiss.cvar.distance_compute_blas_threshold
+    faiss.cvar.distance_compute_blas_threshold = 0
+    try:
+        return index.search_vectors(vecs, k)
+    finally:
+        faiss.cvar.distance_compute_blas_threshold = before
 
 
 def _set_worker_threads(threads: int) -> None:
@@ -133,8 +136,8 @@ class LookupService:
         out = {}
         for key, b in self._batchers.items():
             s = self._searchers.get(key)
-            stages = {} if s is None else {"encode_seconds": round(s.encode_s, 3), "search_seconds": round(s.search_s, 3),
-                                           "packed": s.packed is not None}
+            stages = {} if s is None else {"encode_seconds": round(s.encode_s, 6),
+                                           "search_seconds": round(s.search_s, 6), "packed": s.packed is not None}
             out[key] = {**b.stats.to_dict(), **stages}
         return out
 
