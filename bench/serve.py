@@ -1,16 +1,25 @@
 """Reverse-dictionary serving benchmark: micro-batched look-ups against one request at a time.
 
     python bench/serve.py [--home DIR] [--model minilm] [--dictionary oewn] [--clients 16] [--queries 2000]
+                          [--threads N] [--repeat 3] [--client asyncio|httpx]
 
 Uses the data root ``--home`` (default ``$DEFSENTFLOW_HOME`` or ``./storage``). When the dictionary
 is not there it is ingested from ``--oewn`` (default ``../shared/data/oewn/yaml``), and when the
 model has no index over it one is built (cosine mode; the full OEWN, 127k entries, encodes about
-185k definitions: minutes on a CPU). Then ``defsentflow serve`` is started twice on a free
-loopback port: batched (``--max-batch 32``) and as the baseline, one request at a time
-(``--max-batch 1``). ``--clients`` concurrent HTTP clients send test-split definitions of the
-dictionary to ``/api/revdict`` (each client one request at a time, the next as soon as the last
-returns) until ``--queries`` are answered (the baseline gets ``--baseline-queries``). Both
-servers must return the same top entry for every query they share. The last line is
+185k definitions: minutes on a CPU). Then ``defsentflow serve`` is started twice on free
+loopback ports: batched (``--max-batch 32``) and as the baseline, one request at a time
+(``--max-batch 1``), both with ``--threads`` torch/faiss threads (default: the CPU cores).
+``--clients`` concurrent clients, each one keep-alive HTTP/1.1 connection on asyncio streams,
+send test-split definitions of the dictionary to ``/api/revdict`` (each client one request at a
+time, the next as soon as the last returns) until ``--queries`` are answered (the baseline gets
+``--baseline-queries``). With ``--repeat N`` the two servers are measured N times, alternately,
+and the figures compared are the medians. Both servers must return the same top entry for every
+query they share.
+
+Each measurement prints p50/p95/p99 latency, queries per second and the load average, then
+where a request's time went: per batch, the seconds in encoding and in the faiss search (from
+the server's ``/api/stats``); per request, queueing before its batch started, its batch, and the
+rest (HTTP, JSON, the event loop), and the client's own CPU per request. The last line is
 ``ratio=<batched queries per second / baseline's>``.
 """
 
