@@ -94,3 +94,13 @@ def test_the_service_reports_time_per_stage(served):
     assert stats["packed"] is True and stats["items"] == len(DEFS)
     assert stats["encode_seconds"] > 0 and stats["search_seconds"] > 0 and stats["queued_seconds"] >= 0
     assert stats["encode_seconds"] + stats["search_seconds"] <= stats["seconds"]
+
+
+@pytest.mark.parametrize("argv, message", [(["--threads", "0"], "--threads must be >= 1, got 0"),
+                                           (["--max-batch", "0"], "--max-batch must be >= 1")])
+def test_serve_refuses_bad_worker_settings_in_one_line(argv, message, home, capsys):
+    from defsentflow.cli import main
+
+    assert main(["serve", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
