@@ -17,7 +17,7 @@ and the figures compared are the medians. Both servers must return the same top 
 query they share.
 
 Each measurement prints p50/p95/p99 latency, queries per second and the load average, then
-where a request's time went: per batch, the seconds in encoding and in the faiss search (from
+where a request's time went: per batch, the seconds in encoding and in the search (from
 the server's ``/api/stats``); per request, queueing before its batch started, its batch, and the
 rest (HTTP, JSON, the event loop), and the client's own CPU per request. The last line is
 ``ratio=<batched queries per second / baseline's>``.
@@ -75,12 +75,12 @@ def _prepare(args: argparse.Namespace) -> list[str]:
 class _Server:
     """``defsentflow serve`` in a child process on a free loopback port."""
 
-    def __init__(self, max_batch: int, threads: int, max_wait_ms: float):
+    def __init__(self, max_batch: int, threads: int, max_wait_ms: float, search: str = "auto"):
         self.port = _free_port()
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": str(REPO)}
         self.proc = subprocess.Popen([sys.executable, "-m", "defsentflow.cli", "serve", "--port", str(self.port),
                                       "--max-batch", str(max_batch), "--max-wait-ms", str(max_wait_ms),
-                                      "--threads", str(threads)],
+                                      "--threads", str(threads), "--search", search],
                                      env=env, cwd=REPO,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.url = f"http://127.0.0.1:{self.port}"
@@ -184,7 +184,7 @@ async def _load(url: str, model: str, queries: list[str], clients: int, k: int,
 def _start(max_batch: int, args: argparse.Namespace, queries: list[str]) -> _Server:
     import httpx
 
-    server = _Server(max_batch, args.threads, args.max_wait_ms)
+    server = _Server(max_batch, args.threads, args.max_wait_ms, args.search)
     server.wait()
     for q in queries[:4]:  # load the index and the encoder before the clock starts
         httpx.get(server.url + "/api/revdict", params={"q": q, "model": args.model, "k": args.k}, timeout=300)
@@ -209,7 +209,7 @@ def _measure(name: str, server: _Server, args: argparse.Namespace,
           f"p95={np.percentile(ms, 95):.1f}ms p99={np.percentile(ms, 99):.1f}ms qps={qps:.1f} wall={wall:.1f}s "
           f"load={os.getloadavg()[0]:.2f}", flush=True)
     print(f"  per batch (mean of {d['batches']}, {d['items'] / b:.1f} queries): encode "
-          f"{1000 * d['encode_seconds'] / b:.1f} ms, faiss search {1000 * d['search_seconds'] / b:.1f} ms; "
+          f"{1000 * d['encode_seconds'] / b:.1f} ms, search {1000 * d['search_seconds'] / b:.1f} ms; "
           f"per request: latency {ms.mean():.1f} ms = queued {queued_ms:.1f} + its batch {batch_ms:.1f} "
           f"+ HTTP, JSON and event loop {ms.mean() - queued_ms - batch_ms:.1f} ms; client CPU "
           f"{1000 * client_cpu / len(queries):.2f} ms per request", flush=True)
@@ -228,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="torch/faiss threads of each server")
     ap.add_argument("--max-batch", type=int, default=32, help="the batched server's --max-batch")
     ap.add_argument("--max-wait-ms", type=float, default=10.0, help="the batched server's --max-wait-ms")
+    ap.add_argument("--search", choices=("auto", "faiss"), default="auto", help="both servers' --search")
     ap.add_argument("--client", choices=("asyncio", "httpx"), default="asyncio",
                     help="load generator: one keep-alive connection per client on asyncio streams (default), "
                          "or httpx's AsyncClient (heavier: on 2 cores it takes CPU from the server)")
@@ -244,7 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     print("load average at start: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()), flush=True)
     queries = _prepare(args)
     print(f"data root {os.environ['DEFSENTFLOW_HOME']}, model {args.model}, cpus {os.cpu_count()}, "
-          f"server threads {args.threads}, {args.client} client, {len(queries)} test-split definitions as queries",
+          f"server threads {args.threads}, --search {args.search}, {args.client} client, "
+          f"{len(queries)} test-split definitions as queries",
           flush=True)
     base_q = queries[: args.baseline_queries]
     label = f"batched (micro-batches of up to {args.max_batch}, wait <= {args.max_wait_ms:g} ms)"

@@ -49,7 +49,7 @@ class RevdictAnswer(BaseModel):
 
 
 def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, max_wait_ms: float = 10.0,
-               device: str = "cpu", threads: int | None = None) -> FastAPI:
+               device: str = "cpu", threads: int | None = None, prefilter: bool | None = None) -> FastAPI:
     """The app over the catalog of data root ``root`` (default ``$DEFSENTFLOW_HOME`` or ``./storage``).
 
     Args:
@@ -57,6 +57,8 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
         max_wait_ms: how long a look-up waits for others to share its batch.
         device: where query encoders run.
         threads: torch and faiss threads of the look-up worker (default: the CPU cores).
+        prefilter: exact search of batches through a certified bf16 prefilter (default: where the
+            CPU has bf16 dot products); False: faiss's flat search only.
 
     Example:
         >>> import uvicorn
@@ -65,7 +67,8 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
     from defsentflow.storage import CatalogLockedError
 
     catalog = ServeCatalog(root)
-    service = LookupService(max_batch=max_batch, max_wait_ms=max_wait_ms, device=device, threads=threads)
+    service = LookupService(max_batch=max_batch, max_wait_ms=max_wait_ms, device=device, threads=threads,
+                            prefilter=prefilter)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):

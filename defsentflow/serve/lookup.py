@@ -5,7 +5,8 @@ one faiss call. Batches run on a single worker thread, so two encoders never com
 CPU cores; the thread's torch and faiss (OpenMP) thread counts are set once, to ``threads``
 (default: the CPU cores), when it starts. Indexes are loaded on first use and kept; a cosine
 index is queried with :class:`~defsentflow.serve.encode.PackedQueryEncoder` (no padding) where
-that reproduces the padded encoder. Time spent encoding and searching is kept per index.
+that reproduces the padded encoder, and searched by :class:`~defsentflow.serve.search.FlatSearch`
+(exact top-k, fast for batches). Time spent encoding and searching is kept per index.
 """
 
 from __future__ import annotations
@@ -29,27 +30,6 @@ class Hit:
     score: float
 
 
-def _search(index: Any, vecs: Any, k: int) -> tuple[Any, Any]:
-    """faiss top-``k`` with a batch of two or more queries as one matrix product.
-
-    A flat index either scans its vectors once per query or, past faiss's
-    ``distance_compute_blas_threshold``, scores all queries with one BLAS product. This build's
-    default threshold (128,000) keeps micro-batches on the per-query scan; measured on the
-    127k x 384 OEWN index with one thread: 16 queries 128 ms scanned, 26 ms as a product; one
-    query 8 ms scanned, 15 ms as a product. The scores are the same inner products either way.
-    """
-    import faiss
-
-    if len(vecs) < 2:
-        return index.search_vectors(vecs, k)
-    before = faiss.cvar.distance_compute_blas_threshold
-    faiss.cvar.distance_compute_blas_threshold = 0
-    try:
-        return index.search_vectors(vecs, k)
-    finally:
-        faiss.cvar.distance_compute_blas_threshold = before
-
-
 def _set_worker_threads(threads: int) -> None:
     """In the worker thread: OpenMP's thread count is a per-thread setting, so it is set here."""
     import faiss
@@ -62,12 +42,14 @@ def _set_worker_threads(threads: int) -> None:
 class _Searcher:
     """One loaded index, its query encoder and the seconds spent in each stage."""
 
-    def __init__(self, served: ServedIndex, device: str):
+    def __init__(self, served: ServedIndex, device: str, prefilter: bool | None):
         from defsentflow.revdict import RevdictIndex
         from defsentflow.serve.encode import PackedQueryEncoder
+        from defsentflow.serve.search import FlatSearch
 
         self.index = RevdictIndex(served.path)
         self.packed = PackedQueryEncoder.for_index(self.index.meta, device=device)
+        self.flat = FlatSearch(self.index, prefilter=prefilter if device == "cpu" else False)
         self.device = device
         self.encode_s = self.search_s = 0.0
 
@@ -80,7 +62,7 @@ class _Searcher:
         t0 = time.perf_counter()
         vecs = self.vectors([t for t, _ in items])
         t1 = time.perf_counter()
-        scores, ids = _search(self.index, vecs, max(k for _, k in items))
+        scores, ids = self.flat.search(vecs, max(k for _, k in items))
         self.encode_s += t1 - t0
         self.search_s += time.perf_counter() - t1
         entries = self.index.entries
@@ -95,6 +77,9 @@ class LookupService:
         max_batch, max_wait_ms: the micro-batcher's (see :class:`MicroBatcher`).
         device: where query encoders run.
         threads: torch and faiss threads of the worker (default: the CPU cores).
+        prefilter: batches scored on a bf16 copy first and rescored exactly (see
+            :class:`~defsentflow.serve.search.FlatSearch`; default: where the CPU has bf16 dot products);
+            False: faiss's flat search only.
 
     Example:
         >>> service = LookupService(max_batch=32)
@@ -102,8 +87,8 @@ class LookupService:
     """
 
     def __init__(self, *, max_batch: int = 32, max_wait_ms: float = 10.0, device: str = "cpu",
-                 threads: int | None = None):
-        self.max_batch, self.max_wait_ms, self.device = max_batch, max_wait_ms, device
+                 threads: int | None = None, prefilter: bool | None = None):
+        self.max_batch, self.max_wait_ms, self.device, self.prefilter = max_batch, max_wait_ms, device, prefilter
         self.threads = max(1, threads or os.cpu_count() or 1)
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="revdict",
                                            initializer=_set_worker_threads, initargs=(self.threads,))
@@ -114,7 +99,7 @@ class LookupService:
     def _searcher(self, served: ServedIndex) -> _Searcher:
         with self._lock:
             if served.key not in self._searchers:
-                self._searchers[served.key] = _Searcher(served, self.device)
+                self._searchers[served.key] = _Searcher(served, self.device, self.prefilter)
             return self._searchers[served.key]
 
     def search_batch(self, served: ServedIndex, items: Sequence[tuple[str, int]]) -> list[list[Hit]]:
@@ -137,7 +122,8 @@ class LookupService:
         for key, b in self._batchers.items():
             s = self._searchers.get(key)
             stages = {} if s is None else {"encode_seconds": round(s.encode_s, 6),
-                                           "search_seconds": round(s.search_s, 6), "packed": s.packed is not None}
+                                           "search_seconds": round(s.search_s, 6), "packed": s.packed is not None,
+                                           "prefilter": s.flat.prefilter, "prefilter_fallbacks": s.flat.fallbacks}
             out[key] = {**b.stats.to_dict(), **stages}
         return out
 
