@@ -13,17 +13,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from defsentflow.config_tools import ConfigSection, format_errors, read_yaml_mapping
+from defsentflow.config_tools import (ConfigSection, CorpusFormat, RetrievalKind, Similarity, format_errors,
+                                      read_yaml_mapping)
 from defsentflow.scoring.context_sets import Selection
 from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
 
 __all__ = ["HarvestConfig", "RetrievalKind", "load_harvest_config", "resolve_input_path"]
-
-RetrievalKind = Literal["bm25", "tfidf", "dense"]
 
 
 class _Section(ConfigSection):
@@ -33,7 +31,7 @@ class _Section(ConfigSection):
 class CorpusSection(_Section):
     name: str = Field(..., pattern=IDENTIFIER_PATTERN, description="corpus name in the catalog (a plain name like 'bbc')")
     paths: list[str] = Field(default_factory=list, description="sources to ingest; empty: use the ingested corpus")
-    fmt: Literal["auto", "text", "jsonl", "parquet"] = "auto"
+    fmt: CorpusFormat = "auto"
     chunk_sentences: int = Field(8, ge=1)
 
 
@@ -94,7 +92,7 @@ class PairsSection(_Section):
     min_words: int = Field(4, ge=1)
     max_words: int = Field(60, ge=1)
     extra_sentences: str | None = Field(None, description="text file (one per line) or Parquet with a 'text' column")
-    similarity: Literal["cosine", "centered_cosine"] = "cosine"
+    similarity: Similarity = "cosine"
 
 
 class DaskSection(_Section):
