@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from defsentflow.config_tools import ConfigSection, format_errors, read_yaml_mapping, resolve_path
-from defsentflow.dictionary.config import NAME_PATTERN, IngestDictionaryParams
+from defsentflow.dictionary.config import NAME_PATTERN, DictionaryConfig
 from defsentflow.scoring.config import HarvestConfig
 from defsentflow.training.pretrain_config import PretrainSection
 from defsentflow.training.pst_config import DefSentSection, PstSection
@@ -62,7 +62,7 @@ class PipelineConfig(_Section):
 
     name: str = Field(pattern=NAME_PATTERN, description="the run's name; the schedule compares inputs per name")
     home: str | None = Field(None, description="data root (default $DEFSENTFLOW_HOME or ./storage)")
-    dictionary: IngestDictionaryParams
+    dictionary: DictionaryConfig
     harvest: HarvestConfig | None = Field(None, description="corpus, retrieval, scoring, pairs and the surrogate; None skips them")
     train_surrogate: bool = Field(True, description="train the surrogate on the harvested pairs (needs harvest)")
     pretrain: PretrainSection | None = Field(None, description="MLM-pretrain a raw encoder first (the positive control)")

@@ -202,7 +202,7 @@ def _toy_dictionary(tmp_path: Path) -> None:
     ]
     src = tmp_path / "toy.jsonl"
     src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    ingest_dictionary(DictionaryConfig("toy", (SourceSpec("jsonl", (str(src),)),), ratios=(0.6, 0.2, 0.2)))
+    ingest_dictionary(DictionaryConfig(name="toy", sources=(SourceSpec(kind="jsonl", paths=(str(src),)),), ratios=(0.6, 0.2, 0.2)))
 
 
 def _section(tmp_path: Path, tokenizer: Path, **kw) -> PretrainSection:

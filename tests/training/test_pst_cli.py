@@ -25,7 +25,7 @@ def toy_dataset(home, tmp_path):
     src = tmp_path / "toy.jsonl"
     src.write_text("".join(json.dumps({"entry": e, "definition": d}) + "\n"
                            for e, d in zip(t.column("entry").to_pylist(), t.column("definition").to_pylist())))
-    ingest_dictionary(DictionaryConfig("toy", (SourceSpec("jsonl", (str(src),)),), ratios=(0.6, 0.2, 0.2)))
+    ingest_dictionary(DictionaryConfig(name="toy", sources=(SourceSpec(kind="jsonl", paths=(str(src),)),), ratios=(0.6, 0.2, 0.2)))
     return "toy"
 
 
