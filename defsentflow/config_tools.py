@@ -127,8 +127,13 @@ def require_distinct(values: Sequence[Hashable], what: str) -> None:
         raise ValueError(f"{what} must be distinct, got {list(values)}")
 
 
-def resolve_path(path: str | os.PathLike, *, must_exist: bool = True) -> Path:
-    """A relative path from the current directory, else from the repository root."""
+def resolve_path(path: str | os.PathLike, *, must_exist: bool = True, what: str | None = None) -> Path:
+    """A relative path from the current directory, else from the repository root.
+
+    Raises:
+        FileNotFoundError: ``must_exist`` and neither exists (the message starts with ``what``, the
+            config key the path came from, when given).
+    """
     from defsentflow.storage.paths import repo_root  # leaf: imports nothing from the project
 
     p = Path(path).expanduser()
@@ -140,5 +145,7 @@ def resolve_path(path: str | os.PathLike, *, must_exist: bool = True) -> Path:
         if c.exists():
             return c.resolve()
     if must_exist:
+        if what:
+            raise FileNotFoundError(f"{what}: not found: {path}")
         raise FileNotFoundError(f"not found: {path} (looked in {', '.join(str(c.parent) for c in candidates)})")
     return candidates[0]

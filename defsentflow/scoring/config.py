@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from defsentflow.config_tools import (ConfigSection, CorpusFormat, RetrievalKind, Similarity, format_errors,
-                                      read_yaml_mapping)
+from defsentflow.config_tools import (ConfigSection, CorpusFormat, RetrievalKind, format_errors, read_yaml_mapping,
+                                      resolve_path)
 from defsentflow.scoring.context_sets import Selection
 from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
 
@@ -92,7 +93,7 @@ class PairsSection(_Section):
     min_words: int = Field(4, ge=1)
     max_words: int = Field(60, ge=1)
     extra_sentences: str | None = Field(None, description="text file (one per line) or Parquet with a 'text' column")
-    similarity: Similarity = "cosine"
+    similarity: Literal["cosine", "centered_cosine"] = "cosine"
 
 
 class DaskSection(_Section):
@@ -144,15 +145,8 @@ class HarvestConfig(_Section):
 
 
 def resolve_input_path(path: str | os.PathLike, what: str) -> Path:
-    """An existing input path; a relative one is tried from the current directory, then the repository root."""
-    from defsentflow.storage import repo_root
-
-    p = Path(path).expanduser()
-    candidates = [p] if p.is_absolute() else [Path.cwd() / p, repo_root() / p]
-    for c in candidates:
-        if c.exists():
-            return c.resolve()
-    raise FileNotFoundError(f"{what}: not found: {path}")
+    """An existing input path named by config key ``what`` (:func:`defsentflow.config_tools.resolve_path`)."""
+    return resolve_path(path, what=what)
 
 
 def load_harvest_config(path: str | os.PathLike) -> HarvestConfig:
