@@ -27,11 +27,7 @@ __all__ = ["ArchitectureSection", "CorpusSource", "PretrainSection"]
 _RESUME_NEUTRAL = ("device", "checkpoint_every")
 
 
-class _Section(ConfigSection):
-    """A section of this config: frozen, unknown keys refused, strict types (config_tools.ConfigSection)."""
-
-
-class CorpusSource(_Section):
+class CorpusSource(ConfigSection):
     """A corpus to read sentences from: ingested from ``paths`` if given (a cache hit when unchanged),
     else the newest ingest of ``name`` already in the catalog."""
 
@@ -39,7 +35,7 @@ class CorpusSource(_Section):
     paths: list[str] = Field(default_factory=list, description="files or directories (relative: cwd, then the repo root)")
 
 
-class ArchitectureSection(_Section):
+class ArchitectureSection(ConfigSection):
     """A BERT encoder built from scratch (random weights)."""
 
     hidden: int = Field(256, ge=8)
@@ -59,7 +55,7 @@ class ArchitectureSection(_Section):
         return self
 
 
-class PretrainSection(_Section):
+class PretrainSection(ConfigSection):
     """Masked-LM pretraining of a raw encoder (the positive control for DefSent / DefSent+).
 
     Text: every sentence of ``corpora`` plus, when ``dictionary`` is set, that dictionary's usage
