@@ -18,7 +18,8 @@ from defsentflow.storage import Catalog
 
 
 def _cfg(name, *sources, **kw):
-    return DictionaryConfig(name=name, sources=tuple(SourceSpec(kind=k, paths=tuple(map(str, paths))) for k, *paths in sources), **kw)
+    return DictionaryConfig(name=name, sources=[SourceSpec(kind=k, paths=[str(p) for p in paths]) for k, *paths in sources],
+                            **kw)
 
 
 def _tree(root):

@@ -191,7 +191,7 @@ def _write_corpus(tmp_path: Path, title: str = "Animals and people") -> Path:
 
 def _toy_dictionary(tmp_path: Path) -> None:
     from defsentflow.dictionary import ingest_dictionary
-    from defsentflow.dictionary.config import DictionaryConfig, SourceSpec
+    from defsentflow.dictionary.config import DictionaryConfig
 
     rows = [
         {"entry": "cat", "definition": "a small animal that is kept at home", "examples": ["the cat can run fast"]},
@@ -202,7 +202,7 @@ def _toy_dictionary(tmp_path: Path) -> None:
     ]
     src = tmp_path / "toy.jsonl"
     src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    ingest_dictionary(DictionaryConfig(name="toy", sources=(SourceSpec(kind="jsonl", paths=(str(src),)),), ratios=(0.6, 0.2, 0.2)))
+    ingest_dictionary(DictionaryConfig(name="toy", sources=[{"kind": "jsonl", "paths": [str(src)]}], ratios=(0.6, 0.2, 0.2)))
 
 
 def _section(tmp_path: Path, tokenizer: Path, **kw) -> PretrainSection:
