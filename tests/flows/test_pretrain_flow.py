@@ -72,7 +72,11 @@ def test_pretrain_flow_second_run_reuses_the_model(home, tmp_path, tiny_mlm_dir,
     _write_corpus(tmp_path, title=f"Animals {uuid.uuid4().hex[:8]}")
     section = _section(tmp_path, tiny_mlm_dir, dictionary=None, epochs=1).model_dump(mode="json")
 
-    first = pretrain_flow(section, run_id="p1")
+    stopped = pretrain_flow(section, run_id="p0", stop_after_steps=2)
+    assert not stopped.completed and stopped.steps == 2
+    assert Catalog().query("SELECT status FROM runs WHERE run_id = 'p0'")[0]["status"] == "stopped"
+    assert not Catalog().query("SELECT * FROM stages WHERE run_id = 'p0'")  # no model yet, no stage row
+    first = pretrain_flow(section, run_id="p1")  # resumes the checkpoint
     assert first.completed and not first.cached and has_mlm_head(first.model_dir)
     assert Path(first.model_dir) == home.resolve() / "models" / "pretrain" / first.key
     assert Catalog().query("SELECT status FROM runs WHERE run_id = 'p1'")[0]["status"] == "completed"
