@@ -16,10 +16,11 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from defsentflow.config_tools import ConfigSection, format_errors, read_yaml_mapping, resolve_path
-from defsentflow.dictionary.config import NAME_PATTERN, IngestDictionaryParams
+from defsentflow.dictionary.config import NAME_PATTERN, DictionaryConfig
+from defsentflow.evaluation.config import EvalSection
 from defsentflow.scoring.config import HarvestConfig
 from defsentflow.training.pretrain_config import PretrainSection
 from defsentflow.training.pst_config import DefSentSection, PstSection
@@ -28,41 +29,12 @@ __all__ = ["PipelineConfig", "EvalSection", "config_from_dict", "format_errors",
            "load_pretrain_section", "load_section", "read_yaml_mapping", "resolve_path"]
 
 
-class _Section(ConfigSection):
-    """A section of this config: frozen, unknown keys refused, strict types (config_tools.ConfigSection)."""
-
-
-class EvalSection(_Section):
-    """Final evaluation of the selected encoder and the baselines."""
-
-    tasks: list[str] = Field(default_factory=lambda: ["sts12", "sts13", "sts14", "sts15", "sts16", "stsb-dev", "sickr", "revdict"])
-    data_dir: str | None = Field("../shared/data", description="STS/SICK data; tasks whose files are missing are skipped and listed")
-    pooling: Literal["cls", "mean", "max", "prompt"] = "mean"
-    baselines: list[Literal["untrained", "sbert_wk", "surrogate"]] = Field(default_factory=lambda: ["untrained", "sbert_wk"])
-    revdict_splits: list[Literal["dev", "test"]] = Field(
-        default_factory=lambda: ["dev", "test"], min_length=1,
-        description="reverse-dictionary / word-prediction query splits: dev figures are for selection, test for reporting")
-    revdict_protocols: list[Literal["unseen", "papers"]] = Field(
-        default_factory=lambda: ["unseen"], min_length=1,
-        description="unseen: queries whose text the model never trained on; papers: every definition of the split")
-    revdict_max_queries: int = Field(2000, ge=1)
-    revdict_candidates: Literal["all", "split"] = Field(
-        "all", description="reverse-dictionary candidates: every entry of the dictionary, or only the test split's")
-    revdict_modes: list[Literal["head", "cosine", "hybrid"]] = Field(
-        default_factory=lambda: ["head", "cosine"], min_length=1,
-        description="reverse-dictionary modes; hybrid adds the headword's own vector to each entry")
-    best_trained: bool = Field(
-        False, description="also evaluate the best trained PST candidate when the untrained encoder was selected")
-    cache: bool = Field(False, description="keep definition vectors in the data root's embedding cache")
-    autocast: Literal["none", "bf16"] = "none"
-
-
-class PipelineConfig(_Section):
+class PipelineConfig(ConfigSection):
     """``configs/*.yaml``: ingest dictionary -> ingest corpus -> harvest -> surrogate -> PST -> eval -> report."""
 
     name: str = Field(pattern=NAME_PATTERN, description="the run's name; the schedule compares inputs per name")
     home: str | None = Field(None, description="data root (default $DEFSENTFLOW_HOME or ./storage)")
-    dictionary: IngestDictionaryParams
+    dictionary: DictionaryConfig
     harvest: HarvestConfig | None = Field(None, description="corpus, retrieval, scoring, pairs and the surrogate; None skips them")
     train_surrogate: bool = Field(True, description="train the surrogate on the harvested pairs (needs harvest)")
     pretrain: PretrainSection | None = Field(None, description="MLM-pretrain a raw encoder first (the positive control)")

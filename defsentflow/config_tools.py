@@ -1,4 +1,6 @@
-"""Small helpers shared by every YAML config of the project (pipeline, PST, pretrain, harvest, sweep).
+"""What every config section of the project shares (pipeline, dictionary, harvest, pretrain, PST,
+evaluation, sweep): the base class, the type aliases of the choices sections and the library
+share, YAML reading, error formatting and path resolution.
 
 A leaf module (it imports nothing from the project but ``storage.paths``) so that each config
 module can use it.
@@ -9,13 +11,30 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Hashable, Sequence
+from typing import Any, Hashable, Literal, Sequence
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-__all__ = ["ConfigSection", "format_errors", "load_yaml_text", "read_yaml_mapping", "require_distinct",
-           "resolve_data_dir", "resolve_path"]
+__all__ = ["Autocast", "CandidateSet", "CorpusFormat", "DictionarySplit", "EvalPooling", "Pooling", "RetrievalKind",
+           "RevdictMode", "RevdictProtocol", "SickSplit", "Similarity", "Method", "TrainPooling", "EntryEncoding", "ConfigSection", "format_errors", "load_yaml_text",
+           "read_yaml_mapping", "require_distinct", "resolve_data_dir", "resolve_path"]
+
+# -- choices shared by config sections and the library (one definition each) ---------------------
+Autocast = Literal["none", "bf16", "fp16"]  # mixed precision on CUDA; ignored on CPU
+Pooling = Literal["cls", "mean", "max", "prompt", "sbert_wk"]  # how a sentence vector is read from an encoder
+EvalPooling = Literal["cls", "mean", "max", "prompt"]  # a trained model's poolings (sbert_wk is a baseline)
+DictionarySplit = Literal["train", "dev", "test"]
+RevdictMode = Literal["head", "cosine", "hybrid"]  # reverse-dictionary scoring (see evaluation.revdict)
+RevdictProtocol = Literal["unseen", "papers"]  # which definitions are queries (see evaluation.revdict)
+CandidateSet = Literal["all", "split"]  # reverse-dictionary candidates: every entry, or the split's
+SickSplit = Literal["auto", "test", "trial", "train"]
+CorpusFormat = Literal["auto", "text", "jsonl", "parquet"]
+RetrievalKind = Literal["bm25", "tfidf", "dense"]
+Similarity = Literal["cosine", "centered_cosine"]
+Method = Literal["defsent", "defsent_plus"]  # DefSent: predict the word; DefSent+: predict the entry
+TrainPooling = Literal["cls", "mean", "max"]  # how a definition is pooled in training
+EntryEncoding = Literal["ac", "amp"]  # entry vectors: average of CLS (AC) or of mean pooling (AMP)
 
 
 class ConfigSection(BaseModel):
@@ -111,8 +130,13 @@ def require_distinct(values: Sequence[Hashable], what: str) -> None:
         raise ValueError(f"{what} must be distinct, got {list(values)}")
 
 
-def resolve_path(path: str | os.PathLike, *, must_exist: bool = True) -> Path:
-    """A relative path from the current directory, else from the repository root."""
+def resolve_path(path: str | os.PathLike, *, must_exist: bool = True, what: str | None = None) -> Path:
+    """A relative path from the current directory, else from the repository root.
+
+    Raises:
+        FileNotFoundError: ``must_exist`` and neither exists (the message starts with ``what``, the
+            config key the path came from, when given).
+    """
     from defsentflow.storage.paths import repo_root  # leaf: imports nothing from the project
 
     p = Path(path).expanduser()
@@ -124,6 +148,8 @@ def resolve_path(path: str | os.PathLike, *, must_exist: bool = True) -> Path:
         if c.exists():
             return c.resolve()
     if must_exist:
+        if what:
+            raise FileNotFoundError(f"{what}: not found: {path}")
         raise FileNotFoundError(f"not found: {path} (looked in {', '.join(str(c.parent) for c in candidates)})")
     return candidates[0]
 

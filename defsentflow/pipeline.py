@@ -109,11 +109,9 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
     data_dir = resolve_data_dir(ev.data_dir)
     present = set(available_tasks(data_dir)) if data_dir else set()
     tasks = [t for t in ev.tasks if t in ("revdict", "wordpred") or t in present]
-    common = {"tasks": tasks, "data_dir": str(data_dir) if data_dir else None, "dictionary": cfg.dictionary.name,
-              "revdict_max_queries": ev.revdict_max_queries, "revdict_candidates": ev.revdict_candidates,
-              "revdict_modes": list(ev.revdict_modes), "revdict_splits": list(ev.revdict_splits),
-              "revdict_protocols": list(ev.revdict_protocols),
-              "autocast": ev.autocast, "cache": ev.cache}
+    # The section's evaluation settings, as the evaluate flow takes them (EvaluateSection).
+    common = {**ev.model_dump(mode="json", exclude={"baselines", "best_trained", "pooling"}), "tasks": tasks,
+              "data_dir": str(data_dir) if data_dir else None, "dictionary": cfg.dictionary.name}
     plan = [{**common, "model": selected["model_dir"], "model_id": selected["model_id"], "pooling": ev.pooling}]
     if ev.best_trained and trained:
         plan.append({**common, "model": trained["model_dir"], "model_id": trained["model_id"], "pooling": ev.pooling})

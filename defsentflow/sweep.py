@@ -47,8 +47,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
+from defsentflow.config_tools import ConfigSection
 from defsentflow.dictionary.config import NAME_PATTERN
 
 __all__ = [
@@ -69,10 +70,8 @@ log = logging.getLogger(__name__)
 _ID_CHARS = 10
 
 
-class SweepFile(BaseModel):
+class SweepFile(ConfigSection):
     """The sweep YAML (``extra="forbid"``: a misspelt top-level key is an error naming it)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: str = Field(pattern=NAME_PATTERN, description="the sweep's name; point configs are named <name>-<id>")
     description: str | None = None

@@ -14,10 +14,10 @@ from tasks.caching import stage_task
 
 
 def _config(params: dict[str, Any], sources: list[dict[str, Any]]):
-    from defsentflow.dictionary import IngestDictionaryParams
+    from defsentflow.dictionary import DictionaryConfig
 
     srcs = [{"kind": s["kind"], "name": s.get("name"), "paths": [f["path"] for f in s["files"]]} for s in sources]
-    return IngestDictionaryParams(**params, sources=srcs).to_config()
+    return DictionaryConfig(**params, sources=srcs)
 
 
 @stage_task(name="build-dictionary")

@@ -28,7 +28,7 @@ def resolve_model(section: dict[str, Any], run_id: str) -> dict[str, Any]:
     cat.start_run("evaluate", config=section, config_hash=hash_config(section), run_id=run_id)
     model_id, path = resolve(cat, s.model)
     return {"model_id": s.model_id or model_id, "path": path, "model_hash": model_content_hash(path),
-            "data_hash": evaluation_inputs_hash(s.to_config())}
+            "data_hash": evaluation_inputs_hash(s)}
 
 
 @stage_task(name="evaluate-model")
@@ -36,7 +36,7 @@ def evaluate_model(section: dict[str, Any], model: dict[str, Any]) -> dict[str, 
     """Run the STS tasks (one encoding pass) and revdict; return the metric rows."""
     from defsentflow.evaluation import EvaluateSection, run_evaluation
 
-    result = run_evaluation(model["path"], EvaluateSection.model_validate(section).to_config())
+    result = run_evaluation(model["path"], EvaluateSection.model_validate(section))
     return {"pooling": result.pooling, "rows": list(result.rows), "seconds": result.seconds, "average": result.average}
 
 

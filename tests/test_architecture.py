@@ -156,3 +156,56 @@ def test_tests_import_the_project_directly():
     offenders = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "tests").rglob("*.py"))
                  if pattern.search(p.read_text(encoding="utf-8"))]
     assert not offenders, f"tests that skip on an import error of the project: {offenders}"
+
+
+# -- config models ---------------------------------------------------------------------------------
+# pydantic models that are not config sections: the serving API's request/response schemas.
+NOT_CONFIG_MODELS = {"defsentflow/serve/app.py"}
+# Dataclasses still in a config module: none (TrainConfig is a ConfigSection too).
+CONFIG_DATACLASSES: set[str] = set()
+
+
+def _is_config_module(rel: str) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    return name in ("config.py", "config_tools.py") or name.endswith("_config.py")
+
+
+def _class_defs(path: Path) -> list[ast.ClassDef]:
+    return [n for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(n, ast.ClassDef)]
+
+
+def _names(nodes: list[ast.expr]) -> set[str]:
+    return {n.id if isinstance(n, ast.Name) else n.attr for n in nodes if isinstance(n, (ast.Name, ast.Attribute))}
+
+
+def test_config_models_share_one_base():
+    """Every config section derives from ``config_tools.ConfigSection`` (frozen, ``extra="forbid"``,
+    strict): no other library model derives from ``BaseModel`` or sets ``extra``/``frozen``/``strict`` itself."""
+    offenders = []
+    for p in sorted((ROOT / "defsentflow").rglob("*.py")):
+        rel = p.relative_to(ROOT).as_posix()
+        if rel == "defsentflow/config_tools.py" or rel in NOT_CONFIG_MODELS:
+            continue
+        for cls in _class_defs(p):
+            if "BaseModel" in _names(cls.bases):
+                offenders.append(f"{rel}: {cls.name} derives from BaseModel")
+            for stmt in cls.body:
+                if (isinstance(stmt, ast.Assign) and _names(stmt.targets) == {"model_config"}
+                        and isinstance(stmt.value, ast.Call)
+                        and {k.arg for k in stmt.value.keywords} & {"extra", "frozen", "strict"}):
+                    offenders.append(f"{rel}: {cls.name} sets its own extra/frozen/strict")
+    assert not offenders, "config models must derive from ConfigSection:\n" + "\n".join(offenders)
+
+
+def test_config_modules_hold_no_dataclass_twins():
+    """A config section is the one model the library reads: config modules define no dataclasses."""
+    offenders = []
+    for p in sorted((ROOT / "defsentflow").rglob("*.py")):
+        rel = p.relative_to(ROOT).as_posix()
+        if not _is_config_module(rel) or rel in CONFIG_DATACLASSES:
+            continue
+        for cls in _class_defs(p):
+            decorators = _names([d.func if isinstance(d, ast.Call) else d for d in cls.decorator_list])
+            if "dataclass" in decorators:
+                offenders.append(f"{rel}: {cls.name}")
+    assert not offenders, "dataclasses in config modules:\n" + "\n".join(offenders)

@@ -22,7 +22,6 @@ are errors naming the file and the key (:func:`defsentflow.claims.load.load_clai
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -102,14 +101,13 @@ class ClaimsFile(ConfigSection):
         return v
 
 
-@dataclass(frozen=True)
-class ClaimsConfig:
+class ClaimsConfig(ConfigSection):
     """A validated claims file: its settings, the base config (with ``set`` applied) and where it came from."""
 
     spec: ClaimsFile
     base: dict[str, Any]
-    path: str | None
-    base_path: str | None
+    path: str | None = None
+    base_path: str | None = None
 
     @property
     def name(self) -> str:

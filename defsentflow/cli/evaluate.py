@@ -14,8 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "eval", help="evaluate an encoder on STS tasks and the reverse dictionary; records to the catalog",
         description="Evaluate MODEL (directory, Hugging Face id, 'minilm', or a registered model id). "
                     "STS: Spearman x 100 of cosine similarity vs gold, 'all' and 'mean' settings. "
-                    f"Tasks: sts12..sts16, stsb-train, stsb-dev, stsb-test, sickr (SICK-R test; trial when "
-                    f"the test split is absent, reported as sickr-trial), sickr-trial, sickr-train, revdict.")
+                    "Tasks: sts12..sts16, stsb-train, stsb-dev, stsb-test, sickr (SICK-R test; trial when "
+                    "the test split is absent, reported as sickr-trial), sickr-trial, sickr-train, revdict, wordpred.")
     p.add_argument("model")
     p.add_argument("--tasks", default=_DEFAULT_TASKS, help=f"comma-separated (default: {_DEFAULT_TASKS})")
     p.add_argument("--pooling", default=None,
@@ -61,8 +61,11 @@ def _csv(value: str) -> tuple[str, ...]:
 def _eval(args: argparse.Namespace) -> int:
     import time
 
+    from pydantic import ValidationError
+
     from defsentflow.cli import UserError
     from defsentflow.cli.table import print_table
+    from defsentflow.config_tools import format_errors
     from defsentflow.evaluation.suite import (EvalConfig, default_data_dir, record_evaluation, resolve_model,
                                               run_evaluation)
     from defsentflow.storage import Catalog
@@ -80,6 +83,8 @@ def _eval(args: argparse.Namespace) -> int:
                             revdict_candidates=args.revdict_candidates, revdict_max_queries=args.revdict_max_queries,
                             revdict_modes=tuple(m.strip() for m in args.revdict_modes.split(",") if m.strip()),
                             device=args.device, cache=args.cache)
+    except ValidationError as exc:
+        raise UserError(format_errors(exc)) from None
     except ValueError as exc:
         raise UserError(str(exc)) from None
     if any(t not in ("revdict", "wordpred") for t in config.tasks) and not data_dir.is_dir():
@@ -89,9 +94,7 @@ def _eval(args: argparse.Namespace) -> int:
     model_id = args.model_id or model_id
     run_id = None
     if cat is not None:
-        from dataclasses import asdict
-
-        run_id = cat.start_run("evaluate", {"model": args.model, "model_id": model_id, **asdict(config)})
+        run_id = cat.start_run("evaluate", {"model": args.model, "model_id": model_id, **config.model_dump(mode="json")})
     t0 = time.perf_counter()
     try:
         result = run_evaluation(path, config)

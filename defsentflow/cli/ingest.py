@@ -65,7 +65,7 @@ def _params(args: argparse.Namespace):
     from pydantic import ValidationError
 
     from defsentflow.cli import UserError
-    from defsentflow.dictionary import IngestDictionaryParams
+    from defsentflow.dictionary import DictionaryConfig
 
     sources = []
     for group in args.source:
@@ -75,9 +75,9 @@ def _params(args: argparse.Namespace):
             raise UserError(f"--source: unknown kind {group[0]!r}; choose one of: {', '.join(_KINDS)}")
         sources.append({"kind": group[0], "paths": group[1:]})
     try:
-        return IngestDictionaryParams(name=args.name, sources=sources, variant=args.variant, tokenizer=args.tokenizer,
-                                      seed=args.seed, split_by=args.split_by, case_fold=args.case_fold, max_chars=args.max_chars,
-                                      workers=args.workers)
+        return DictionaryConfig(name=args.name, sources=sources, variant=args.variant, tokenizer=args.tokenizer,
+                                seed=args.seed, split_by=args.split_by, case_fold=args.case_fold, max_chars=args.max_chars,
+                                workers=args.workers)
     except ValidationError as exc:
         errors = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'parameters'}: {e['msg']}" for e in exc.errors())
         raise UserError(errors) from None
@@ -89,7 +89,7 @@ def _ingest_dictionary(args: argparse.Namespace) -> int:
 
     params = _params(args)
     try:
-        result = ingest_dictionary(params.to_config())
+        result = ingest_dictionary(params)
     except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, ValueError) as exc:
         raise UserError(str(exc)) from exc
     print_summary(result.name, result.status, result.key, str(result.path), result.summary, result.seconds)

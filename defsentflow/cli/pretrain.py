@@ -38,13 +38,11 @@ def _pretrain(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     try:
         if args.prefect:
-            if args.stop_after_steps is not None:
-                raise UserError("--stop-after-steps is not available with --prefect")
             from flows.pretrain import pretrain_flow
             from flows.runtime import local_api
 
             with local_api():
-                out = pretrain_flow(section.model_dump(mode="json"), run_id=run_id)
+                out = pretrain_flow(section.model_dump(mode="json"), run_id=run_id, stop_after_steps=args.stop_after_steps)
         else:
             from defsentflow.training.pretrain import run_pretrain
 

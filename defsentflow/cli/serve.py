@@ -19,6 +19,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the longest a look-up waits for others to share its batch, when the last batch was "
                         "bigger than what is waiting (default 10 ms; a lone client never waits)")
     p.add_argument("--device", default="cpu", help="where query encoders run (default cpu)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch and faiss threads of the look-up worker (default: the CPU cores)")
+    p.add_argument("--search", choices=("auto", "faiss"), default="auto",
+                   help="exact top-k of a batch: auto (default) scores it on a bf16 copy of the index first where "
+                        "the CPU has bf16 dot products and rescores the candidates exactly, falling back to faiss "
+                        "for any query it cannot prove exact; faiss: faiss's flat search only")
     p.set_defaults(func=_serve)
 
 
@@ -29,6 +35,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     if args.max_batch < 1:
         raise UserError("--max-batch must be >= 1")
+    if args.threads is not None and args.threads < 1:
+        raise UserError(f"--threads must be >= 1, got {args.threads}")
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port must be 0..65535, got {args.port}")
     os.environ["DEFSENTFLOW_QUIET"] = "1"  # no progress bars per request
@@ -43,7 +51,8 @@ def _serve(args: argparse.Namespace) -> int:
             pass
     else:
         print(f"no catalog at {cat.path} yet: the pages stay empty until a run writes one")
-    app = create_app(max_batch=args.max_batch, max_wait_ms=args.max_wait_ms, device=args.device)
+    app = create_app(max_batch=args.max_batch, max_wait_ms=args.max_wait_ms, device=args.device, threads=args.threads,
+                     prefilter=None if args.search == "auto" else False)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}: anyone who can reach it can read the catalog")
     if args.port:

@@ -16,15 +16,15 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generator, Iterator, Literal, get_args
+from typing import Generator, Iterator, get_args
 
+from defsentflow.config_tools import CorpusFormat
 from defsentflow.corpus.gutenberg import strip_gutenberg
 
 __all__ = ["CorpusFormat", "Document", "QuarantineRecord", "ReadResult", "check_format", "read_documents", "list_input_files"]
 
 log = logging.getLogger(__name__)
 
-CorpusFormat = Literal["auto", "text", "jsonl", "parquet"]
 FORMATS: tuple[str, ...] = get_args(CorpusFormat)
 
 _SUFFIXES = {".txt": "text", ".text": "text", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}

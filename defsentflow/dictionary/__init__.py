@@ -1,14 +1,14 @@
 """Dictionaries: readers (OEWN, Oxford, TSV, JSONL), merging, splits, quarantine and storage.
 
 Example:
-    >>> from defsentflow.dictionary import DictionaryConfig, SourceSpec, ingest_dictionary, load_dictionary
-    >>> ingest_dictionary(DictionaryConfig("oewn", (SourceSpec("oewn", ("../shared/data/oewn/yaml",)),)))
+    >>> from defsentflow.dictionary import DictionaryConfig, ingest_dictionary, load_dictionary
+    >>> ingest_dictionary(DictionaryConfig(name="oewn", sources=[{"kind": "oewn", "paths": ["../shared/data/oewn/yaml"]}]))
     >>> load_dictionary("oewn", split="train").num_rows
 """
 
 from __future__ import annotations
 
-from defsentflow.dictionary.config import DictionaryConfig, IngestDictionaryParams, SourceParams, SourceSpec
+from defsentflow.dictionary.config import DictionaryConfig, SourceSpec
 from defsentflow.dictionary.ingest import (
     READERS,
     DictionaryArtifact,
@@ -57,7 +57,6 @@ __all__ = [
     "DictionaryArtifact",
     "DictionaryConfig",
     "DictionaryPlan",
-    "IngestDictionaryParams",
     "IngestResult",
     "MergedDictionary",
     "QuarantineReason",
@@ -65,7 +64,6 @@ __all__ = [
     "RejectedRecord",
     "SourceCounts",
     "SourceKind",
-    "SourceParams",
     "SourceSpec",
     "Split",
     "Variant",

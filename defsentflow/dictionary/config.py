@@ -1,82 +1,95 @@
-"""What to ingest: frozen configs inside the library, a pydantic model at the boundary."""
+"""What to ingest: one frozen pydantic model per dictionary dataset, used by the CLI, the flow, the
+pipeline config's ``dictionary:`` section and the library alike.
+
+Example:
+    >>> cfg = DictionaryConfig(name="oewn", sources=[{"kind": "oewn", "paths": ["../shared/data/oewn/yaml"]}])
+    >>> cfg.source_names()
+    ['oewn']
+"""
 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
-from defsentflow.dictionary.records import SOURCE_KINDS, VARIANTS, SourceKind, Variant, check_choice
-from defsentflow.dictionary.split import DEFAULT_RATIOS, SPLIT_BY, SplitBy
+from defsentflow.config_tools import ConfigSection, require_distinct
+from defsentflow.dictionary.records import SourceKind, Variant
+from defsentflow.dictionary.split import DEFAULT_RATIOS, SplitBy
 from defsentflow.dictionary.validate import MAX_CHARS
+from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
 
-__all__ = ["SourceSpec", "DictionaryConfig", "SourceParams", "IngestDictionaryParams", "NAME_PATTERN"]
+__all__ = ["SourceSpec", "DictionaryConfig", "NAME_PATTERN"]
 
 # Dataset names become directory names and SQL values: keep them plain.
 NAME_PATTERN = IDENTIFIER_PATTERN  # one pattern for every name that becomes a path
 
 
-@dataclass(frozen=True)
-class SourceSpec:
+def _as_tuple(v: Any) -> Any:
+    """YAML and JSON give lists; the frozen model keeps tuples (hashable, immutable)."""
+    return tuple(v) if isinstance(v, list) else v
+
+
+class SourceSpec(ConfigSection):
     """One source: a reader kind, its paths (files; a directory for ``oewn``) and a name.
 
     Example:
-        >>> SourceSpec("tsv", ("extra.tsv",), name="extra")
+        >>> SourceSpec(kind="tsv", paths=["extra.tsv"], name="extra")
     """
 
     kind: SourceKind
-    paths: tuple[str, ...]
-    name: str | None = None
+    paths: tuple[str, ...] = Field(min_length=1)
+    name: str | None = Field(default=None, pattern=NAME_PATTERN)
 
-    def __post_init__(self) -> None:
-        check_choice(self.kind, SOURCE_KINDS, "source kind")
-        if not self.paths:
-            raise ValueError(f"source {self.kind!r} has no paths")
+    _tuples = field_validator("paths", mode="before")(_as_tuple)
 
 
-@dataclass(frozen=True)
-class DictionaryConfig:
-    """How a dictionary dataset is built. Everything but ``name`` and ``workers`` is part of the
-    artifact key.
+class DictionaryConfig(ConfigSection):
+    """How a dictionary dataset is built: the parameters of ``defsentflow ingest dictionary``, the
+    ``ingest-dictionary`` flow and a pipeline config's ``dictionary:`` section.
+
+    Everything but ``name``, the source paths (inputs count by content) and ``workers`` is part of
+    the artifact key (:meth:`key_fields`).
 
     Example:
-        >>> DictionaryConfig("oewn", (SourceSpec("oewn", ("../shared/data/oewn/yaml",)),))
+        >>> DictionaryConfig(name="oewn", sources=[{"kind": "oewn", "paths": ["../shared/data/oewn/yaml"]}])
     """
 
     name: str
-    sources: tuple[SourceSpec, ...]
+    sources: tuple[SourceSpec, ...] = Field(min_length=1)
     variant: Variant = "a"
     tokenizer: str | None = None
     seed: int = 0
     case_fold: bool = True
-    max_chars: int = MAX_CHARS
+    max_chars: int = Field(default=MAX_CHARS, ge=1)
     ratios: tuple[float, float, float] = DEFAULT_RATIOS
-    workers: int = 2
-    split_by: SplitBy = "entry"
+    workers: int = Field(default=2, ge=1)
+    split_by: SplitBy = Field(
+        "entry", description="entry: each entry's definitions in one split; gloss: each definition text in one "
+                             "split under every entry (WordNet: a split by synset)")
 
-    def __post_init__(self) -> None:
-        if not re.match(NAME_PATTERN, self.name):
-            raise ValueError(f"dataset name {self.name!r} must match {NAME_PATTERN} (letters, digits, . _ -)")
-        check_choice(self.variant, VARIANTS, "variant")
-        check_choice(self.split_by, SPLIT_BY, "split_by")
-        if not self.sources:
-            raise ValueError("at least one source is needed")
+    _tuples = field_validator("sources", "ratios", mode="before")(_as_tuple)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not re.match(NAME_PATTERN, v):
+            raise ValueError(f"dataset name {v!r} must match {NAME_PATTERN} (letters, digits, . _ -)")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> DictionaryConfig:
         if self.variant == "b" and len(self.sources) != 1:
             raise ValueError(f"variant b is a single source; got {len(self.sources)} sources")
         if self.variant == "c" and not self.tokenizer:
             raise ValueError("variant c needs a tokenizer (--tokenizer NAME_OR_PATH)")
         if self.variant != "c" and self.tokenizer:
             raise ValueError(f"--tokenizer is only used by variant c (variant is {self.variant!r})")
-        if self.max_chars < 1:
-            raise ValueError(f"max_chars must be >= 1, got {self.max_chars}")
-        if len(self.ratios) != 3 or min(self.ratios) < 0 or sum(self.ratios) <= 0:
+        if min(self.ratios) < 0 or sum(self.ratios) <= 0:
             raise ValueError(f"ratios must be three non-negative numbers, got {self.ratios}")
-        names = self.source_names()
-        if len(set(names)) != len(names):
-            raise ValueError(f"source names must differ, got {names}")
+        require_distinct(self.source_names(), "source names")
+        return self
 
     def source_names(self) -> list[str]:
         """Each source's name: as given, else its kind, numbered from the second of a kind on."""
@@ -96,51 +109,3 @@ class DictionaryConfig:
             # only when not the default, so datasets split by entry keep their artifact keys
             **({"split_by": self.split_by} if self.split_by != "entry" else {}),
         }
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-class SourceParams(BaseModel):
-    """A source at the boundary (CLI, flow parameters, YAML)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    kind: SourceKind
-    paths: list[str] = Field(min_length=1)
-    name: str | None = Field(default=None, pattern=NAME_PATTERN)
-
-
-class IngestDictionaryParams(BaseModel):
-    """Parameters of ``defsentflow ingest dictionary`` and the ``ingest-dictionary`` flow.
-
-    Example:
-        >>> IngestDictionaryParams(name="oewn", sources=[{"kind": "oewn", "paths": ["../shared/data/oewn/yaml"]}])
-    """
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    name: str = Field(pattern=NAME_PATTERN)
-    sources: list[SourceParams] = Field(min_length=1)
-    variant: Variant = "a"
-    tokenizer: str | None = None
-    seed: int = 0
-    case_fold: bool = True
-    max_chars: int = Field(default=MAX_CHARS, ge=1)
-    workers: int = Field(default=2, ge=1)
-    split_by: SplitBy = Field(
-        "entry", description="entry: each entry's definitions in one split; gloss: each definition text in one "
-                             "split under every entry (WordNet: a split by synset)")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> IngestDictionaryParams:
-        self.to_config()  # one set of rules: the frozen config's
-        return self
-
-    def to_config(self) -> DictionaryConfig:
-        return DictionaryConfig(
-            name=self.name,
-            sources=tuple(SourceSpec(s.kind, tuple(s.paths), s.name) for s in self.sources),
-            variant=self.variant, tokenizer=self.tokenizer, seed=self.seed, case_fold=self.case_fold,
-            max_chars=self.max_chars, workers=self.workers, split_by=self.split_by,
-        )

@@ -245,7 +245,7 @@ def ingest_dictionary(config: DictionaryConfig, *, root: str | os.PathLike | Non
     """Plan, build and register ``config``'s dataset; a no-op if it is registered with the same key.
 
     Example:
-        >>> cfg = DictionaryConfig("oewn", (SourceSpec("oewn", ("../shared/data/oewn/yaml",)),))
+        >>> cfg = DictionaryConfig(name="oewn", sources=[{"kind": "oewn", "paths": ["../shared/data/oewn/yaml"]}])
         >>> ingest_dictionary(cfg).summary["entries"]
     """
     t0 = time.perf_counter()

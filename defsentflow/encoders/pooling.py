@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal, Sequence, get_args
+from typing import Sequence, get_args
 
 import torch
 
+from defsentflow.config_tools import Pooling
+
 __all__ = ["Pooling", "POOLINGS", "PROMPT_TEMPLATE", "validate_pooling", "pool", "apply_prompt", "needs_hidden_states"]
 
-Pooling = Literal["cls", "mean", "max", "prompt", "sbert_wk"]
 POOLINGS: tuple[str, ...] = get_args(Pooling)
 
 # PromptBERT's template; the sentence replaces {sentence}, the tokenizer's mask token {mask}.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import rankdata
 
 __all__ = ["paired_cosine", "pearson", "spearman"]
 
@@ -34,4 +33,6 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
     """Spearman's rho: Pearson's r of average ranks (ties share their mean rank, as in scipy)."""
+    from scipy.stats import rankdata  # imported on use: scipy.stats costs most of a second
+
     return pearson(rankdata(x), rankdata(y))

@@ -42,10 +42,12 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 import numpy as np
 import pyarrow as pa
+
+from defsentflow.config_tools import CandidateSet, RevdictMode, RevdictProtocol
 
 __all__ = [
     "CandidateSet",
@@ -67,9 +69,7 @@ __all__ = [
     "load_ica",
 ]
 
-RevdictMode = Literal["head", "cosine", "hybrid"]
-CandidateSet = Literal["all", "split"]
-Protocol = Literal["unseen", "papers"]
+Protocol = RevdictProtocol
 PROTOCOLS: tuple[str, ...] = get_args(Protocol)
 ALL_MODES: tuple[str, ...] = get_args(RevdictMode)
 MODES: tuple[str, ...] = ("head", "cosine")  # the default

@@ -21,9 +21,11 @@ import csv
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, get_args
+from typing import get_args
 
 import numpy as np
+
+from defsentflow.config_tools import SickSplit
 
 __all__ = [
     "SickSplit",
@@ -51,7 +53,6 @@ STS_YEARS: dict[str, tuple[str, tuple[str, ...]]] = {
     "sts16": ("STS16-en-test", ("answer-answer", "headlines", "plagiarism", "postediting", "question-question")),
 }
 STSB_FILES = {"stsb-train": "sts-train.csv", "stsb-dev": "sts-dev.csv", "stsb-test": "sts-test.csv"}
-SickSplit = Literal["auto", "test", "trial", "train"]
 SICK_FILES = {"test": "SICK_test_annotated.txt", "trial": "SICK_trial.txt", "train": "SICK_train.txt"}
 
 # Every task name the evaluator accepts. ``sickr`` is SICK-R test; when the test split is absent

@@ -8,8 +8,9 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Union, get_args
+from typing import Union, get_args
 
+from defsentflow.config_tools import RetrievalKind
 from defsentflow.retrieval.bm25 import Bm25Config, Bm25Index
 from defsentflow.retrieval.dense import DenseConfig, DenseIndex, Encoder
 from defsentflow.retrieval.tfidf import TfidfConfig, TfidfIndex
@@ -19,7 +20,7 @@ __all__ = ["IndexKind", "INDEX_KINDS", "IndexArtifact", "build_index", "load_ind
 
 log = logging.getLogger(__name__)
 
-IndexKind = Literal["bm25", "tfidf", "dense"]
+IndexKind = RetrievalKind
 INDEX_KINDS: tuple[str, ...] = get_args(IndexKind)
 Index = Union[Bm25Index, TfidfIndex, DenseIndex]
 _CLASSES = {"bm25": (Bm25Index, Bm25Config), "tfidf": (TfidfIndex, TfidfConfig), "dense": (DenseIndex, DenseConfig)}

@@ -17,13 +17,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from defsentflow.config_tools import ConfigSection, format_errors, read_yaml_mapping
+from defsentflow.config_tools import (ConfigSection, CorpusFormat, RetrievalKind, format_errors, read_yaml_mapping,
+                                      resolve_path)
 from defsentflow.scoring.context_sets import Selection
 from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
 
 __all__ = ["HarvestConfig", "RetrievalKind", "load_harvest_config", "resolve_input_path"]
-
-RetrievalKind = Literal["bm25", "tfidf", "dense"]
 
 
 class _Section(ConfigSection):
@@ -33,7 +32,7 @@ class _Section(ConfigSection):
 class CorpusSection(_Section):
     name: str = Field(..., pattern=IDENTIFIER_PATTERN, description="corpus name in the catalog (a plain name like 'bbc')")
     paths: list[str] = Field(default_factory=list, description="sources to ingest; empty: use the ingested corpus")
-    fmt: Literal["auto", "text", "jsonl", "parquet"] = "auto"
+    fmt: CorpusFormat = "auto"
     chunk_sentences: int = Field(8, ge=1)
 
 
@@ -146,15 +145,8 @@ class HarvestConfig(_Section):
 
 
 def resolve_input_path(path: str | os.PathLike, what: str) -> Path:
-    """An existing input path; a relative one is tried from the current directory, then the repository root."""
-    from defsentflow.storage import repo_root
-
-    p = Path(path).expanduser()
-    candidates = [p] if p.is_absolute() else [Path.cwd() / p, repo_root() / p]
-    for c in candidates:
-        if c.exists():
-            return c.resolve()
-    raise FileNotFoundError(f"{what}: not found: {path}")
+    """An existing input path named by config key ``what`` (:func:`defsentflow.config_tools.resolve_path`)."""
+    return resolve_path(path, what=what)
 
 
 def load_harvest_config(path: str | os.PathLike) -> HarvestConfig:

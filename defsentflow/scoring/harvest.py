@@ -22,12 +22,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Literal, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from defsentflow.config_tools import Similarity
 from defsentflow.scoring.context_sets import Selection, random_context_set, select_context_set, top_context_set
 from defsentflow.scoring.contexts import CorpusLayout, jaccard, word_set
 from defsentflow.scoring.pair_similarity import ScoreCache, pair_similarities
@@ -37,7 +38,6 @@ __all__ = ["HarvestSettings", "BatchSpec", "HarvestResources", "PAIRS_SCHEMA", "
            "harvest_batch", "choose_context_sets", "part_path", "collect_parts", "label_stats", "relabel_parts"]
 
 SearchFn = Callable[[list[str], int], tuple[np.ndarray, np.ndarray]]
-Similarity = Literal["cosine", "centered_cosine"]
 
 PAIRS_SCHEMA = pa.schema([
     ("batch", pa.int32()),

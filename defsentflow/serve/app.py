@@ -49,13 +49,16 @@ class RevdictAnswer(BaseModel):
 
 
 def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, max_wait_ms: float = 10.0,
-               device: str = "cpu") -> FastAPI:
+               device: str = "cpu", threads: int | None = None, prefilter: bool | None = None) -> FastAPI:
     """The app over the catalog of data root ``root`` (default ``$DEFSENTFLOW_HOME`` or ``./storage``).
 
     Args:
         max_batch: most look-ups encoded together (1: one request at a time).
         max_wait_ms: how long a look-up waits for others to share its batch.
         device: where query encoders run.
+        threads: torch and faiss threads of the look-up worker (default: the CPU cores).
+        prefilter: exact search of batches through a certified bf16 prefilter (default: where the
+            CPU has bf16 dot products); False: faiss's flat search only.
 
     Example:
         >>> import uvicorn
@@ -64,7 +67,8 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
     from defsentflow.storage import CatalogLockedError
 
     catalog = ServeCatalog(root)
-    service = LookupService(max_batch=max_batch, max_wait_ms=max_wait_ms, device=device)
+    service = LookupService(max_batch=max_batch, max_wait_ms=max_wait_ms, device=device, threads=threads,
+                            prefilter=prefilter)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -121,7 +125,8 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
 
     @app.get("/api/stats")
     def api_stats() -> dict[str, Any]:
-        return {"max_batch": service.max_batch, "max_wait_ms": service.max_wait_ms, "indexes": service.stats()}
+        return {"max_batch": service.max_batch, "max_wait_ms": service.max_wait_ms, "threads": service.threads,
+                "indexes": service.stats()}
 
     # -- pages --------------------------------------------------------------------------------
     @app.get("/", include_in_schema=False)

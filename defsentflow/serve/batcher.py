@@ -32,17 +32,19 @@ class BatchStats:
     items: int = 0
     largest: int = 0
     seconds: float = 0.0     # time spent in the batch function
+    queued: float = 0.0      # summed over items: from submit to the start of their batch
 
     def to_dict(self) -> dict[str, Any]:
         return {"batches": self.batches, "items": self.items, "largest": self.largest,
                 "mean_batch": round(self.items / self.batches, 2) if self.batches else 0.0,
-                "seconds": round(self.seconds, 3)}
+                "seconds": round(self.seconds, 6), "queued_seconds": round(self.queued, 6)}
 
 
 @dataclass
 class _Pending(Generic[T]):
     item: T
     future: asyncio.Future = field(repr=False)
+    since: float = 0.0
 
 
 class MicroBatcher(Generic[T, R]):
@@ -86,7 +88,7 @@ class MicroBatcher(Generic[T, R]):
         self._outstanding += 1
         self._peak = max(self._peak, self._outstanding)
         try:
-            await queue.put(_Pending(item, fut))
+            await queue.put(_Pending(item, fut, time.perf_counter()))
             return await fut
         finally:
             self._outstanding -= 1
@@ -121,6 +123,7 @@ class MicroBatcher(Generic[T, R]):
             if not live:
                 continue
             t0 = time.perf_counter()
+            self.stats.queued += sum(t0 - p.since for p in live)
             try:
                 results = await loop.run_in_executor(self.executor, self.fn, [p.item for p in live])
                 if len(results) != len(live):

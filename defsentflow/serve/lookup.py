@@ -2,12 +2,18 @@
 
 Every batch of concurrent look-ups against one index is encoded in one call and searched in
 one faiss call. Batches run on a single worker thread, so two encoders never compete for the
-CPU cores; indexes are loaded on first use and kept.
+CPU cores; the thread's torch and faiss (OpenMP) thread counts are set once, to ``threads``
+(default: the CPU cores), when it starts. Indexes are loaded on first use and kept; a cosine
+index is queried with :class:`~defsentflow.serve.encode.PackedQueryEncoder` (no padding) where
+that reproduces the padded encoder, and searched by :class:`~defsentflow.serve.search.FlatSearch`
+(exact top-k, fast for batches). Time spent encoding and searching is kept per index.
 """
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -24,37 +30,81 @@ class Hit:
     score: float
 
 
+def _set_worker_threads(threads: int) -> None:
+    """In the worker thread: OpenMP's thread count is a per-thread setting, so it is set here."""
+    import faiss
+    import torch
+
+    torch.set_num_threads(threads)
+    faiss.omp_set_num_threads(threads)
+
+
+class _Searcher:
+    """One loaded index, its query encoder and the seconds spent in each stage."""
+
+    def __init__(self, served: ServedIndex, device: str, prefilter: bool | None):
+        from defsentflow.revdict import RevdictIndex
+        from defsentflow.serve.encode import PackedQueryEncoder
+        from defsentflow.serve.search import FlatSearch
+
+        self.index = RevdictIndex(served.path)
+        self.packed = PackedQueryEncoder.for_index(self.index.meta, device=device)
+        self.flat = FlatSearch(self.index, prefilter=prefilter if device == "cpu" else False)
+        self.device = device
+        self.encode_s = self.search_s = 0.0
+
+    def vectors(self, texts: list[str]) -> Any:
+        if self.packed is not None:
+            return self.packed.encode(texts)
+        return self.index.query_vectors(texts, device=self.device)
+
+    def __call__(self, items: Sequence[tuple[str, int]]) -> list[list[Hit]]:
+        t0 = time.perf_counter()
+        vecs = self.vectors([t for t, _ in items])
+        t1 = time.perf_counter()
+        scores, ids = self.flat.search(vecs, max(k for _, k in items))
+        self.encode_s += t1 - t0
+        self.search_s += time.perf_counter() - t1
+        entries = self.index.entries
+        return [[Hit(entries[j], float(s)) for s, j in zip(srow[:kq], irow[:kq]) if j >= 0]
+                for (_, kq), srow, irow in zip(items, scores.tolist(), ids.tolist())]
+
+
 class LookupService:
     """Top-k entries for definitions, batched per index.
+
+    Args:
+        max_batch, max_wait_ms: the micro-batcher's (see :class:`MicroBatcher`).
+        device: where query encoders run.
+        threads: torch and faiss threads of the worker (default: the CPU cores).
+        prefilter: batches scored on a bf16 copy first and rescored exactly (see
+            :class:`~defsentflow.serve.search.FlatSearch`; default: where the CPU has bf16 dot products);
+            False: faiss's flat search only.
 
     Example:
         >>> service = LookupService(max_batch=32)
         >>> await service.lookup(served_index, "a young dog", k=5)
     """
 
-    def __init__(self, *, max_batch: int = 32, max_wait_ms: float = 10.0, device: str = "cpu"):
-        self.max_batch, self.max_wait_ms, self.device = max_batch, max_wait_ms, device
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="revdict")
-        self._indexes: dict[str, Any] = {}
+    def __init__(self, *, max_batch: int = 32, max_wait_ms: float = 10.0, device: str = "cpu",
+                 threads: int | None = None, prefilter: bool | None = None):
+        self.max_batch, self.max_wait_ms, self.device, self.prefilter = max_batch, max_wait_ms, device, prefilter
+        self.threads = max(1, threads or os.cpu_count() or 1)
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="revdict",
+                                           initializer=_set_worker_threads, initargs=(self.threads,))
+        self._searchers: dict[str, _Searcher] = {}
         self._batchers: dict[str, MicroBatcher] = {}
         self._lock = threading.Lock()
 
-    def _index(self, served: ServedIndex) -> Any:
-        from defsentflow.revdict import RevdictIndex
-
+    def _searcher(self, served: ServedIndex) -> _Searcher:
         with self._lock:
-            if served.key not in self._indexes:
-                self._indexes[served.key] = RevdictIndex(served.path)
-            return self._indexes[served.key]
+            if served.key not in self._searchers:
+                self._searchers[served.key] = _Searcher(served, self.device, self.prefilter)
+            return self._searchers[served.key]
 
     def search_batch(self, served: ServedIndex, items: Sequence[tuple[str, int]]) -> list[list[Hit]]:
         """Blocking: encode every definition at once, one faiss search with the largest k."""
-        index = self._index(served)
-        texts = [t for t, _ in items]
-        k = max(k for _, k in items)
-        scores, ids = index.search_vectors(index.query_vectors(texts, device=self.device), k)
-        return [[Hit(index.entries[j], float(s)) for s, j in zip(srow[:kq], irow[:kq]) if j >= 0]
-                for (_, kq), srow, irow in zip(items, scores, ids)]
+        return self._searcher(served)(items)
 
     def _batcher(self, served: ServedIndex) -> MicroBatcher:
         b = self._batchers.get(served.key)
@@ -68,7 +118,14 @@ class LookupService:
         return await self._batcher(served).submit((text, k))
 
     def stats(self) -> dict[str, Any]:
-        return {key: b.stats.to_dict() for key, b in self._batchers.items()}
+        out = {}
+        for key, b in self._batchers.items():
+            s = self._searchers.get(key)
+            stages = {} if s is None else {"encode_seconds": round(s.encode_s, 6),
+                                           "search_seconds": round(s.search_s, 6), "packed": s.packed is not None,
+                                           "prefilter": s.flat.prefilter, "prefilter_fallbacks": s.flat.fallbacks}
+            out[key] = {**b.stats.to_dict(), **stages}
+        return out
 
     async def close(self) -> None:
         for b in self._batchers.values():

@@ -12,7 +12,7 @@ from typing import Literal, get_args
 
 from pydantic import Field, field_validator
 
-from defsentflow.config_tools import ConfigSection
+from defsentflow.config_tools import Autocast, ConfigSection, EntryEncoding, Method, TrainPooling
 
 __all__ = [
     "Method",
@@ -27,11 +27,7 @@ __all__ = [
     "validate_choice",
 ]
 
-Method = Literal["defsent", "defsent_plus"]
-EntryEncoding = Literal["ac", "amp"]  # AC: average of CLS vectors, AMP: average of mean-pooled vectors
 LrDecay = Literal["auto", "linear", "none"]
-TrainPooling = Literal["cls", "mean", "max"]
-Autocast = Literal["none", "bf16", "fp16"]
 
 METHODS: tuple[str, ...] = get_args(Method)
 ENTRY_ENCODINGS: tuple[str, ...] = get_args(EntryEncoding)

@@ -15,6 +15,10 @@ The model lives under ``<data root>/models/pretrain/<key>``; the key hashes the 
 dictionary artifact keys, the tokenizer, the config and the code version, so an unchanged
 re-run is skipped.
 
+:func:`run_pretrain` is the stage's one sequencer. It takes its step executor as an argument
+(:class:`PretrainSteps`): the CLI's local mode runs the library's functions, the ``pretrain`` flow
+hands in the same functions wrapped as Prefect tasks, so both write the same catalog rows.
+
 Example:
     >>> from defsentflow.training.pretrain_config import PretrainSection
     >>> section = PretrainSection(corpora=[{"name": "bbc", "paths": ["../shared/data/corpus/bbc"]}], max_steps=300)
@@ -32,85 +36,34 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from defsentflow.training.config import TrainConfig
+from defsentflow.training.pretrain_config import PretrainSection
 
 __all__ = [
-    "PretrainConfig",
+    "LOCAL",
     "PretrainOutcome",
     "PretrainResult",
+    "PretrainSteps",
     "PretrainTexts",
     "build_mlm_model",
     "corpus_sources",
-    "ensure_corpora",
     "gather_texts",
+    "ingest_corpus_step",
     "mask_batch",
     "mlm_loss",
     "pretrain_key",
     "pretrain_mlm",
     "run_pretrain",
+    "train_or_find",
 ]
 
 log = logging.getLogger(__name__)
-
-# Settings that do not change the numbers a run computes: not part of the key or the fingerprint.
-_RESUME_NEUTRAL = ("device", "checkpoint_every")
-
-
-@dataclass(frozen=True)
-class PretrainConfig:
-    """Architecture and optimisation of one masked-LM pretraining run.
-
-    Example:
-        >>> PretrainConfig(hidden=128, layers=2, heads=2, intermediate=512, max_steps=300)
-    """
-
-    hidden: int = 256
-    layers: int = 4
-    heads: int = 4
-    intermediate: int = 1024
-    max_length: int = 64
-    max_position_embeddings: int = 512
-    dropout: float = 0.1
-    batch_size: int = 128
-    lr: float = 5e-4
-    weight_decay: float = 0.01
-    warmup_steps: int = 200
-    epochs: int = 1
-    max_steps: int | None = None
-    mask_prob: float = 0.15
-    grad_clip: float | None = 1.0
-    seed: int = 0
-    device: str = "auto"
-    autocast: str = "none"
-    checkpoint_every: int = 100
-    bucket_batches: int = 50  # batches per length-sorted chunk (see batching.length_bucketed_batches)
-
-    def __post_init__(self) -> None:
-        for name in ("hidden", "layers", "heads", "intermediate", "max_length", "batch_size", "epochs",
-                     "checkpoint_every", "bucket_batches"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
-        if self.hidden % self.heads:
-            raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
-        if self.max_position_embeddings < self.max_length:
-            raise ValueError(f"max_position_embeddings ({self.max_position_embeddings}) < max_length ({self.max_length})")
-        if not 0.0 < self.mask_prob < 1.0:
-            raise ValueError(f"mask_prob must be in (0, 1), got {self.mask_prob!r}")
-        if self.lr <= 0 or self.warmup_steps < 0 or (self.max_steps is not None and self.max_steps < 1):
-            raise ValueError("lr must be > 0, warmup_steps >= 0 and max_steps >= 1 (or None)")
-        if self.autocast not in ("none", "bf16", "fp16"):
-            raise ValueError(f"autocast must be one of ('none', 'bf16', 'fp16'), got {self.autocast!r}")
-
-    def identity(self) -> dict[str, Any]:
-        """The settings that change the trained weights."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k not in _RESUME_NEUTRAL}
-
 
 @dataclass
 class PretrainResult:
@@ -130,10 +83,12 @@ class PretrainResult:
 
 
 # -- model, masking, loss --------------------------------------------------------------------------
-def build_mlm_model(config: PretrainConfig, tokenizer: Any) -> torch.nn.Module:
-    """A randomly initialised ``BertForMaskedLM`` sized for ``tokenizer`` (seed torch first)."""
+def build_mlm_model(section: PretrainSection, tokenizer: Any) -> torch.nn.Module:
+    """A randomly initialised ``BertForMaskedLM`` of ``section.architecture``, sized for ``tokenizer``
+    (seed torch first)."""
     from transformers import BertConfig, BertForMaskedLM
 
+    config = section.architecture
     cfg = BertConfig(vocab_size=len(tokenizer), hidden_size=config.hidden, num_hidden_layers=config.layers,
                      num_attention_heads=config.heads, intermediate_size=config.intermediate,
                      max_position_embeddings=config.max_position_embeddings, hidden_dropout_prob=config.dropout,
@@ -181,7 +136,7 @@ def mlm_loss(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Te
     return F.cross_entropy(logits.float(), labels[selected])
 
 
-def _plan(lengths: np.ndarray, config: PretrainConfig):
+def _plan(lengths: np.ndarray, config: PretrainSection):
     """The per-epoch batch plan, cut so that the whole run has ``max_steps`` steps at most."""
     from defsentflow.training.batching import length_bucketed_batches
 
@@ -201,14 +156,14 @@ def _plan(lengths: np.ndarray, config: PretrainConfig):
     return plan, epochs, total
 
 
-def pretrain_mlm(config: PretrainConfig, texts: Sequence[str], tokenizer: str | os.PathLike, *,
+def pretrain_mlm(config: PretrainSection, texts: Sequence[str], tokenizer: str | os.PathLike, *,
                  out_dir: str | os.PathLike, checkpoint_dir: str | os.PathLike, stop_after_steps: int | None = None,
                  meta: dict[str, Any] | None = None) -> PretrainResult:
     """Pretrain a fresh BERT by masked-LM on ``texts``; save it (MLM head kept) to ``out_dir``.
 
     Args:
-        config: architecture and optimisation.
-        texts: training sentences (one example each, truncated to ``config.max_length`` tokens).
+        config: the section's architecture and optimisation (its corpora are not read here).
+        texts: training sentences (one example each, truncated to ``config.architecture.max_length`` tokens).
         tokenizer: tokenizer directory, hub id or ``minilm`` (the bundled MiniLM tokenizer).
         out_dir: the final model (Hugging Face ``BertForMaskedLM`` + tokenizer + sentence-transformers
             modules with mean pooling + ``defsentflow.json``), written atomically.
@@ -218,8 +173,9 @@ def pretrain_mlm(config: PretrainConfig, texts: Sequence[str], tokenizer: str | 
         meta: extra entries for ``defsentflow.json``.
 
     Example:
-        >>> res = pretrain_mlm(PretrainConfig(hidden=64, layers=2, heads=2, intermediate=128, max_steps=50),
-        ...                    sentences, "minilm", out_dir="raw", checkpoint_dir="ck")
+        >>> section = PretrainSection(corpora=[{"name": "bbc"}], max_steps=50,
+        ...                           architecture={"hidden": 64, "layers": 2, "heads": 2, "intermediate": 128})
+        >>> res = pretrain_mlm(section, sentences, "minilm", out_dir="raw", checkpoint_dir="ck")
     """
     from transformers import AutoTokenizer
 
@@ -240,7 +196,7 @@ def pretrain_mlm(config: PretrainConfig, texts: Sequence[str], tokenizer: str | 
     device = pick_device(config.device)
     seed_everything(config.seed)
     model = build_mlm_model(config, tok).to(device)
-    ids, _ = tokenize_sorted(tok, texts, config.max_length)
+    ids, _ = tokenize_sorted(tok, texts, config.architecture.max_length)
     lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
     plan, epochs, total_steps = _plan(lengths, config)
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
@@ -269,7 +225,7 @@ def pretrain_mlm(config: PretrainConfig, texts: Sequence[str], tokenizer: str | 
     first_loss = float(np.mean(head)) if head else float("nan")
     info = {
         "method": "pretrain", "objective": "mlm", "pooling": "mean", "use_pooler": False, "pooler": None,
-        "family": "bert", "tokenizer": str(tokenizer), "config": dataclasses.asdict(config),
+        "family": "bert", "tokenizer": str(tokenizer), "config": config.settings(),
         "n_texts": len(texts), "tokens": int(lengths.sum()), "steps": outcome.steps, "total_steps": total_steps,
         "epochs_run": epochs, "final_loss": final_loss, "first_loss": first_loss, "losses": losses,
         "train_seconds": outcome.total_seconds, "completed": outcome.completed, "code_version": code_version(),
@@ -277,7 +233,7 @@ def pretrain_mlm(config: PretrainConfig, texts: Sequence[str], tokenizer: str | 
     }
     if outcome.completed:
         model.eval()
-        save_encoder(model, tok, out_dir, pooling="mean", max_seq_length=config.max_length, meta=info)
+        save_encoder(model, tok, out_dir, pooling="mean", max_seq_length=config.architecture.max_length, meta=info)
         remove_checkpoint(checkpoint_dir)
     return PretrainResult(model_dir=Path(out_dir), steps=outcome.steps, total_steps=total_steps, final_loss=final_loss,
                           first_loss=first_loss, losses=losses, seconds=outcome.seconds,
@@ -295,7 +251,7 @@ class PretrainTexts:
     duplicates: int
 
 
-def corpus_sources(section: Any) -> list[tuple[str, list[Path]]]:
+def corpus_sources(section: PretrainSection) -> list[tuple[str, list[Path]]]:
     """``(name, resolved paths)`` per corpus of a :class:`PretrainSection`; no paths: use the catalog's.
 
     Raises:
@@ -304,25 +260,6 @@ def corpus_sources(section: Any) -> list[tuple[str, list[Path]]]:
     from defsentflow.config_tools import resolve_path
 
     return [(c.name, [resolve_path(p) for p in c.paths]) for c in section.corpora]
-
-
-def ensure_corpora(section: Any, *, root: str | os.PathLike | None = None, run_id: str | None = None) -> list[str]:
-    """The corpus artifact keys of a section: ingested from their paths (a cache hit when unchanged)
-    or, for a corpus without paths, its newest ingest.
-
-    Raises:
-        FileNotFoundError: a source path is missing.
-        LookupError: a corpus without paths was never ingested.
-    """
-    from defsentflow.corpus import ingest_corpus, resolve_corpus
-
-    keys = []
-    for name, paths in corpus_sources(section):
-        if paths:
-            keys.append(ingest_corpus(paths, name, root=root, run_id=run_id).key)
-        else:
-            keys.append(resolve_corpus(name, root)["artifact_key"])
-    return keys
 
 
 def gather_texts(corpus_keys: Sequence[str], dictionary: str | None = None,
@@ -370,7 +307,7 @@ def gather_texts(corpus_keys: Sequence[str], dictionary: str | None = None,
 
 
 def pretrain_key(corpus_keys: Sequence[str], dictionary_key: str | None, splits: Sequence[str], tokenizer_hash: str,
-                 config: PretrainConfig) -> str:
+                 config: PretrainSection) -> str:
     """The model's content key: input artifact keys + tokenizer + config + code version."""
     from defsentflow.storage import code_version, combine_hashes, hash_config
 
@@ -413,81 +350,125 @@ def _from_meta(model_id: str, path: Path, key: str, meta: dict[str, Any]) -> Pre
                            counts=dict(meta.get("counts", {})))
 
 
-def run_pretrain(section: Any, *, run_id: str | None = None, root: str | os.PathLike | None = None,
-                 corpus_keys: Sequence[str] | None = None, stop_after_steps: int | None = None) -> PretrainOutcome:
-    """Ingest the corpora if needed, pretrain (or find) the model, register it in the catalog.
+def ingest_corpus_step(paths: Sequence[str | os.PathLike], name: str, *, root: str | os.PathLike | None = None,
+                       run_id: str | None = None) -> str:
+    """Ingest one corpus from its paths (a cache hit when unchanged); its artifact key."""
+    from defsentflow.corpus import ingest_corpus
+
+    return ingest_corpus(list(paths), name, root=root, run_id=run_id).key
+
+
+def train_or_find(section: PretrainSection, corpus_keys: Sequence[str], dictionary_key: str | None, tokenizer_hash: str,
+                  *, root: str | os.PathLike | None = None, run_id: str | None = None,
+                  stop_after_steps: int | None = None) -> PretrainOutcome:
+    """Pretrain the model of these inputs, or find it by its content key; register it in the catalog.
+
+    A killed training resumes from its checkpoint; a model written but never registered is registered.
+    """
+    import json
+
+    from defsentflow.storage import Catalog, hash_path
+    from defsentflow.storage.locks import artifact_lock
+
+    cat = Catalog(root)
+    key = pretrain_key(corpus_keys, dictionary_key, section.dictionary_splits, tokenizer_hash, section)
+    model_id = f"{section.name}-{key[:10]}"
+    out = cat.root / "models" / "pretrain" / key
+    ckpt = cat.root / "checkpoints" / "pretrain" / key
+    with artifact_lock(key, root):  # a second run of the same key waits, then finds the model
+        found = cat.artifact(key)
+        if found is not None:
+            cat.register_model(model_id, found["path"], base_model=None, method="pretrain", pooling="mean",
+                               run_id=run_id, artifact_key=key, meta=found.get("meta"))
+            return _from_meta(model_id, out, key, found.get("meta") or {})
+        data = gather_texts(corpus_keys, section.dictionary, section.dictionary_splits, root=root)
+        inputs = {"corpora": list(corpus_keys), "dictionary": dictionary_key, "tokenizer": tokenizer_hash}
+        if (out / "defsentflow.json").is_file():  # finished but never registered (killed in between)
+            info = json.loads((out / "defsentflow.json").read_text())
+            res = None
+        else:
+            res = pretrain_mlm(section, data.texts, section.tokenizer, out_dir=out, checkpoint_dir=ckpt,
+                               stop_after_steps=stop_after_steps,
+                               meta={"inputs": inputs, "counts": data.counts, "duplicates": data.duplicates,
+                                     "model_id": model_id})
+            info = res.meta
+        if res is not None and not res.completed:
+            return PretrainOutcome(model_id=model_id, model_dir="", key=key, cached=False, completed=False,
+                                   steps=res.steps, total_steps=res.total_steps, final_loss=res.final_loss,
+                                   first_loss=res.first_loss, seconds=res.seconds, n_texts=len(data.texts),
+                                   counts=data.counts)
+        small = {k: info[k] for k in ("steps", "total_steps", "final_loss", "first_loss", "train_seconds",
+                                      "n_texts", "counts", "tokens") if k in info}
+        with cat.transaction() as con:
+            cat.register_artifact(key, "model", out, hash_path(out), name=model_id, input_hashes=inputs,
+                                  config=section.model_dump(mode="json"), run_id=run_id, meta=small, con=con)
+        cat.register_model(model_id, out, base_model=None, method="pretrain", pooling="mean", run_id=run_id,
+                           artifact_key=key, meta=small)
+        shutil.rmtree(ckpt, ignore_errors=True)
+        return dataclasses.replace(_from_meta(model_id, out, key, small), cached=False,
+                                   seconds=res.seconds if res is not None else 0.0)
+
+
+@dataclass(frozen=True)
+class PretrainSteps:
+    """The stage's pieces, each a callable: the library's own functions here, Prefect tasks in the
+    ``pretrain`` flow (``tasks/pretrain.py``). :func:`run_pretrain` calls them in its one order.
+
+    Signatures: ``ingest_corpus(paths, name, *, root, run_id) -> corpus key``;
+    ``train(section, corpus_keys, dictionary_key, tokenizer_hash, *, root, run_id, stop_after_steps)
+    -> PretrainOutcome``.
+    """
+
+    ingest_corpus: Callable[..., str] = ingest_corpus_step
+    train: Callable[..., PretrainOutcome] = train_or_find
+
+
+LOCAL = PretrainSteps()
+
+
+def run_pretrain(section: PretrainSection, *, run_id: str | None = None, root: str | os.PathLike | None = None,
+                 stop_after_steps: int | None = None, steps: PretrainSteps = LOCAL) -> PretrainOutcome:
+    """The pretraining stage's one sequencer: ingest the corpora if needed, pretrain (or find) the
+    model, register it in the catalog.
 
     Args:
-        section: a :class:`~defsentflow.training.pretrain_config.PretrainSection`.
-        run_id: write a ``runs`` row under this id (None: the caller keeps the run record).
-        corpus_keys: the corpus artifact keys when the caller already has them (the flow ingests
-            them as their own cached tasks); None: :func:`ensure_corpora`.
+        section: the ``pretrain:`` config section.
+        run_id: write a ``runs`` row under this id and, once the model exists, a ``pretrain`` stage
+            row keyed by its artifact key (``best-model --stage pretrain`` follows it); None: the
+            caller keeps the run record.
         stop_after_steps: leave a checkpoint after this many steps and return ``completed=False``.
+        steps: the executor of the pieces (:class:`PretrainSteps`; the ``pretrain`` flow passes Prefect tasks).
 
     Returns:
         A :class:`PretrainOutcome`; ``cached`` when the model was already registered.
     """
-    import json
-
+    from defsentflow.corpus import resolve_corpus
     from defsentflow.dictionary import resolve_dictionary
     from defsentflow.encoders.loading import model_content_hash, resolve_model_path
-    from defsentflow.storage import Catalog, hash_config, hash_path
-    from defsentflow.storage.locks import artifact_lock
+    from defsentflow.storage import Catalog, hash_config
 
     t0 = time.perf_counter()
     cat = Catalog(root)
     if run_id is not None:
         cat.start_run("pretrain", config=section.model_dump(mode="json"), config_hash=hash_config(section), run_id=run_id)
     try:
-        config = section.to_config()
         dict_key = resolve_dictionary(section.dictionary, root)[0] if section.dictionary else None  # fail fast
-        keys = list(corpus_keys) if corpus_keys is not None else ensure_corpora(section, root=root, run_id=run_id)
+        keys = [steps.ingest_corpus(paths, name, root=root, run_id=run_id) if paths
+                else resolve_corpus(name, root)["artifact_key"] for name, paths in corpus_sources(section)]
         tok_hash = model_content_hash(resolve_model_path(section.tokenizer))
-        key = pretrain_key(keys, dict_key, section.dictionary_splits, tok_hash, config)
-        model_id = f"{section.name}-{key[:10]}"
-        out = cat.root / "models" / "pretrain" / key
-        ckpt = cat.root / "checkpoints" / "pretrain" / key
-        with artifact_lock(key, root):  # a second run of the same key waits, then finds the model
-            found = cat.artifact(key)
-            if found is not None:
-                outcome = _from_meta(model_id, out, key, found.get("meta") or {})
-                cat.register_model(model_id, found["path"], base_model=None, method="pretrain", pooling="mean",
-                                   run_id=run_id, artifact_key=key, meta=found.get("meta"))
-            else:
-                data = gather_texts(keys, section.dictionary, section.dictionary_splits, root=root)
-                inputs = {"corpora": keys, "dictionary": dict_key, "tokenizer": tok_hash}
-                if (out / "defsentflow.json").is_file():  # finished but never registered (killed in between)
-                    info = json.loads((out / "defsentflow.json").read_text())
-                    res = None
-                else:
-                    res = pretrain_mlm(config, data.texts, section.tokenizer, out_dir=out, checkpoint_dir=ckpt,
-                                       stop_after_steps=stop_after_steps,
-                                       meta={"inputs": inputs, "counts": data.counts, "duplicates": data.duplicates,
-                                             "model_id": model_id})
-                    info = res.meta
-                if res is not None and not res.completed:
-                    outcome = PretrainOutcome(model_id=model_id, model_dir="", key=key, cached=False, completed=False,
-                                              steps=res.steps, total_steps=res.total_steps, final_loss=res.final_loss,
-                                              first_loss=res.first_loss, seconds=res.seconds, n_texts=len(data.texts),
-                                              counts=data.counts)
-                else:
-                    small = {k: info[k] for k in ("steps", "total_steps", "final_loss", "first_loss", "train_seconds",
-                                                  "n_texts", "counts", "tokens") if k in info}
-                    with cat.transaction() as con:
-                        cat.register_artifact(key, "model", out, hash_path(out), name=model_id, input_hashes=inputs,
-                                              config=section.model_dump(mode="json"), run_id=run_id, meta=small, con=con)
-                    cat.register_model(model_id, out, base_model=None, method="pretrain", pooling="mean", run_id=run_id,
-                                       artifact_key=key, meta=small)
-                    shutil.rmtree(ckpt, ignore_errors=True)
-                    outcome = dataclasses.replace(_from_meta(model_id, out, key, small), cached=False,
-                                                  seconds=res.seconds if res is not None else 0.0)
+        outcome = steps.train(section, keys, dict_key, tok_hash, root=root, run_id=run_id,
+                              stop_after_steps=stop_after_steps)
+        if run_id is not None and outcome.completed:
+            cat.record_stage(run_id, "pretrain", "cached" if outcome.cached else "completed", cache_key=outcome.key,
+                             seconds=None if outcome.cached else outcome.seconds, note=outcome.model_id)
     except BaseException as exc:
         if run_id is not None:
             cat.end_run(run_id, "failed", note=f"{type(exc).__name__}: {exc}"[:500])
         raise
     if run_id is not None:
-        note = f"pretrained {model_id}" if outcome.completed else f"stopped at step {outcome.steps}/{outcome.total_steps}"
+        note = (f"pretrained {outcome.model_id}" if outcome.completed
+                else f"stopped at step {outcome.steps}/{outcome.total_steps}")
         cat.end_run(run_id, "completed" if outcome.completed else "stopped", note=note)
-    log.info("pretrain %s: %s in %.1fs", model_id, "cached" if outcome.cached else f"{outcome.steps} steps",
+    log.info("pretrain %s: %s in %.1fs", outcome.model_id, "cached" if outcome.cached else f"{outcome.steps} steps",
              time.perf_counter() - t0)
     return outcome

@@ -1,7 +1,9 @@
-"""Boundary config of the masked-LM pretraining stage (the ``pretrain:`` section of a pipeline config).
+"""The config of the masked-LM pretraining stage (the ``pretrain:`` section of a pipeline config).
 
-Inside the library the section becomes a frozen :class:`~defsentflow.training.pretrain.PretrainConfig`
-(:meth:`PretrainSection.to_config`); the corpora and the dictionary name say where the text comes from.
+One frozen model, read directly by the library (:mod:`defsentflow.training.pretrain`): the
+corpora and the dictionary name say where the text comes from, the architecture and the
+optimisation settings how the encoder is trained (:meth:`PretrainSection.identity` is what its
+artifact key hashes).
 
 Example:
     >>> section = PretrainSection(corpora=[{"name": "bbc", "paths": ["../shared/data/corpus/bbc"]}],
@@ -12,24 +14,20 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from defsentflow.config_tools import ConfigSection, require_distinct
+from defsentflow.config_tools import Autocast, ConfigSection, DictionarySplit, require_distinct
 from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
 
 __all__ = ["ArchitectureSection", "CorpusSource", "PretrainSection"]
 
-AutocastName = Literal["none", "bf16", "fp16"]
-DictionarySplit = Literal["train", "dev", "test"]
+# Settings that do not change the numbers a run computes: not part of the key or the fingerprint.
+_RESUME_NEUTRAL = ("device", "checkpoint_every")
 
 
-class _Section(ConfigSection):
-    """A section of this config: frozen, unknown keys refused, strict types (config_tools.ConfigSection)."""
-
-
-class CorpusSource(_Section):
+class CorpusSource(ConfigSection):
     """A corpus to read sentences from: ingested from ``paths`` if given (a cache hit when unchanged),
     else the newest ingest of ``name`` already in the catalog."""
 
@@ -37,7 +35,7 @@ class CorpusSource(_Section):
     paths: list[str] = Field(default_factory=list, description="files or directories (relative: cwd, then the repo root)")
 
 
-class ArchitectureSection(_Section):
+class ArchitectureSection(ConfigSection):
     """A BERT encoder built from scratch (random weights)."""
 
     hidden: int = Field(256, ge=8)
@@ -57,7 +55,7 @@ class ArchitectureSection(_Section):
         return self
 
 
-class PretrainSection(_Section):
+class PretrainSection(ConfigSection):
     """Masked-LM pretraining of a raw encoder (the positive control for DefSent / DefSent+).
 
     Text: every sentence of ``corpora`` plus, when ``dictionary`` is set, that dictionary's usage
@@ -80,8 +78,9 @@ class PretrainSection(_Section):
     grad_clip: float | None = Field(1.0, gt=0)
     seed: int = 0
     device: str = "auto"
-    autocast: AutocastName = "none"
+    autocast: Autocast = "none"
     checkpoint_every: int = Field(100, ge=1)
+    bucket_batches: int = Field(50, ge=1, description="batches per length-sorted chunk (batching.length_bucketed_batches)")
 
     @field_validator("corpora")
     @classmethod
@@ -89,14 +88,13 @@ class PretrainSection(_Section):
         require_distinct([c.name for c in v], "corpus names")
         return v
 
-    def to_config(self) -> Any:
-        """The library's frozen :class:`~defsentflow.training.pretrain.PretrainConfig`."""
-        from defsentflow.training.pretrain import PretrainConfig
+    def settings(self) -> dict[str, Any]:
+        """Architecture and optimisation, flat (what the model's ``defsentflow.json`` records)."""
+        names = ("batch_size", "lr", "weight_decay", "warmup_steps", "epochs", "max_steps", "mask_prob", "grad_clip",
+                 "seed", "device", "autocast", "checkpoint_every", "bucket_batches")
+        return {**self.architecture.model_dump(), **{k: getattr(self, k) for k in names}}
 
-        a = self.architecture
-        return PretrainConfig(
-            hidden=a.hidden, layers=a.layers, heads=a.heads, intermediate=a.intermediate, max_length=a.max_length,
-            max_position_embeddings=a.max_position_embeddings, dropout=a.dropout, batch_size=self.batch_size,
-            lr=self.lr, weight_decay=self.weight_decay, warmup_steps=self.warmup_steps, epochs=self.epochs,
-            max_steps=self.max_steps, mask_prob=self.mask_prob, grad_clip=self.grad_clip, seed=self.seed,
-            device=self.device, autocast=self.autocast, checkpoint_every=self.checkpoint_every)
+    def identity(self) -> dict[str, Any]:
+        """The settings that change the trained weights (hashed into the artifact key and the checkpoint's
+        fingerprint)."""
+        return {k: v for k, v in self.settings().items() if k not in _RESUME_NEUTRAL}

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from defsentflow.config_tools import ConfigSection, require_distinct
+from defsentflow.config_tools import (Autocast, ConfigSection, EntryEncoding, EvalPooling, Method, TrainPooling,
+                                     require_distinct)
 
 __all__ = [
     "DEFAULT_GRID",
@@ -29,21 +30,13 @@ __all__ = [
     "TrainEntries",
 ]
 
-TrainPooling = Literal["cls", "mean", "max"]
-EvalPooling = Literal["cls", "mean", "max", "prompt"]
-EntryEncoding = Literal["ac", "amp"]
 SelectionMetric = Literal["stsb-dev", "revdict-mrr"]
 SelectionRule = Literal["best_seed", "mean_over_seeds"]
 TrainEntries = Literal["train_split", "all"]
-RevdictMode = Literal["head", "cosine"]
-AutocastName = Literal["none", "bf16", "fp16"]
+SelectionRevdictMode = Literal["head", "cosine"]
 
 
-class _Section(ConfigSection):
-    """A section of this config: frozen, unknown keys refused, strict types (config_tools.ConfigSection)."""
-
-
-class GridPoint(_Section):
+class GridPoint(ConfigSection):
     """One training combination: how definitions are pooled and how entries are encoded."""
 
     pooling: TrainPooling = "mean"
@@ -63,7 +56,7 @@ DEFAULT_GRID: tuple[GridPoint, ...] = (
 )
 
 
-class IcaFit(_Section):
+class IcaFit(ConfigSection):
     """How the ICA transform of an entry matrix is fitted (DefSent+, Liu 2024, Sec. 3.3).
 
     scikit-learn's FastICA with ``n_components`` = the hidden size and unit-variance whitening;
@@ -77,7 +70,7 @@ class IcaFit(_Section):
     standardize: bool = Field(True, description="scale each dimension to unit variance before FastICA")
 
 
-class _TrainingCommon(_Section):
+class _TrainingCommon(ConfigSection):
     base_model: str = Field("minilm", description="path, Hugging Face id or 'minilm' (the bundled MiniLM)")
     dictionary: str = Field("sample", description="dictionary dataset name (or artifact key)")
     use_pooler: bool = True
@@ -87,7 +80,7 @@ class _TrainingCommon(_Section):
     max_length: int = Field(64, ge=8, le=512)
     max_train_entries: int | None = Field(None, ge=2, description="deterministic subset of training entries")
     device: str = "auto"
-    autocast: AutocastName = "none"
+    autocast: Autocast = "none"
     temperature: float = Field(1.0, gt=0)
     normalize_logits: bool = False
     checkpoint_every: int = Field(200, ge=1)
@@ -128,7 +121,7 @@ class PstSection(_TrainingCommon):
                                  "choice) with the best mean over seeds, then its best seed")
     selection: SelectionMetric = "stsb-dev"
     selection_pooling: EvalPooling | None = Field(None, description="None: each candidate's training pooling")
-    selection_revdict_mode: RevdictMode = "cosine"
+    selection_revdict_mode: SelectionRevdictMode = "cosine"
     selection_max_queries: int = Field(2000, ge=1)
     data_dir: str | None = Field("../shared/data", description="STS data (relative: cwd, then the repo root)")
 
@@ -213,7 +206,7 @@ class DefSentSection(_TrainingCommon):
         >>> DefSentSection(method="defsent", pooling="cls", batch_size=16, warmup_ratio=0.1)
     """
 
-    method: Literal["defsent", "defsent_plus"] = "defsent_plus"
+    method: Method = "defsent_plus"
     pooling: TrainPooling = "mean"
     entry_encoding: EntryEncoding = "amp"
     lr: float = Field(2e-5, gt=0)

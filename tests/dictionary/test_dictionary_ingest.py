@@ -18,7 +18,8 @@ from defsentflow.storage import Catalog
 
 
 def _cfg(name, *sources, **kw):
-    return DictionaryConfig(name, tuple(SourceSpec(k, tuple(map(str, paths))) for k, *paths in sources), **kw)
+    return DictionaryConfig(name=name, sources=[SourceSpec(kind=k, paths=[str(p) for p in paths]) for k, *paths in sources],
+                            **kw)
 
 
 def _tree(root):
@@ -122,7 +123,7 @@ def test_all_records_bad_is_an_error(home, write):
     ({"variant": "b"}, "variant b is a single source"),
     ({"variant": "c"}, "variant c needs a tokenizer"),
     ({"tokenizer": "x"}, "only used by variant c"),
-    ({"variant": "z"}, "choose one of: a, b, c"),
+    ({"variant": "z"}, "Input should be 'a', 'b' or 'c'"),
 ])
 def test_config_rules(sources, kw, match):
     tsv, jsonl = sources

@@ -19,7 +19,7 @@ def test_embedded_sample_is_small_licensed_and_ingests_whole(home):
     assert 3500 <= len(entries) <= 4500
     senses = Counter(r["entry"] for r in rows)
     assert sum(1 for n in senses.values() if n > 1) > 300  # entries with several definitions
-    res = ingest_dictionary(DictionaryConfig("sample", (SourceSpec("jsonl", (str(SAMPLE),)),)))
+    res = ingest_dictionary(DictionaryConfig(name="sample", sources=(SourceSpec(kind="jsonl", paths=(str(SAMPLE),)),)))
     s = res.summary
     assert (s["read"], s["quarantined"], s["duplicates"]) == (len(rows), 0, 0)
     assert (s["entries"], s["definitions"]) == (len(entries), len(rows))

@@ -18,14 +18,15 @@ def test_variant_c_keeps_only_whole_token_entries(tiny_bert_dir, home, write):
     from tests.conftest import WORDS
 
     path = write("d.tsv", "".join(f"{e}\tmeaning {i} of {e}\n" for i, e in enumerate(ENTRIES)))
-    cfg = DictionaryConfig("vc", (SourceSpec("tsv", (str(path),)),), variant="c", tokenizer=str(tiny_bert_dir))
+    cfg = DictionaryConfig(name="vc", sources=[SourceSpec(kind="tsv", paths=[str(path)])], variant="c",
+                           tokenizer=str(tiny_bert_dir))
     res = ingest_dictionary(cfg)
     kept = set(load_dictionary("vc").column("entry").to_pylist())
     assert kept == {e.lower() for e in ENTRIES if e.lower() in WORDS}
     s = res.summary
     assert s["excluded"] == len(ENTRIES) - len(kept) and s["read"] == s["accepted"] + s["excluded"]
     # The tokenizer is part of the key: same data, variant a, another key.
-    other = ingest_dictionary(DictionaryConfig("va", (SourceSpec("tsv", (str(path),)),)))
+    other = ingest_dictionary(DictionaryConfig(name="va", sources=(SourceSpec(kind="tsv", paths=(str(path),)),)))
     assert other.key != res.key and other.summary["entries"] == len(ENTRIES)
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from defsentflow.dictionary import DictionaryConfig, SourceSpec, ingest_dictionary, load_dictionary, load_examples
+from defsentflow.dictionary import DictionaryConfig, ingest_dictionary, load_dictionary, load_examples
 from defsentflow.storage import Catalog
 
 
@@ -10,7 +10,7 @@ from defsentflow.storage import Catalog
 def test_full_open_english_wordnet(shared_data, home):
     """Counts against the shared data README: 127,346 lower-cased lemmas, 185,104 (lemma, synset)
     pairs (each synset has one gloss or more), 50,024 usage examples."""
-    res = ingest_dictionary(DictionaryConfig("oewn", (SourceSpec("oewn", (str(shared_data / "oewn" / "yaml"),)),)))
+    res = ingest_dictionary(DictionaryConfig(name="oewn", sources=[{"kind": "oewn", "paths": [str(shared_data / "oewn" / "yaml")]}]))
     s = res.summary
     assert s["entries"] == 127_346
     assert 185_104 <= s["definitions"] <= 185_104 + 100

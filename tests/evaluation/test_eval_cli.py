@@ -87,11 +87,31 @@ def test_revdict_candidates_reach_the_evaluation_and_its_cache_key(monkeypatch, 
     assert seen["runs"] == [("dev", "unseen"), ("test", "unseen")]
     assert evaluation_inputs_hash(cfg) != evaluation_inputs_hash(
         EvalConfig(tasks=("revdict",), dictionary="toy", data_dir=str(tmp_path)))
-    with pytest.raises(ValueError, match="revdict_candidates must be 'all' or 'split'"):
+    with pytest.raises(ValueError, match="revdict_candidates\n  Input should be 'all' or 'split'"):
         EvalConfig(tasks=("revdict",), dictionary="toy", revdict_candidates="test")
-    assert EvaluateSection(model="m", revdict_candidates="split").to_config().revdict_candidates == "split"
-    with pytest.raises(ValueError, match="revdict_modes must be a non-empty subset"):
+    assert EvaluateSection(model="m", revdict_candidates="split").revdict_candidates == "split"
+    with pytest.raises(ValueError, match="revdict_modes.0\n  Input should be 'head', 'cosine' or 'hybrid'"):
         EvalConfig(tasks=("revdict",), dictionary="toy", revdict_modes=("words",))
     run_evaluation("minilm", EvalConfig(tasks=("revdict",), dictionary="toy", revdict_modes=("hybrid",),
                                         data_dir=str(tmp_path)))
     assert seen["modes"] == ("hybrid",)
+
+
+def test_one_eval_model_keeps_each_use_s_defaults():
+    """``eval``/the flow and the pipeline's ``eval:`` section share one model; only their defaults differ."""
+    from defsentflow.config import config_from_dict
+    from defsentflow.evaluation.config import EvalSection
+
+    assert issubclass(EvalSection, EvalConfig) and issubclass(EvaluateSection, EvalConfig)
+    cli = EvalConfig()
+    assert cli.tasks == ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb-dev", "sickr") and cli.pooling is None
+    pipeline = EvalSection()
+    assert pipeline.tasks == (*cli.tasks, "revdict") and pipeline.pooling == "mean"
+    assert pipeline.data_dir == "../shared/data" and pipeline.baselines == ("untrained", "sbert_wk")
+    assert EvalSection.model_validate({"revdict_modes": ["head"]}).revdict_modes == ("head",)  # YAML lists
+    with pytest.raises(ValueError, match="leave eval.dictionary out"):
+        EvalSection(dictionary="oewn")
+    # As before: the pipeline's plan skips a task name it cannot run instead of refusing the config.
+    cfg = config_from_dict({"name": "x", "dictionary": {"name": "d", "sources": [{"kind": "tsv", "paths": ["a.tsv"]}]},
+                            "defsent": {"base_model": "minilm"}, "eval": {"tasks": ["sts-b", "revdict"]}})
+    assert cfg.eval.tasks == ("sts-b", "revdict")

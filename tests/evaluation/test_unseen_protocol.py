@@ -96,11 +96,11 @@ def test_split_by_gloss_keeps_every_gloss_in_one_split():
 def test_split_by_default_keeps_the_artifact_key():
     from defsentflow.dictionary.config import DictionaryConfig, SourceSpec
 
-    src = (SourceSpec("tsv", ("a.tsv",)),)
-    assert "split_by" not in DictionaryConfig("d", src).key_fields()
-    assert DictionaryConfig("d", src, split_by="gloss").key_fields()["split_by"] == "gloss"
+    src = (SourceSpec(kind="tsv", paths=("a.tsv",)),)
+    assert "split_by" not in DictionaryConfig(name="d", sources=src).key_fields()
+    assert DictionaryConfig(name="d", sources=src, split_by="gloss").key_fields()["split_by"] == "gloss"
     with pytest.raises(ValueError, match="split_by"):
-        DictionaryConfig("d", src, split_by="synset")
+        DictionaryConfig(name="d", sources=src, split_by="synset")
 
 
 def test_ica_fitted_in_training_is_saved_and_reused_never_refit(tmp_path, tiny_bert_dir, monkeypatch):

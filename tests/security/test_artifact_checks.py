@@ -19,7 +19,7 @@ from defsentflow.storage import Catalog, hash_path
 def sample(home, tmp_path):
     src = tmp_path / "d.tsv"
     src.write_text("".join(f"word{i}\ta thing numbered {i} in the list\n" for i in range(60)))
-    cfg = DictionaryConfig("tiny", (SourceSpec("tsv", (str(src),)),))
+    cfg = DictionaryConfig(name="tiny", sources=(SourceSpec(kind="tsv", paths=(str(src),)),))
     first = ingest_dictionary(cfg)
     assert first.status == "built"
     return cfg, first.path

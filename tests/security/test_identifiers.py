@@ -62,4 +62,4 @@ def test_library_entry_points_check_too(home):
     with pytest.raises(ValueError, match="run id"):
         report_dir("../x")
     with pytest.raises(ValueError, match="dataset name"):
-        DictionaryConfig("../x", (SourceSpec("tsv", ("a.tsv",)),))
+        DictionaryConfig(name="../x", sources=(SourceSpec(kind="tsv", paths=("a.tsv",)),))

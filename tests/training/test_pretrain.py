@@ -12,7 +12,6 @@ from safetensors.torch import load_file
 
 from defsentflow.training.checkpoint import CHECKPOINT_NAME
 from defsentflow.training.pretrain import (
-    PretrainConfig,
     build_mlm_model,
     gather_texts,
     mask_batch,
@@ -37,11 +36,12 @@ SENTENCES = [
 ]
 
 
-def _tiny(**kw) -> PretrainConfig:
-    base = dict(hidden=32, layers=2, heads=2, intermediate=64, max_length=32, max_position_embeddings=64,
-                batch_size=4, lr=3e-3, warmup_steps=3, epochs=8, mask_prob=0.3, device="cpu", checkpoint_every=4,
-                seed=3)
-    return PretrainConfig(**{**base, **kw})
+def _tiny(**kw) -> PretrainSection:
+    """A tiny section for :func:`pretrain_mlm` (which reads its architecture and optimisation, not its corpora)."""
+    arch = dict(hidden=32, layers=2, heads=2, intermediate=64, max_length=32, max_position_embeddings=64)
+    base = dict(batch_size=4, lr=3e-3, warmup_steps=3, epochs=8, mask_prob=0.3, device="cpu", checkpoint_every=4, seed=3)
+    return PretrainSection(corpora=[{"name": "unused"}], architecture={**arch, **{k: kw.pop(k) for k in list(kw) if k in arch}},
+                           **{**base, **kw})
 
 
 def _tokenizer(path: Path):
@@ -191,7 +191,7 @@ def _write_corpus(tmp_path: Path, title: str = "Animals and people") -> Path:
 
 def _toy_dictionary(tmp_path: Path) -> None:
     from defsentflow.dictionary import ingest_dictionary
-    from defsentflow.dictionary.config import DictionaryConfig, SourceSpec
+    from defsentflow.dictionary.config import DictionaryConfig
 
     rows = [
         {"entry": "cat", "definition": "a small animal that is kept at home", "examples": ["the cat can run fast"]},
@@ -202,7 +202,7 @@ def _toy_dictionary(tmp_path: Path) -> None:
     ]
     src = tmp_path / "toy.jsonl"
     src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    ingest_dictionary(DictionaryConfig("toy", (SourceSpec("jsonl", (str(src),)),), ratios=(0.6, 0.2, 0.2)))
+    ingest_dictionary(DictionaryConfig(name="toy", sources=[{"kind": "jsonl", "paths": [str(src)]}], ratios=(0.6, 0.2, 0.2)))
 
 
 def _section(tmp_path: Path, tokenizer: Path, **kw) -> PretrainSection:
@@ -272,9 +272,9 @@ def test_section_validation_and_the_raw_tiny_config(tmp_path):
     from defsentflow.storage.paths import repo_root
 
     s = load_pretrain_section(repo_root() / "configs" / "raw-tiny.yaml")
-    cfg = s.to_config()
-    assert (cfg.hidden, cfg.layers, cfg.heads, cfg.intermediate, cfg.max_length) == (256, 4, 4, 1024, 64)
-    assert (cfg.batch_size, cfg.lr, cfg.warmup_steps, cfg.mask_prob, cfg.epochs) == (128, 5e-4, 200, 0.15, 1)
+    a = s.architecture
+    assert (a.hidden, a.layers, a.heads, a.intermediate, a.max_length) == (256, 4, 4, 1024, 64)
+    assert (s.batch_size, s.lr, s.warmup_steps, s.mask_prob, s.epochs) == (128, 5e-4, 200, 0.15, 1)
     assert s.tokenizer == "minilm" and s.dictionary == "oewn" and [c.name for c in s.corpora] == ["bbc", "gutenberg"]
 
     bad = tmp_path / "bad.yaml"

@@ -18,14 +18,14 @@ from tests.training.test_pst_schedule import pipeline_config
 @pytest.fixture()
 def toy_dataset(home, tmp_path):
     """Dataset 'toy' ingested through the dictionary package (splits 60/20/20 so dev has queries)."""
-    from defsentflow.dictionary import DictionaryConfig, SourceSpec, ingest_dictionary
+    from defsentflow.dictionary import DictionaryConfig, ingest_dictionary
     from tests.training.test_pst_schedule import toy_dictionary
 
     t = toy_dictionary()
     src = tmp_path / "toy.jsonl"
     src.write_text("".join(json.dumps({"entry": e, "definition": d}) + "\n"
                            for e, d in zip(t.column("entry").to_pylist(), t.column("definition").to_pylist())))
-    ingest_dictionary(DictionaryConfig("toy", (SourceSpec("jsonl", (str(src),)),), ratios=(0.6, 0.2, 0.2)))
+    ingest_dictionary(DictionaryConfig(name="toy", sources=[{"kind": "jsonl", "paths": [str(src)]}], ratios=(0.6, 0.2, 0.2)))
     return "toy"
 
 

@@ -31,10 +31,10 @@ def test_config_validates(path):
         lrs = [cfg.pst.lr_for_step(k) for k in range(1, cfg.pst.total_steps + 1)]
         assert lrs == sorted(lrs, reverse=True)
     elif "defsent" in raw:  # a training config: its sections one by one
-        from defsentflow.dictionary.config import IngestDictionaryParams
+        from defsentflow.dictionary.config import DictionaryConfig
 
         assert isinstance(load_section(path, "defsent"), DefSentSection)
-        assert IngestDictionaryParams.model_validate(raw["dictionary"]).name == raw["defsent"]["dictionary"]
+        assert DictionaryConfig.model_validate(raw["dictionary"]).name == raw["defsent"]["dictionary"]
     elif "corpus" in raw:  # a harvest config
         from defsentflow.scoring.config import HarvestConfig
 

@@ -192,7 +192,6 @@ def test_falls_back_to_revdict_without_sts_data(tiny_bert_dir, home, dictionary,
 
 
 def test_second_run_recomputes_nothing_and_a_killed_run_resumes(tiny_bert_dir, home, dictionary, monkeypatch, spies):
-    import defsentflow.dictionary.tables as revdict
     import defsentflow.training.loop as loop
     from defsentflow.training.pst import run_pst
 

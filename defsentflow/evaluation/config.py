@@ -1,0 +1,143 @@
+"""The evaluation config: one frozen model for ``defsentflow eval``, the ``evaluate`` flow, the
+evaluation suite and a pipeline config's ``eval:`` section.
+
+:class:`EvalConfig` says what to evaluate and how. Its two uses with a wider frame add only what
+they need: :class:`EvaluateSection` names the model (the ``evaluate`` flow's parameters), and
+:class:`EvalSection` (the pipeline's ``eval:`` section) adds the baselines and keeps the pipeline's
+defaults (every task including the reverse dictionary, ``../shared/data``, mean pooling).
+
+Example:
+    >>> EvalConfig(tasks="sts12, stsb-dev").tasks
+    ('sts12', 'stsb-dev')
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, Sequence
+
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from defsentflow.config_tools import (Autocast, CandidateSet, ConfigSection, DictionarySplit, EvalPooling, Pooling,
+                                      RevdictMode, RevdictProtocol, SickSplit)
+from defsentflow.evaluation.sts_data import TASKS as STS_TASKS
+
+__all__ = ["DICTIONARY_TASKS", "EVAL_TASKS", "EvalConfig", "EvalSection", "EvaluateSection", "default_data_dir",
+           "validate_eval_tasks"]
+
+EVAL_TASKS: tuple[str, ...] = (*STS_TASKS, "revdict", "wordpred")
+DICTIONARY_TASKS: tuple[str, ...] = ("revdict", "wordpred")
+SEVEN_STS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb-dev", "sickr")
+
+
+def validate_eval_tasks(tasks: str | Sequence[str]) -> tuple[str, ...]:
+    """Split a comma list and reject unknown task names, listing the valid ones."""
+    names = [t.strip() for t in (tasks.split(",") if isinstance(tasks, str) else tasks) if t.strip()]
+    if not names:
+        raise ValueError(f"no tasks given; valid: {', '.join(EVAL_TASKS)}")
+    bad = [t for t in names if t not in EVAL_TASKS]
+    if bad:
+        raise ValueError(f"unknown task(s) {bad}; valid: {', '.join(EVAL_TASKS)}")
+    return tuple(dict.fromkeys(names))
+
+
+def default_data_dir() -> Path:
+    """``../shared/data`` beside the working directory, else beside the source checkout."""
+    from defsentflow.storage import repo_root
+
+    here = Path.cwd().parent / "shared" / "data"
+    return here if here.is_dir() else repo_root().parent / "shared" / "data"
+
+
+def _as_tuple(v: Any) -> Any:
+    """YAML and JSON give lists; the frozen model keeps tuples."""
+    return tuple(v) if isinstance(v, list) else v
+
+
+class EvalConfig(ConfigSection):
+    """What to evaluate and how.
+
+    Example:
+        >>> EvalConfig(tasks=("sts12", "stsb-dev"), data_dir="../shared/data", pooling="mean")
+    """
+
+    tasks: tuple[str, ...] = SEVEN_STS
+    data_dir: str | None = Field(None, description="STS/SICK data; None: ../shared/data (default_data_dir)")
+    pooling: Pooling | None = Field(None, description="None: the model's training pooling (defsentflow.json), else mean")
+    batch_size: int = Field(128, ge=1)
+    max_length: int = Field(256, ge=1)
+    autocast: Autocast = "none"
+    sick_split: SickSplit = "auto"
+    per_subset: bool = False
+    dictionary: str | None = Field(None, description="revdict / wordpred: dictionary dataset name or artifact key")
+    revdict_splits: tuple[DictionarySplit, ...] = Field(
+        ("dev", "test"), min_length=1,
+        description="reverse-dictionary / word-prediction query splits: dev figures are for selection, test for reporting")
+    revdict_protocols: tuple[RevdictProtocol, ...] = Field(
+        ("unseen",), min_length=1,
+        description="unseen: queries whose text the model never trained on; papers: every definition of the split")
+    revdict_max_queries: int | None = Field(2000, ge=1)
+    revdict_candidates: CandidateSet = Field(
+        "all", description="reverse-dictionary candidates: every entry of the dictionary, or only the split's")
+    revdict_modes: tuple[RevdictMode, ...] = Field(
+        ("head", "cosine"), min_length=1,
+        description="reverse-dictionary modes; hybrid adds the headword's own vector to each entry")
+    device: str = "auto"
+    cache: bool = Field(False, description="keep definition vectors in the data root's embedding cache")
+
+    _tuples = field_validator("revdict_splits", "revdict_protocols", "revdict_modes", mode="before")(_as_tuple)
+
+    @field_validator("tasks", mode="before")
+    @classmethod
+    def _tasks(cls, v: Any) -> tuple[str, ...]:
+        return validate_eval_tasks(v)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> EvalConfig:
+        self._check_dictionary()
+        return self
+
+    def _check_dictionary(self) -> None:
+        needs = [t for t in DICTIONARY_TASKS if t in self.tasks]
+        if needs and not self.dictionary:
+            raise ValueError(f"task {needs[0]!r} needs a dictionary dataset (--dictionary NAME)")
+
+    def resolved_data_dir(self) -> str:
+        """``data_dir``, or :func:`default_data_dir` when unset."""
+        return self.data_dir or str(default_data_dir())
+
+
+class EvaluateSection(EvalConfig):
+    """The ``evaluate`` flow's parameters: the model, the id its scores are filed under, and the
+    evaluation settings."""
+
+    model_config = ConfigDict(protected_namespaces=())
+
+    model: str
+    model_id: str | None = None
+
+
+class EvalSection(EvalConfig):
+    """A pipeline config's ``eval:`` section: the selected encoder and the baselines, with the
+    pipeline's defaults. The dictionary is the pipeline's ``dictionary.name``; the evaluation plan
+    keeps the tasks it can run (known names whose data is present, revdict, wordpred)."""
+
+    tasks: tuple[str, ...] = (*SEVEN_STS, "revdict")
+    data_dir: str | None = Field("../shared/data", description="STS/SICK data; tasks whose files are missing are skipped and listed")
+    pooling: EvalPooling = "mean"
+    baselines: tuple[Literal["untrained", "sbert_wk", "surrogate"], ...] = ("untrained", "sbert_wk")
+    best_trained: bool = Field(
+        False, description="also evaluate the best trained PST candidate when the untrained encoder was selected")
+
+    _baselines = field_validator("baselines", mode="before")(_as_tuple)
+
+    @field_validator("tasks", mode="before")
+    @classmethod
+    def _tasks(cls, v: Any) -> Any:
+        """As before this model was shared: a name the evaluation does not know is skipped with the
+        tasks whose data files are missing (:func:`defsentflow.pipeline.evaluation_plan`), not refused."""
+        return _as_tuple(v)
+
+    def _check_dictionary(self) -> None:
+        if self.dictionary is not None:
+            raise ValueError("the pipeline evaluates on its dictionary.name: leave eval.dictionary out")
