@@ -137,6 +137,8 @@ class SurrogateSection(_Section):
                                                        "CosineSimilarityLoss | CoSENTLoss | AnglELoss")
     labels: Literal["none", "minmax", "rank"] = Field("none", description="rescale the scores before training: "
                                                       "as they are | onto [0, 1] | rank quantiles in [0, 1]")
+    shuffle_labels: bool = Field(False, description="permute the labels among the pairs: the broken-on-purpose "
+                                 "variant of the positive control (tests/integration/test_surrogate_control.py)")
 
 
 class HarvestConfig(_Section):

@@ -6,7 +6,9 @@ the last layer) trained by its own ``SentenceTransformerTrainer`` with one of it
 default), ``CoSENTLoss`` or ``AnglELoss`` (both rank the pairs of a batch by their scores, so only
 the labels' order counts). ``labels`` rescales the harvested scores first: ``minmax`` maps them
 onto [0, 1], ``rank`` replaces them by their rank quantiles in [0, 1] (a labeller's scale, e.g.
-centred cosines around 0.2, is not the cosine scale the MSE loss regresses to). Checkpoints go to a work directory every
+centred cosines around 0.2, is not the cosine scale the MSE loss regresses to).
+``shuffle_labels`` permutes the labels (seeded) before training: a deliberately broken variant
+for the positive control (``tests/integration/test_surrogate_control.py``), never for real use. Checkpoints go to a work directory every
 ``save_steps`` steps; a run that finds one there resumes from the last. The finished model is
 written atomically and loads with ``SentenceTransformer(path)``.
 
@@ -55,6 +57,7 @@ class SurrogateConfig:
     threads: int | None = None  # torch CPU threads while training (None: leave the process's setting)
     loss: str = "cosine"  # cosine (CosineSimilarityLoss) | cosent (CoSENTLoss) | angle (AnglELoss)
     labels: str = "none"  # none | minmax | rank: how the scores are rescaled before training
+    shuffle_labels: bool = False  # the negative control: labels permuted among the pairs
 
     def __post_init__(self) -> None:
         if self.loss not in SURROGATE_LOSSES:
@@ -123,10 +126,11 @@ def scale_labels(scores: np.ndarray, how: str) -> np.ndarray:
 
 
 def load_pair_dataset(pairs_path: str | os.PathLike, *, max_pairs: int | None = None, seed: int = 0,
-                      labels: str = "none"):
+                      labels: str = "none", shuffle_labels: bool = False):
     """``datasets.Dataset`` with ``sentence1``, ``sentence2``, ``score`` from a harvest's pairs Parquet.
 
-    ``labels`` rescales the scores (:func:`scale_labels`) after the ``max_pairs`` sample is drawn.
+    ``labels`` rescales the scores (:func:`scale_labels`) after the ``max_pairs`` sample is drawn;
+    ``shuffle_labels`` then permutes them among the pairs (seeded by ``seed``).
     """
     import datasets
     import pyarrow.parquet as pq
@@ -146,7 +150,11 @@ def load_pair_dataset(pairs_path: str | os.PathLike, *, max_pairs: int | None = 
         bad = int(np.flatnonzero(~np.isfinite(scores))[0])
         raise ValueError(f"{path}: non-finite score at row {int(idx[bad])}")
     return datasets.Dataset.from_dict({"sentence1": t.column("s1").to_pylist(), "sentence2": t.column("s2").to_pylist(),
-                                       "score": scale_labels(scores, labels).tolist()})
+                                       "score": _shuffled(scale_labels(scores, labels), shuffle_labels, seed).tolist()})
+
+
+def _shuffled(scores: np.ndarray, shuffle: bool, seed: int) -> np.ndarray:
+    return np.random.default_rng([seed, 1]).permutation(scores) if shuffle else scores
 
 
 def _loss(model, name: str):
@@ -184,7 +192,8 @@ def train_surrogate(pairs_path: str | os.PathLike, out_dir: str | os.PathLike, c
     device = pick_device(config.device)
     if config.threads:
         torch.set_num_threads(config.threads)
-    data = load_pair_dataset(pairs_path, max_pairs=config.max_pairs, seed=config.seed, labels=config.labels)
+    data = load_pair_dataset(pairs_path, max_pairs=config.max_pairs, seed=config.seed, labels=config.labels,
+                             shuffle_labels=config.shuffle_labels)
     torch.manual_seed(config.seed)
     model = build_surrogate_model(config.base_encoder, max_seq_length=config.max_seq_length, device=str(device))
     args = SentenceTransformerTrainingArguments(
@@ -214,7 +223,7 @@ def _surrogate_config(cfg) -> SurrogateConfig:
     return SurrogateConfig(base_encoder=s.base_encoder, epochs=s.epochs, batch_size=s.batch_size, lr=s.lr,
                            warmup_ratio=s.warmup_ratio, max_pairs=s.max_pairs, max_seq_length=s.max_seq_length,
                            save_steps=s.save_steps, seed=s.seed, device=s.device, threads=s.threads, loss=s.loss,
-                           labels=s.labels)
+                           labels=s.labels, shuffle_labels=s.shuffle_labels)
 
 
 def run_surrogate(cfg, pairs: dict, *, run_id: str | None = None) -> dict:
