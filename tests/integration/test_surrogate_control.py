@@ -1,6 +1,6 @@
 """The surrogate's positive control, CI-sized: harvested labels must clearly improve a raw encoder.
 
-``configs/raw-ci-surrogate.yaml`` harvests contextual labels (BM25 over BBC entertainment news,
+``configs/harvest-raw-ci-surrogate.yaml`` harvests contextual labels (BM25 over BBC entertainment news,
 the discriminative context scorer, diverse ``C_s``, centred Eq. 4) for sentence pairs of the
 STS-B *train* split (its sentences only: ``pairs.source: file`` never reads the gold column),
 then trains the surrogate (CoSENT) from the raw encoder of ``configs/raw-ci.yaml``, all through
@@ -27,14 +27,15 @@ REPO = Path(__file__).resolve().parents[2]
 ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 # Measured with this config, one thread (docs/results.md, "Surrogate positive control on the raw
-# encoder"): raw encoder 43.29, surrogate on the real labels MEASURED_REAL, on shuffled labels
-# MEASURED_SHUFFLED: training on STS-like sentence pairs helps a raw encoder a little whatever the
-# labels, so the margin sits between the two.
-MARGIN = 4.0
+# encoder", has the commands): raw encoder 43.29, surrogate on the real labels 54.73 (+11.44), on
+# the shuffled labels 46.45 (+3.17). Training on STS-like sentence pairs helps a raw encoder a
+# little whatever the labels (CoSENT on random orderings still spreads out its anisotropic space:
+# +3.2 to +5.8 in the variants measured), so the margin sits between, above the issue's +4.
+MARGIN = 8.0
 
 
 def _surrogate_config(tmp_path: Path, data: Path, *, shuffled: bool) -> Path:
-    cfg = yaml.safe_load((REPO / "configs" / "raw-ci-surrogate.yaml").read_text())
+    cfg = yaml.safe_load((REPO / "configs" / "harvest-raw-ci-surrogate.yaml").read_text())
     cfg["corpus"]["paths"] = [str(data / p.split("shared/data/", 1)[1]) for p in cfg["corpus"]["paths"]]
     cfg["pairs"]["file"] = str(data / cfg["pairs"]["file"].split("shared/data/", 1)[1])
     cfg["surrogate"]["shuffle_labels"] = shuffled
