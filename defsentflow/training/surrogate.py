@@ -8,9 +8,10 @@ the labels' order counts). ``labels`` rescales the harvested scores first: ``min
 onto [0, 1], ``rank`` replaces them by their rank quantiles in [0, 1] (a labeller's scale, e.g.
 centred cosines around 0.2, is not the cosine scale the MSE loss regresses to).
 ``shuffle_labels`` permutes the labels (seeded) before training: a deliberately broken variant
-for the positive control (``tests/integration/test_surrogate_control.py``), never for real use. Checkpoints go to a work directory every
-``save_steps`` steps; a run that finds one there resumes from the last. The finished model is
-written atomically and loads with ``SentenceTransformer(path)``.
+for the positive control (``tests/integration/test_surrogate_control.py``), never for real use.
+
+Checkpoints go to a work directory every ``save_steps`` steps; a run that finds one there resumes
+from the last. The finished model is written atomically and loads with ``SentenceTransformer(path)``.
 
 Example:
     >>> res = train_surrogate("storage/parquet/harvest/bbc/<key>/pairs.parquet", "out/surrogate",
