@@ -106,3 +106,23 @@ def test_file_source_needs_a_file(corpus_dir, tiny_bert_dir, home):
         harvest_config(corpus_dir, tiny_bert_dir, home, pairs={"source": "file"})
     with pytest.raises(ValueError, match="file_columns"):
         harvest_config(corpus_dir, tiny_bert_dir, home, pairs={"source": "file", "file": "x", "file_columns": [1, 1]})
+
+
+def test_cli_train_surrogate_from_a_catalog_model_on_file_pairs(corpus_dir, tiny_bert_dir, home, tmp_path, capsys):
+    import yaml
+
+    from defsentflow.cli import main
+    from defsentflow.storage import Catalog
+
+    pairs = {"source": "file", "file": str(_sts_file(tmp_path)), "file_columns": [5, 6]}
+    cfg = harvest_config(corpus_dir, tiny_bert_dir, home, pairs=pairs, batch_size=2,
+                         surrogate={"base_encoder": str(tmp_path / "not-this-one"), "loss": "cosent",
+                                    "shuffle_labels": True})
+    path = tmp_path / "h.yaml"
+    path.write_text(yaml.safe_dump(cfg.model_dump(mode="json")))
+    Catalog(home).register_model("raw-test", tiny_bert_dir, method="pretrain", pooling="mean")
+    assert main(["--quiet", "train-surrogate", str(path), "--base-encoder", "raw-test"]) == 0
+    assert "4 pairs" in capsys.readouterr().out
+    row = Catalog(home).query("SELECT base_model, meta FROM models WHERE method = 'surrogate'")
+    assert len(row) == 1 and row[0]["base_model"] == str(tiny_bert_dir)
+    assert main(["train-surrogate", str(path), "--base-encoder", str(tmp_path / "missing")]) == 2
