@@ -126,3 +126,21 @@ def test_cli_train_surrogate_from_a_catalog_model_on_file_pairs(corpus_dir, tiny
     row = Catalog(home).query("SELECT base_model, meta FROM models WHERE method = 'surrogate'")
     assert len(row) == 1 and row[0]["base_model"] == str(tiny_bert_dir)
     assert main(["train-surrogate", str(path), "--base-encoder", str(tmp_path / "missing")]) == 2
+
+
+@pytest.mark.slow
+def test_the_flow_on_dask_labels_file_pairs_as_the_library_does(corpus_dir, tiny_bert_dir, tmp_path, monkeypatch):
+    from flows.harvest_pairs import run_harvest_flow
+
+    pairs = {"source": "file", "file": str(_sts_file(tmp_path)), "file_columns": [5, 6], "similarity": "centered_cosine"}
+    seq_root, dask_root = tmp_path / "seq", tmp_path / "dask"
+    monkeypatch.setenv("DEFSENTFLOW_HOME", str(seq_root))
+    sequential = run_harvest(harvest_config(corpus_dir, tiny_bert_dir, seq_root, pairs=pairs, batch_size=2))
+    monkeypatch.setenv("DEFSENTFLOW_HOME", str(dask_root))
+    cfg = harvest_config(corpus_dir, tiny_bert_dir, dask_root, pairs=pairs, batch_size=2,
+                         dask={"local_workers": 2, "processes": False})
+    flowed = run_harvest_flow(cfg.model_dump(mode="json"))
+    assert flowed["key"] == sequential["key"] and flowed["batches_computed"] == 2
+    a, b = pq.read_table(sequential["path"]), pq.read_table(flowed["path"])
+    assert a.drop_columns(["score"]).equals(b.drop_columns(["score"]))
+    np.testing.assert_allclose(a.column("score").to_numpy(), b.column("score").to_numpy(), atol=1e-6)
