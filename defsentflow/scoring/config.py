@@ -100,7 +100,7 @@ class PairsSection(_Section):
     file: str | None = Field(None, description="unlabelled sentence pairs (pairs.source: file): a tab-separated text "
                              "file (the two pairs.file_columns are read, nothing else) or Parquet with s1, s2 columns")
     file_columns: list[int] = Field([0, 1], description="0-based sentence columns of a tab-separated "
-                                          "pairs.file (STS-B csv: [5, 6]; SICK: [1, 2] with file_header)")
+                                    "pairs.file (STS-B csv: [5, 6]; SICK: [1, 2] with file_header)")
     file_header: bool = Field(False, description="the tab-separated pairs.file starts with a header line")
 
     @model_validator(mode="after")
