@@ -34,6 +34,8 @@ def _source_paths(cfg: PipelineConfig) -> list[str]:
         paths += list(cfg.harvest.corpus.paths)
         if cfg.harvest.pairs.extra_sentences:
             paths.append(cfg.harvest.pairs.extra_sentences)
+        if cfg.harvest.pairs.file:
+            paths.append(cfg.harvest.pairs.file)
     return paths
 
 

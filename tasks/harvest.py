@@ -22,11 +22,11 @@ def _cfg(config: dict[str, Any]):
 
 @task(name="harvest-prepare-corpus", cache_policy=NO_CACHE)
 def prepare_corpus(config: dict[str, Any], run_id: str | None = None) -> dict[str, Any]:
-    """Ingest (or find) the corpus and the optional extra sentences."""
-    from defsentflow.scoring.stages import prepare_corpus as corpus, prepare_extras
+    """Ingest (or find) the corpus, the optional extra sentences and the pairs file (``pairs.source: file``)."""
+    from defsentflow.scoring.stages import prepare_corpus as corpus, prepare_extras, prepare_pair_file
 
     cfg = _cfg(config)
-    return {"corpus": corpus(cfg, run_id), "extras": prepare_extras(cfg)}
+    return {"corpus": corpus(cfg, run_id), "extras": prepare_extras(cfg), "pair_file": prepare_pair_file(cfg)}
 
 
 @task(name="train-context-scorer", cache_policy=NO_CACHE)

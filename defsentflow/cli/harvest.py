@@ -24,6 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Harvest (cached stages are skipped), then train a Siamese encoder whose cosine "
                                    "regresses the pair labels; registered in the catalog's models table.")
     p.add_argument("config", help="YAML config")
+    p.add_argument("--base-encoder", metavar="MODEL",
+                   help="start from this encoder instead of the config's surrogate.base_encoder: a directory or a "
+                        "catalog model id (e.g. the raw encoder id `defsentflow pretrain CONFIG` prints)")
     _common(p)
     p.set_defaults(func=train_surrogate)
 
@@ -49,6 +52,12 @@ def _config(args: argparse.Namespace):
         dask["local_workers"] = args.local_workers
     if dask:
         cfg = cfg.model_copy(update={"dask": cfg.dask.model_copy(update=dask)})
+    if getattr(args, "base_encoder", None):
+        from defsentflow.evaluation.suite import resolve_model
+        from defsentflow.storage import Catalog
+
+        _, path = resolve_model(Catalog(cfg.root), args.base_encoder)
+        cfg = cfg.model_copy(update={"surrogate": cfg.surrogate.model_copy(update={"base_encoder": path})})
     return cfg
 
 

@@ -32,6 +32,7 @@ from defsentflow.scoring.harvest import (
     relabel_parts,
 )
 from defsentflow.scoring.origin import OriginPoint, PairLabeller
+from defsentflow.scoring.pair_file import PairFile, label_file_batch, read_pair_file, sample_pairs
 from defsentflow.scoring.pair_similarity import SCORES_SCHEMA, ScoreCache, pair_similarities
 from defsentflow.scoring.scorer import ContextScorer, ContextualScorer, ScorerWeights
 from defsentflow.scoring.vectors import cached_sentence_vectors, context_vectors, encode_sentences
@@ -53,6 +54,7 @@ __all__ = [
     "HarvestResources",
     "HarvestSettings",
     "OriginPoint",
+    "PairFile",
     "PairLabeller",
     "ScoreCache",
     "ScorerWeights",
@@ -65,14 +67,17 @@ __all__ = [
     "encode_sentences",
     "harvest_batch",
     "jaccard",
+    "label_file_batch",
     "label_stats",
     "load_harvest_config",
     "pair_similarities",
     "plan_batches",
     "random_context_set",
+    "read_pair_file",
     "relabel_parts",
     "resolve_input_path",
     "sample_negatives",
+    "sample_pairs",
     "select_context_set",
     "top_context_set",
     "train_discriminator",

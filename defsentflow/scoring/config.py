@@ -94,6 +94,22 @@ class PairsSection(_Section):
     max_words: int = Field(60, ge=1)
     extra_sentences: str | None = Field(None, description="text file (one per line) or Parquet with a 'text' column")
     similarity: Literal["cosine", "centered_cosine"] = "cosine"
+    source: Literal["corpus", "file"] = Field("corpus", description="corpus: neighbour and random pairs of corpus "
+                                              "sentences | file: the sentence pairs of pairs.file (labelled the same way)")
+    file: str | None = Field(None, description="unlabelled sentence pairs (pairs.source: file): a tab-separated text "
+                             "file (the two pairs.file_columns are read, nothing else) or Parquet with s1, s2 columns")
+    file_columns: list[int] = Field([0, 1], description="0-based sentence columns of a tab-separated "
+                                    "pairs.file (STS-B csv: [5, 6]; SICK: [1, 2] with file_header)")
+    file_header: bool = Field(False, description="the tab-separated pairs.file starts with a header line")
+
+    @model_validator(mode="after")
+    def _file_source(self) -> PairsSection:
+        if self.source == "file" and not self.file:
+            raise ValueError("pairs.source is 'file' but pairs.file is not set")
+        c = self.file_columns
+        if len(c) != 2 or min(c) < 0 or c[0] == c[1]:
+            raise ValueError("pairs.file_columns must be two distinct column numbers >= 0")
+        return self
 
 
 class DaskSection(_Section):
@@ -116,6 +132,12 @@ class SurrogateSection(_Section):
     seed: int = 0
     device: str = "auto"
     threads: int | None = Field(None, ge=1, description="torch CPU threads while training (None: as the process)")
+    loss: Literal["cosine", "cosent", "angle"] = Field("cosine", description="sentence-transformers loss: "
+                                                       "CosineSimilarityLoss | CoSENTLoss | AnglELoss")
+    labels: Literal["none", "minmax", "rank"] = Field("none", description="rescale the scores before training: "
+                                                      "as they are | onto [0, 1] | rank quantiles in [0, 1]")
+    shuffle_labels: bool = Field(False, description="permute the labels among the pairs: the broken-on-purpose "
+                                 "variant of the positive control (tests/integration/test_surrogate_control.py)")
 
 
 class HarvestConfig(_Section):

@@ -13,6 +13,10 @@ Artifacts:
 * the discriminative scorer ``<root>/models/scorers/<key>/`` (kind ``scorer``);
 * the pairs ``<root>/parquet/harvest/<corpus>/<key>/pairs.parquet`` with ``parts/`` (kind
   ``pairs``) and a ``harvest_stats`` row.
+
+With ``pairs.source: file`` the pairs are those of ``pairs.file`` (see
+:mod:`defsentflow.scoring.pair_file`); its sentences' vectors are cached on their own and a batch
+is a slice of its pairs.
 """
 
 from __future__ import annotations
@@ -44,7 +48,8 @@ from defsentflow.scoring.harvest import (
 from defsentflow.scoring.scorer import ContextualScorer, ScorerWeights
 from defsentflow.scoring.vectors import cached_sentence_vectors
 
-__all__ = ["apply_threads", "vectors_path", "prepare_corpus", "prepare_extras", "prepare_scorer", "prepare_index",
+__all__ = ["apply_threads", "vectors_path", "prepare_corpus", "prepare_extras", "prepare_pair_file", "prepare_scorer",
+           "prepare_index",
            "prepare_refs", "plan_harvest", "run_batch", "finalize_harvest", "run_harvest", "load_resources", "harvest_settings",
            "discriminative_config"]
 
@@ -133,6 +138,29 @@ def _all_texts(corpus: dict, extras: dict | None) -> list[str]:
     if extras:
         texts += _extra_texts(extras["path"])
     return texts
+
+
+@lru_cache(maxsize=2)
+def _pair_file(path: str, columns: tuple[int, int], header: bool):
+    from defsentflow.scoring.pair_file import read_pair_file
+
+    return read_pair_file(path, columns=columns, header=header)
+
+
+def prepare_pair_file(cfg: HarvestConfig) -> dict | None:
+    """``pairs.source: file``: read the pairs file and encode its sentences (cached); None for a corpus harvest."""
+    p = cfg.pairs
+    if p.source != "file":
+        return None
+    from defsentflow.storage import Catalog, hash_path
+
+    path = resolve_input_path(p.file, "pairs.file")
+    pf = _pair_file(str(path), tuple(p.file_columns), p.file_header)
+    encoder = cfg.scorer.discriminative.encoder
+    vec_path = vectors_path(Catalog(cfg.root).root, encoder, list(pf.texts))
+    cached_sentence_vectors(vec_path, encoder, pf.texts)
+    return {"path": str(path), "hash": hash_path(path), "columns": list(p.file_columns), "header": p.file_header,
+            "n_pairs": len(pf.pairs), "n_texts": len(pf.texts), "vectors_path": str(vec_path)}
 
 
 # -- stage 2: the discriminative scorer ---------------------------------------------------------
@@ -255,22 +283,44 @@ def plan_harvest(cfg: HarvestConfig, refs: dict) -> dict:
 
     res = load_resources(cfg, refs)
     settings = harvest_settings(cfg)
+    pair_file = refs.get("pair_file")
+    source = [pair_file["hash"], *map(str, pair_file["columns"]), str(pair_file["header"])] if pair_file else []
     key = combine_hashes(["pairs", refs["corpus"]["key"], res.scorer.version, refs["index"]["key"],
-                          (refs.get("extras") or {}).get("hash", "-"), hash_config(settings), code_version()])
+                          (refs.get("extras") or {}).get("hash", "-"), *source, hash_config(settings), code_version()])
     out_dir = Catalog(cfg.root).root / "parquet" / "harvest" / refs["corpus"]["name"] / key
-    eligible = eligible_sentences(res.texts, settings.min_words, settings.max_words)
-    specs = plan_batches(eligible, settings)
+    if pair_file:
+        from defsentflow.scoring.pair_file import sample_pairs
+
+        pf = _pair_file(pair_file["path"], tuple(pair_file["columns"]), pair_file["header"])
+        batches = [{"index": i, "rows": rows.tolist()} for i, rows in enumerate(sample_pairs(pf, settings))]
+    else:
+        eligible = eligible_sentences(res.texts, settings.min_words, settings.max_words)
+        batches = [dataclasses.asdict(s) for s in plan_batches(eligible, settings)]
     return {"key": key, "dir": str(out_dir), "parts_dir": str(out_dir / "parts"), "scorer_version": res.scorer.version,
-            "batches": [dataclasses.asdict(s) for s in specs]}
+            "batches": batches}
 
 
 def run_batch(cfg: HarvestConfig, refs: dict, plan: dict, batch: dict) -> dict:
     """One batch (skipped when its part exists); returns the part's reference."""
     res = load_resources(cfg, refs)
     settings = harvest_settings(cfg)
+    if refs.get("pair_file"):
+        return _run_file_batch(cfg, res, refs["pair_file"], plan, batch, settings)
     spec = BatchSpec(batch["index"], tuple(batch["seeds"]), batch["n_neighbour"], batch["n_random"])
     eligible = _eligible(cfg, refs)
     return harvest_batch(res, spec, settings, plan["parts_dir"], eligible, scorer_version=plan["scorer_version"])
+
+
+def _run_file_batch(cfg: HarvestConfig, res: HarvestResources, pair_file: dict, plan: dict, batch: dict,
+                    settings: HarvestSettings) -> dict:
+    from defsentflow.scoring.origin import PairLabeller
+    from defsentflow.scoring.pair_file import label_file_batch
+
+    pf = _pair_file(pair_file["path"], tuple(pair_file["columns"]), pair_file["header"])
+    labeller = PairLabeller(res, pf.texts, np.load(pair_file["vectors_path"]), k=settings.k,
+                            max_jaccard=settings.max_jaccard, seed=settings.seed)
+    return label_file_batch(labeller, pf, batch["index"], np.asarray(batch["rows"], dtype=np.int64), settings,
+                            plan["parts_dir"], scorer_version=plan["scorer_version"])
 
 
 def _eligible(cfg: HarvestConfig, refs: dict) -> np.ndarray:
@@ -296,7 +346,7 @@ def finalize_harvest(cfg: HarvestConfig, refs: dict, plan: dict, run_id: str | N
     scores = table.column("score").to_numpy()
     kinds = np.asarray(table.column("kind").to_pylist())
     stats = label_stats(scores)
-    stats["by_kind"] = {k: label_stats(scores[kinds == k]) for k in ("neighbour", "random")}
+    stats["by_kind"] = {k: label_stats(scores[kinds == k]) for k in ("neighbour", "random", "file") if (kinds == k).any()}
     write_json({"config": cfg.model_dump(mode="json"), "refs": refs, "stats": stats}, out_dir / "manifest.json")
     with cat.transaction() as con:
         cat.register_artifact(plan["key"], "pairs", final, hash_path(final), name=f"{refs['corpus']['name']}-pairs",
@@ -320,8 +370,10 @@ def prepare_refs(cfg: HarvestConfig, run_id: str | None = None) -> dict:
     """The corpus, extra sentences, context scorer and chunk index a labeller needs (each cached)."""
     corpus = prepare_corpus(cfg, run_id)
     extras = prepare_extras(cfg)
-    return {"corpus": corpus, "extras": extras, "scorer": prepare_scorer(cfg, corpus, extras, run_id),
+    refs = {"corpus": corpus, "extras": extras, "scorer": prepare_scorer(cfg, corpus, extras, run_id),
             "index": prepare_index(cfg, corpus, run_id)}
+    pair_file = prepare_pair_file(cfg)
+    return {**refs, "pair_file": pair_file} if pair_file else refs
 
 
 def run_harvest(cfg: HarvestConfig, *, run_id: str | None = None,

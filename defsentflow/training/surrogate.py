@@ -1,10 +1,17 @@
 """The surrogate encoder: a Siamese sentence encoder whose cosine regresses the harvested labels.
 
 sentence-transformers does the work: a ``SentenceTransformer`` (transformer + mean pooling over
-the last layer) trained with ``CosineSimilarityLoss`` (MSE between ``cos(u, v)`` and the pair's
-score) by its own ``SentenceTransformerTrainer``. Checkpoints go to a work directory every
-``save_steps`` steps; a run that finds one there resumes from the last. The finished model is
-written atomically and loads with ``SentenceTransformer(path)``.
+the last layer) trained by its own ``SentenceTransformerTrainer`` with one of its pair-score losses
+(``loss``): ``CosineSimilarityLoss`` (MSE between ``cos(u, v)`` and the pair's score, the
+default), ``CoSENTLoss`` or ``AnglELoss`` (both rank the pairs of a batch by their scores, so only
+the labels' order counts). ``labels`` rescales the harvested scores first: ``minmax`` maps them
+onto [0, 1], ``rank`` replaces them by their rank quantiles in [0, 1] (a labeller's scale, e.g.
+centred cosines around 0.2, is not the cosine scale the MSE loss regresses to).
+``shuffle_labels`` permutes the labels (seeded) before training: a deliberately broken variant
+for the positive control (``tests/integration/test_surrogate_control.py``), never for real use.
+
+Checkpoints go to a work directory every ``save_steps`` steps; a run that finds one there resumes
+from the last. The finished model is written atomically and loads with ``SentenceTransformer(path)``.
 
 Example:
     >>> res = train_surrogate("storage/parquet/harvest/bbc/<key>/pairs.parquet", "out/surrogate",
@@ -25,10 +32,13 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SurrogateConfig", "SurrogateResult", "build_surrogate_model", "load_pair_dataset", "train_surrogate",
-           "run_surrogate", "run_surrogate_config"]
+__all__ = ["LABEL_SCALINGS", "SURROGATE_LOSSES", "SurrogateConfig", "SurrogateResult", "build_surrogate_model",
+           "load_pair_dataset", "scale_labels", "train_surrogate", "run_surrogate", "run_surrogate_config"]
 
 log = logging.getLogger(__name__)
+
+SURROGATE_LOSSES = ("cosine", "cosent", "angle")
+LABEL_SCALINGS = ("none", "minmax", "rank")
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,15 @@ class SurrogateConfig:
     seed: int = 0
     device: str = "auto"
     threads: int | None = None  # torch CPU threads while training (None: leave the process's setting)
+    loss: str = "cosine"  # cosine (CosineSimilarityLoss) | cosent (CoSENTLoss) | angle (AnglELoss)
+    labels: str = "none"  # none | minmax | rank: how the scores are rescaled before training
+    shuffle_labels: bool = False  # the negative control: labels permuted among the pairs
+
+    def __post_init__(self) -> None:
+        if self.loss not in SURROGATE_LOSSES:
+            raise ValueError(f"surrogate loss {self.loss!r} is not one of {', '.join(SURROGATE_LOSSES)}")
+        if self.labels not in LABEL_SCALINGS:
+            raise ValueError(f"surrogate labels {self.labels!r} is not one of {', '.join(LABEL_SCALINGS)}")
 
 
 @dataclass(frozen=True)
@@ -87,8 +106,33 @@ def _pooling_mode(pooling) -> str:
     return mode[0] if isinstance(mode, (list, tuple)) and len(mode) == 1 else str(mode)
 
 
-def load_pair_dataset(pairs_path: str | os.PathLike, *, max_pairs: int | None = None, seed: int = 0):
-    """``datasets.Dataset`` with ``sentence1``, ``sentence2``, ``score`` from a harvest's pairs Parquet."""
+def scale_labels(scores: np.ndarray, how: str) -> np.ndarray:
+    """``none``: as they are; ``minmax``: onto [0, 1]; ``rank``: average-rank quantiles in [0, 1].
+
+    Example:
+        >>> scale_labels(np.array([0.1, 0.5, 0.3]), "rank").tolist()
+        [0.0, 1.0, 0.5]
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    if how == "none" or len(s) < 2:
+        return s.astype(np.float32)
+    if how == "minmax":
+        span = s.max() - s.min()
+        return ((s - s.min()) / span if span > 0 else np.full_like(s, 0.5)).astype(np.float32)
+    if how == "rank":
+        from scipy.stats import rankdata
+
+        return ((rankdata(s) - 1) / (len(s) - 1)).astype(np.float32)
+    raise ValueError(f"label scaling {how!r} is not one of {', '.join(LABEL_SCALINGS)}")
+
+
+def load_pair_dataset(pairs_path: str | os.PathLike, *, max_pairs: int | None = None, seed: int = 0,
+                      labels: str = "none", shuffle_labels: bool = False):
+    """``datasets.Dataset`` with ``sentence1``, ``sentence2``, ``score`` from a harvest's pairs Parquet.
+
+    ``labels`` rescales the scores (:func:`scale_labels`) after the ``max_pairs`` sample is drawn;
+    ``shuffle_labels`` then permutes them among the pairs (seeded by ``seed``).
+    """
     import datasets
     import pyarrow.parquet as pq
 
@@ -107,7 +151,17 @@ def load_pair_dataset(pairs_path: str | os.PathLike, *, max_pairs: int | None = 
         bad = int(np.flatnonzero(~np.isfinite(scores))[0])
         raise ValueError(f"{path}: non-finite score at row {int(idx[bad])}")
     return datasets.Dataset.from_dict({"sentence1": t.column("s1").to_pylist(), "sentence2": t.column("s2").to_pylist(),
-                                       "score": scores.tolist()})
+                                       "score": _shuffled(scale_labels(scores, labels), shuffle_labels, seed).tolist()})
+
+
+def _shuffled(scores: np.ndarray, shuffle: bool, seed: int) -> np.ndarray:
+    return np.random.default_rng([seed, 1]).permutation(scores) if shuffle else scores
+
+
+def _loss(model, name: str):
+    from sentence_transformers import losses
+
+    return {"cosine": losses.CosineSimilarityLoss, "cosent": losses.CoSENTLoss, "angle": losses.AnglELoss}[name](model)
 
 
 def _last_checkpoint(work_dir: Path) -> str | None:
@@ -127,7 +181,7 @@ def train_surrogate(pairs_path: str | os.PathLike, out_dir: str | os.PathLike, c
         work_dir: checkpoints (default ``<out_dir>.checkpoints``); removed after success.
     """
     import torch
-    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments, losses
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
 
     from defsentflow.encoders import pick_device
     from defsentflow.progress import live
@@ -139,7 +193,8 @@ def train_surrogate(pairs_path: str | os.PathLike, out_dir: str | os.PathLike, c
     device = pick_device(config.device)
     if config.threads:
         torch.set_num_threads(config.threads)
-    data = load_pair_dataset(pairs_path, max_pairs=config.max_pairs, seed=config.seed)
+    data = load_pair_dataset(pairs_path, max_pairs=config.max_pairs, seed=config.seed, labels=config.labels,
+                             shuffle_labels=config.shuffle_labels)
     torch.manual_seed(config.seed)
     model = build_surrogate_model(config.base_encoder, max_seq_length=config.max_seq_length, device=str(device))
     args = SentenceTransformerTrainingArguments(
@@ -150,7 +205,7 @@ def train_surrogate(pairs_path: str | os.PathLike, out_dir: str | os.PathLike, c
         report_to="none", disable_tqdm=not live(), use_cpu=device.type == "cpu",
     )
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=data,
-                                         loss=losses.CosineSimilarityLoss(model))
+                                         loss=_loss(model, config.loss))
     resume = _last_checkpoint(work)
     if resume:
         log.info("surrogate: resuming from %s", resume)
@@ -168,7 +223,8 @@ def _surrogate_config(cfg) -> SurrogateConfig:
     s = cfg.surrogate
     return SurrogateConfig(base_encoder=s.base_encoder, epochs=s.epochs, batch_size=s.batch_size, lr=s.lr,
                            warmup_ratio=s.warmup_ratio, max_pairs=s.max_pairs, max_seq_length=s.max_seq_length,
-                           save_steps=s.save_steps, seed=s.seed, device=s.device, threads=s.threads)
+                           save_steps=s.save_steps, seed=s.seed, device=s.device, threads=s.threads, loss=s.loss,
+                           labels=s.labels, shuffle_labels=s.shuffle_labels)
 
 
 def run_surrogate(cfg, pairs: dict, *, run_id: str | None = None) -> dict:

@@ -13,3 +13,9 @@ from tiny_pipeline_utils import tiny_config
 def tiny_pipeline(tmp_path_factory, tiny_bert_dir) -> Path:
     tmp = tmp_path_factory.mktemp("tiny-pipeline")
     return tiny_config(tmp, tiny_bert_dir)
+
+
+@pytest.fixture(scope="session")
+def raw_ci_home(tmp_path_factory) -> Path:
+    """One data root for the positive controls: the raw-ci encoder is pretrained once for both."""
+    return tmp_path_factory.mktemp("raw-ci") / "home"

@@ -15,13 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tiny_pipeline_utils import catalog_rows, run_cli
+from tiny_pipeline_utils import catalog_rows, raw_ci_config, run_cli
 
 pytestmark = pytest.mark.slow
-
-REPO = Path(__file__).resolve().parents[2]
 
 # Measured with this config, one thread (STS-B dev, mean pooling; docs/results.md's positive-control
 # section has the commands): raw encoder 43.29, one DefSent+ step 49.74 (+6.45; training seeds
@@ -32,24 +29,12 @@ REPO = Path(__file__).resolve().parents[2]
 MARGIN = 4.0
 
 
-def _config(tmp_path: Path, data: Path) -> Path:
-    """configs/raw-ci.yaml with its data paths pointing at ``data`` (wherever the checkout is)."""
-    cfg = yaml.safe_load((REPO / "configs" / "raw-ci.yaml").read_text())
-    cfg["dictionary"]["sources"][0]["paths"] = [str(data / "oewn" / "yaml")]
-    for c in cfg["pretrain"]["corpora"]:
-        c["paths"] = [str(data / "corpus" / c["name"])]
-    cfg["pst"]["data_dir"] = cfg["eval"]["data_dir"] = str(data)
-    path = tmp_path / "raw-ci.yaml"
-    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    return path
-
-
-def test_one_defsent_plus_step_improves_a_raw_pretrained_encoder(shared_data, tmp_path):
+def test_one_defsent_plus_step_improves_a_raw_pretrained_encoder(shared_data, tmp_path, raw_ci_home):
     for needed in ("oewn/yaml", "corpus/bbc", "corpus/gutenberg", "sts"):
         if not (shared_data / needed).exists():
             pytest.skip(f"{shared_data / needed} is missing")
-    home = tmp_path / "home"
-    config = _config(tmp_path, shared_data)
+    home = raw_ci_home  # shared with the surrogate control: one pretraining for both
+    config = raw_ci_config(tmp_path, shared_data)
     t0 = time.perf_counter()
     run = run_cli(["run", str(config)], home, timeout=1500, env={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
     seconds = time.perf_counter() - t0

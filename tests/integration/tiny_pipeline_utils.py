@@ -49,6 +49,23 @@ def tiny_config(tmp: Path, model_dir: Path, name: str = "tiny") -> Path:
     return path
 
 
+def raw_ci_config(tmp: Path, data: Path) -> Path:
+    """configs/raw-ci.yaml with its data paths pointing at ``data`` (wherever the checkout is).
+
+    The positive controls (DefSent+ and surrogate) write the same file, so in one data root they
+    share the pretrained raw encoder (its artifact key is the pretrain section's content).
+    """
+    repo = Path(__file__).resolve().parents[2]
+    cfg = yaml.safe_load((repo / "configs" / "raw-ci.yaml").read_text())
+    cfg["dictionary"]["sources"][0]["paths"] = [str(data / "oewn" / "yaml")]
+    for c in cfg["pretrain"]["corpora"]:
+        c["paths"] = [str(data / "corpus" / c["name"])]
+    cfg["pst"]["data_dir"] = cfg["eval"]["data_dir"] = str(data)
+    path = tmp / "raw-ci.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
 def run_cli(args: list[str], home: Path, *, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
     e = {**os.environ, "DEFSENTFLOW_HOME": str(home), "DEFSENTFLOW_QUIET": "1", **(env or {})}
     e.pop("PREFECT_API_URL", None)

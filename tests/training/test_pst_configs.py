@@ -23,7 +23,11 @@ def test_the_named_configs_exist():
 def test_config_validates(path):
     raw = yaml.safe_load(path.read_text())
     assert isinstance(raw, dict), f"{path}: not a mapping"
-    if "pst" in raw:  # a pipeline config
+    if "claims" in raw:  # a claims file: its base config and every arm it derives
+        from defsentflow.claims.load import load_claims
+
+        load_claims(path)
+    elif "pst" in raw:  # a pipeline config
         from defsentflow.config import load_config
 
         cfg = load_config(path)
@@ -40,7 +44,7 @@ def test_config_validates(path):
 
         HarvestConfig.model_validate(raw)
     else:
-        pytest.fail(f"{path.name}: not a pipeline, training or harvest config")
+        pytest.fail(f"{path.name}: not a pipeline, training, harvest or claims config")
 
 
 def test_demo_is_small():

@@ -100,3 +100,35 @@ def test_pair_dataset_subset_and_errors(pairs_file, tmp_path):
     pq.write_table(pa.table({"s1": ["a"], "s2": ["b"], "score": pa.array([float("nan")], pa.float32())}), bad)
     with pytest.raises(ValueError, match="row 0"):
         load_pair_dataset(bad)
+
+
+def test_label_scalings_and_the_shuffled_control(pairs_file):
+    from defsentflow.training.surrogate import scale_labels
+
+    raw = np.array([s for _, _, s in PAIRS], dtype=np.float32)
+    np.testing.assert_allclose(scale_labels(raw, "none"), raw)
+    mm = scale_labels(raw, "minmax")
+    assert mm.min() == 0.0 and mm.max() == 1.0 and np.array_equal(np.argsort(mm), np.argsort(raw))
+    assert scale_labels(np.array([0.1, 0.5, 0.3, 0.3]), "rank").tolist() == [0.0, 1.0, 0.5, 0.5]
+    assert scale_labels(np.array([0.2, 0.2]), "minmax").tolist() == [0.5, 0.5]
+    with pytest.raises(ValueError, match="label scaling"):
+        scale_labels(raw, "zscore")
+
+    ds = load_pair_dataset(pairs_file, labels="rank")
+    assert sorted(ds["score"]) == pytest.approx(sorted(scale_labels(raw, "rank")))
+    shuffled = load_pair_dataset(pairs_file, shuffle_labels=True)
+    assert shuffled["sentence1"] == [a for a, _, _ in PAIRS]  # the pairs stay, their labels move
+    assert sorted(shuffled["score"]) == pytest.approx(sorted(raw.tolist())) and shuffled["score"] != raw.tolist()
+    assert shuffled["score"] == load_pair_dataset(pairs_file, shuffle_labels=True)["score"]  # seeded
+
+
+@pytest.mark.parametrize("loss", ["cosent", "angle"])
+def test_ranking_losses_train(tiny_bert_dir, pairs_file, tmp_path, loss):
+    cfg = SurrogateConfig(base_encoder=str(tiny_bert_dir), epochs=2, batch_size=4, lr=1e-3, save_steps=1000,
+                          device="cpu", loss=loss, labels="rank")
+    res = train_surrogate(pairs_file, tmp_path / "model", cfg)
+    assert res.steps == 4 and res.train_loss is not None and np.isfinite(res.train_loss)
+    with pytest.raises(ValueError, match="surrogate loss"):
+        SurrogateConfig(loss="mse")
+    with pytest.raises(ValueError, match="surrogate labels"):
+        SurrogateConfig(labels="zscore")

@@ -1,0 +1,130 @@
+"""Harvesting labels for given sentence pairs (``pairs.source: file``) instead of corpus pairs.
+
+A corpus harvest pairs corpus sentences with their retrieval neighbours and at random: nearly
+every random pair is unrelated and nearly every neighbour pair a near-duplicate, which is not the
+graded similarity an STS task asks for. With ``pairs.source: file`` the pairs come from a file of
+unlabelled sentence pairs (e.g. the sentences of the STS-B or SICK *train* split; any score
+column in that file is never read) and the configured labeller (retrieval, ``S(s, c)``, context
+sets, Eq. 4: :class:`~defsentflow.scoring.origin.PairLabeller`, the same code as the "Origin"
+evaluation) labels them. Contexts still come from the corpus only.
+
+The file's distinct sentences are extra rows of the sentence pool (ids after the corpus and its
+extra sentences); their vectors are cached on their own, so the corpus is not re-encoded.
+A batch is a slice of the (seeded) pair sample; its part has the corpus harvest's schema with
+``kind`` = ``file``.
+
+Example:
+    >>> pf = read_pair_file("sts-train.csv", columns=(5, 6))
+    >>> pf.texts[pf.pairs[0, 0]], pf.texts[pf.pairs[0, 1]]
+    ('A plane is taking off.', 'An air plane is taking off.')
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from defsentflow.scoring.harvest import PAIRS_SCHEMA, HarvestSettings, part_path
+from defsentflow.scoring.origin import OriginPoint, PairLabeller
+
+__all__ = ["PairFile", "read_pair_file", "sample_pairs", "label_file_batch"]
+
+
+@dataclass(frozen=True)
+class PairFile:
+    """The distinct sentences of a pairs file and its pairs as positions ``[P, 2]`` into them (file order)."""
+
+    texts: tuple[str, ...]
+    pairs: np.ndarray
+
+
+def _clean(text: str | None, where: str) -> str:
+    if text is None:
+        raise ValueError(f"{where}: sentence is null")
+    text = " ".join(text.split())
+    if not text:
+        raise ValueError(f"{where}: empty sentence")
+    return text
+
+
+def read_pair_file(path: str | os.PathLike, *, columns: Sequence[int] = (0, 1), header: bool = False) -> PairFile:
+    """Sentence pairs from a tab-separated text file (two of its columns) or a Parquet file (``s1``, ``s2``).
+
+    Only the two sentence columns are read. Errors name the file and the line (or record).
+    """
+    p = Path(path)
+    raw: list[tuple[str, str]] = []
+    if p.suffix == ".parquet":
+        t = pq.read_table(p)
+        missing = [c for c in ("s1", "s2") if c not in t.column_names]
+        if missing:
+            raise ValueError(f"{p}: no {', '.join(missing)} column (columns: {', '.join(t.column_names)})")
+        for i, (a, b) in enumerate(zip(t.column("s1").to_pylist(), t.column("s2").to_pylist())):
+            raw.append((_clean(a, f"{p}: record {i}"), _clean(b, f"{p}: record {i}")))
+    else:
+        c1, c2 = columns
+        try:
+            lines = p.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as exc:
+            line = p.read_bytes()[:exc.start].count(b"\n") + 1
+            raise ValueError(f"{p}: line {line}: not valid UTF-8") from None
+        for n, row in enumerate(csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE), start=1):
+            if (header and n == 1) or not row or not "".join(row).strip():
+                continue
+            if len(row) <= max(c1, c2):
+                raise ValueError(f"{p}: line {n}: {len(row)} tab-separated columns, sentence columns {c1}, {c2} "
+                                 "asked for (pairs.file_columns)")
+            raw.append((_clean(row[c1], f"{p}: line {n}"), _clean(row[c2], f"{p}: line {n}")))
+    if not raw:
+        raise ValueError(f"{p}: no sentence pairs")
+    index: dict[str, int] = {}
+    pairs = np.asarray([[index.setdefault(a, len(index)), index.setdefault(b, len(index))] for a, b in raw],
+                       dtype=np.int64)
+    return PairFile(tuple(index), pairs)
+
+
+def sample_pairs(pf: PairFile, settings: HarvestSettings) -> list[np.ndarray]:
+    """At most ``n_pairs`` of the file's pairs (a seeded sample, in file order), cut into batches of ``batch_size``."""
+    idx = np.arange(len(pf.pairs))
+    if settings.n_pairs < len(idx):
+        idx = np.sort(np.random.default_rng(settings.seed).permutation(len(idx))[:settings.n_pairs])
+    return [idx[a:a + settings.batch_size] for a in range(0, len(idx), settings.batch_size)]
+
+
+def label_file_batch(labeller: PairLabeller, pf: PairFile, index: int, rows: np.ndarray, settings: HarvestSettings,
+                     parts_dir: str | os.PathLike, *, scorer_version: str) -> dict:
+    """Label the pairs ``rows`` (indices into ``pf.pairs``) and write part ``index``; skipped when it exists."""
+    from defsentflow.storage import write_parquet
+
+    out = part_path(parts_dir, index)
+    scores_out = part_path(parts_dir, index, "scores")
+    if out.exists():
+        return {"index": index, "path": str(out), "scores_path": str(scores_out),
+                "n_pairs": pq.read_metadata(out).num_rows, "computed": False, "n_scored": 0}
+    point = OriginPoint(settings.context_set_size, settings.selection, settings.top_n, settings.similarity)
+    pairs = pf.pairs[np.asarray(rows, dtype=np.int64)]
+    before = labeller.cache.misses
+    sets = labeller.context_sets(pairs.ravel(), point)
+    scores = labeller.similarities(pairs, point)
+    ids = pairs + labeller.offset
+    table = pa.table({
+        "batch": np.full(len(pairs), index, dtype=np.int32),
+        "pair_idx": np.arange(len(pairs), dtype=np.int32),
+        "s1_id": ids[:, 0], "s2_id": ids[:, 1],
+        "s1": [pf.texts[i] for i in pairs[:, 0].tolist()], "s2": [pf.texts[i] for i in pairs[:, 1].tolist()],
+        "score": np.asarray(scores, dtype=np.float32), "kind": ["file"] * len(pairs),
+        "s1_contexts": [sets[i].tolist() for i in ids[:, 0].tolist()],
+        "s2_contexts": [sets[i].tolist() for i in ids[:, 1].tolist()],
+        "scorer_version": [scorer_version] * len(pairs),
+    }, schema=PAIRS_SCHEMA)
+    labeller.cache.save(scores_out)  # scores first: the pairs part marks the batch as done
+    write_parquet(table, out)
+    return {"index": index, "path": str(out), "scores_path": str(scores_out), "n_pairs": len(pairs),
+            "computed": True, "n_scored": labeller.cache.misses - before}
