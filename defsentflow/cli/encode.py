@@ -6,6 +6,10 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -15,33 +15,29 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
-from defsentflow.config_tools import (ConfigSection, CorpusFormat, RetrievalKind, format_errors, read_yaml_mapping,
-                                      resolve_path)
+from defsentflow.config_tools import (ConfigSection, CorpusFormat, RetrievalKind, Similarity, format_errors,
+                                      read_yaml_mapping, resolve_path)
 from defsentflow.scoring.context_sets import Selection
 from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
 
 __all__ = ["HarvestConfig", "RetrievalKind", "load_harvest_config", "resolve_input_path"]
 
 
-class _Section(ConfigSection):
-    """A section of this config: frozen, unknown keys refused, strict types (config_tools.ConfigSection)."""
-
-
-class CorpusSection(_Section):
+class CorpusSection(ConfigSection):
     name: str = Field(..., pattern=IDENTIFIER_PATTERN, description="corpus name in the catalog (a plain name like 'bbc')")
     paths: list[str] = Field(default_factory=list, description="sources to ingest; empty: use the ingested corpus")
     fmt: CorpusFormat = "auto"
     chunk_sentences: int = Field(8, ge=1)
 
 
-class RetrievalSection(_Section):
+class RetrievalSection(ConfigSection):
     kind: RetrievalKind = "bm25"
     top_n: int = Field(500, ge=1, description="chunks retrieved per sentence (>= contexts.set_size)")
 
 
-class ContextSection(_Section):
+class ContextSection(ConfigSection):
     k: int = Field(1, ge=1, le=8, description="sentences on each side of a slot")
     set_size: int = Field(500, ge=1, description="|C_s| (Sun et al. use 500, Table 6)")
     max_jaccard: float = Field(0.5, gt=0.0, le=1.0)
@@ -49,7 +45,7 @@ class ContextSection(_Section):
                                  "them) | random (uniform corpus slots)")
 
 
-class DiscriminativeSection(_Section):
+class DiscriminativeSection(ConfigSection):
     encoder: str = "bundled:all-MiniLM-L6-v2"
     hidden: int = Field(256, ge=4)
     dropout: float = Field(0.1, ge=0.0, lt=1.0)
@@ -61,14 +57,14 @@ class DiscriminativeSection(_Section):
     min_accuracy: float | None = Field(None, ge=0.0, le=1.0, description="fail when held-out accuracy is lower")
 
 
-class WeightsSection(_Section):
+class WeightsSection(ConfigSection):
     l1: float = 1.0
     l2: float = 0.0
     l3: float = 0.0
     l4: float = 0.0
 
 
-class ScorerSection(_Section):
+class ScorerSection(ConfigSection):
     weights: WeightsSection = WeightsSection()
     lm: str | None = Field(None, description="causal LM (path or Hugging Face name) for the l2..l4 terms")
     lm_batch_size: int = Field(16, ge=1)
@@ -85,7 +81,7 @@ class ScorerSection(_Section):
         return self
 
 
-class PairsSection(_Section):
+class PairsSection(ConfigSection):
     n_pairs: int = Field(20000, ge=1)
     neighbour_share: float = Field(0.5, ge=0.0, le=1.0, description="share of retrieval-neighbour pairs; rest random")
     pairs_per_sentence: float = Field(4.0, gt=0, description="pairs per seed sentence (sets the number of seeds)")
@@ -93,7 +89,7 @@ class PairsSection(_Section):
     min_words: int = Field(4, ge=1)
     max_words: int = Field(60, ge=1)
     extra_sentences: str | None = Field(None, description="text file (one per line) or Parquet with a 'text' column")
-    similarity: Literal["cosine", "centered_cosine"] = "cosine"
+    similarity: Similarity = "cosine"
     source: Literal["corpus", "file"] = Field("corpus", description="corpus: neighbour and random pairs of corpus "
                                               "sentences | file: the sentence pairs of pairs.file (labelled the same way)")
     file: str | None = Field(None, description="unlabelled sentence pairs (pairs.source: file): a tab-separated text "
@@ -112,14 +108,14 @@ class PairsSection(_Section):
         return self
 
 
-class DaskSection(_Section):
+class DaskSection(ConfigSection):
     address: str | None = Field(None, description="a running Dask scheduler, e.g. tcp://host:8786")
     local_workers: int = Field(0, ge=0, description="start a local cluster with this many workers (0: sequential)")
     processes: bool = False
     threads_per_worker: int = Field(1, ge=1)
 
 
-class SurrogateSection(_Section):
+class SurrogateSection(ConfigSection):
     base_encoder: str = "bundled:all-MiniLM-L6-v2"
     name: str = Field("surrogate", pattern=IDENTIFIER_PATTERN, description="model id prefix in the catalog")
     epochs: int = Field(1, ge=1)
@@ -140,7 +136,7 @@ class SurrogateSection(_Section):
                                  "variant of the positive control (tests/integration/test_surrogate_control.py)")
 
 
-class HarvestConfig(_Section):
+class HarvestConfig(ConfigSection):
     """The whole ``harvest-*.yaml`` file."""
 
     corpus: CorpusSection

@@ -15,7 +15,7 @@ from the last. The finished model is written atomically and loads with ``Sentenc
 
 Example:
     >>> res = train_surrogate("storage/parquet/harvest/bbc/<key>/pairs.parquet", "out/surrogate",
-    ...                       SurrogateConfig(base_encoder="minilm", epochs=1))
+    ...                       SurrogateSection(base_encoder="minilm", epochs=1))
     >>> SentenceTransformer(str(res.path)).encode(["a sentence"]).shape
     (1, 384)
 """
@@ -27,44 +27,22 @@ import logging
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-__all__ = ["LABEL_SCALINGS", "SURROGATE_LOSSES", "SurrogateConfig", "SurrogateResult", "build_surrogate_model",
+if TYPE_CHECKING:
+    from defsentflow.scoring.config import SurrogateSection
+
+__all__ = ["LABEL_SCALINGS", "SURROGATE_LOSSES", "SurrogateResult", "build_surrogate_model",
            "load_pair_dataset", "scale_labels", "train_surrogate", "run_surrogate", "run_surrogate_config"]
 
 log = logging.getLogger(__name__)
 
 SURROGATE_LOSSES = ("cosine", "cosent", "angle")
 LABEL_SCALINGS = ("none", "minmax", "rank")
-
-
-@dataclass(frozen=True)
-class SurrogateConfig:
-    """How the surrogate is trained."""
-
-    base_encoder: str = "bundled:all-MiniLM-L6-v2"
-    epochs: int = 1
-    batch_size: int = 32
-    lr: float = 2e-5
-    warmup_ratio: float = 0.1
-    max_pairs: int | None = None
-    max_seq_length: int = 128
-    save_steps: int = 200
-    seed: int = 0
-    device: str = "auto"
-    threads: int | None = None  # torch CPU threads while training (None: leave the process's setting)
-    loss: str = "cosine"  # cosine (CosineSimilarityLoss) | cosent (CoSENTLoss) | angle (AnglELoss)
-    labels: str = "none"  # none | minmax | rank: how the scores are rescaled before training
-    shuffle_labels: bool = False  # the negative control: labels permuted among the pairs
-
-    def __post_init__(self) -> None:
-        if self.loss not in SURROGATE_LOSSES:
-            raise ValueError(f"surrogate loss {self.loss!r} is not one of {', '.join(SURROGATE_LOSSES)}")
-        if self.labels not in LABEL_SCALINGS:
-            raise ValueError(f"surrogate labels {self.labels!r} is not one of {', '.join(LABEL_SCALINGS)}")
 
 
 @dataclass(frozen=True)
@@ -170,14 +148,14 @@ def _last_checkpoint(work_dir: Path) -> str | None:
     return get_last_checkpoint(str(work_dir)) if work_dir.is_dir() else None
 
 
-def train_surrogate(pairs_path: str | os.PathLike, out_dir: str | os.PathLike, config: SurrogateConfig, *,
+def train_surrogate(pairs_path: str | os.PathLike, out_dir: str | os.PathLike, config: SurrogateSection, *,
                     work_dir: str | os.PathLike | None = None) -> SurrogateResult:
     """Train on the pairs and save the model to ``out_dir`` (atomically); resume from ``work_dir``'s last checkpoint.
 
     Args:
         pairs_path: a harvest's ``pairs.parquet`` (columns ``s1``, ``s2``, ``score``).
         out_dir: where the finished ``SentenceTransformer`` goes.
-        config: the training settings.
+        config: the ``surrogate:`` section of the harvest config (its ``name`` plays no part in training).
         work_dir: checkpoints (default ``<out_dir>.checkpoints``); removed after success.
     """
     import torch
@@ -213,18 +191,15 @@ def train_surrogate(pairs_path: str | os.PathLike, out_dir: str | os.PathLike, c
     with atomic_dir(out_dir) as tmp:
         model.save(str(tmp))
         (tmp / "defsentflow.json").write_text(json.dumps({"method": "surrogate", "pooling": "mean",
-                                                           "config": asdict(config), "pairs": str(pairs_path)}, indent=2))
+                                                           "config": _settings(config), "pairs": str(pairs_path)}, indent=2))
     shutil.rmtree(work, ignore_errors=True)
     return SurrogateResult(out_dir, len(data), int(out.global_step), time.perf_counter() - t0,
                            float(out.training_loss) if out.training_loss is not None else None, resume)
 
 
-def _surrogate_config(cfg) -> SurrogateConfig:
-    s = cfg.surrogate
-    return SurrogateConfig(base_encoder=s.base_encoder, epochs=s.epochs, batch_size=s.batch_size, lr=s.lr,
-                           warmup_ratio=s.warmup_ratio, max_pairs=s.max_pairs, max_seq_length=s.max_seq_length,
-                           save_steps=s.save_steps, seed=s.seed, device=s.device, threads=s.threads, loss=s.loss,
-                           labels=s.labels, shuffle_labels=s.shuffle_labels)
+def _settings(section: SurrogateSection) -> dict:
+    """What trains the surrogate: the section without its catalog ``name``."""
+    return section.model_dump(mode="json", exclude={"name"})
 
 
 def run_surrogate(cfg, pairs: dict, *, run_id: str | None = None) -> dict:
@@ -237,10 +212,10 @@ def run_surrogate(cfg, pairs: dict, *, run_id: str | None = None) -> dict:
     from defsentflow.encoders import model_content_hash, resolve_model_path
     from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config, hash_path
 
-    scfg = _surrogate_config(cfg)
+    scfg = cfg.surrogate
     cat = Catalog(cfg.root)
     key = combine_hashes(["surrogate", pairs["key"], model_content_hash(resolve_model_path(scfg.base_encoder)),
-                          hash_config(scfg), code_version()])
+                          hash_config(_settings(scfg)), code_version()])
     model_id = f"{cfg.surrogate.name}-{key[:10]}"
     final = cat.root / "models" / "surrogate" / key
     art = cat.artifact(key)
@@ -251,7 +226,7 @@ def run_surrogate(cfg, pairs: dict, *, run_id: str | None = None) -> dict:
             "resumed_from": res.resumed_from, "pairs_key": pairs["key"]}
     with cat.transaction() as con:
         cat.register_artifact(key, "model", final, hash_path(final), name=model_id, input_hashes={"pairs": pairs["key"]},
-                              config=asdict(scfg), run_id=run_id, meta=meta, con=con)
+                              config=_settings(scfg), run_id=run_id, meta=meta, con=con)
     cat.register_model(model_id, final, base_model=scfg.base_encoder, method="surrogate", pooling="mean", run_id=run_id,
                        artifact_key=key, meta=meta)
     return {"model_id": model_id, "key": key, "path": str(final), "cached": False, **meta}

@@ -6,7 +6,8 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from defsentflow.training.surrogate import SurrogateConfig, build_surrogate_model, load_pair_dataset, train_surrogate
+from defsentflow.scoring.config import SurrogateSection
+from defsentflow.training.surrogate import build_surrogate_model, load_pair_dataset, train_surrogate
 
 PAIRS = [
     ("the cat is a small animal", "a small cat", 0.9),
@@ -39,7 +40,7 @@ def test_trains_and_reloads_with_mean_pooling(tiny_bert_dir, pairs_file, tmp_pat
     from sentence_transformers import SentenceTransformer, models
     from transformers import AutoModel, AutoTokenizer
 
-    cfg = SurrogateConfig(base_encoder=str(tiny_bert_dir), epochs=8, batch_size=4, lr=1e-3, warmup_ratio=0.0,
+    cfg = SurrogateSection(base_encoder=str(tiny_bert_dir), epochs=8, batch_size=4, lr=1e-3, warmup_ratio=0.0,
                           save_steps=1000, device="cpu")
     before = _mse(build_surrogate_model(str(tiny_bert_dir), device="cpu"), PAIRS)
     res = train_surrogate(pairs_file, tmp_path / "model", cfg)
@@ -66,7 +67,7 @@ def test_trains_and_reloads_with_mean_pooling(tiny_bert_dir, pairs_file, tmp_pat
 def test_resumes_from_the_last_checkpoint(tiny_bert_dir, pairs_file, tmp_path, monkeypatch):
     from sentence_transformers import SentenceTransformerTrainer
 
-    cfg = SurrogateConfig(base_encoder=str(tiny_bert_dir), epochs=3, batch_size=4, lr=1e-3, save_steps=2, device="cpu")
+    cfg = SurrogateSection(base_encoder=str(tiny_bert_dir), epochs=3, batch_size=4, lr=1e-3, save_steps=2, device="cpu")
     work = tmp_path / "ckpt"
     original = SentenceTransformerTrainer.training_step
     calls = {"n": 0}
@@ -124,11 +125,11 @@ def test_label_scalings_and_the_shuffled_control(pairs_file):
 
 @pytest.mark.parametrize("loss", ["cosent", "angle"])
 def test_ranking_losses_train(tiny_bert_dir, pairs_file, tmp_path, loss):
-    cfg = SurrogateConfig(base_encoder=str(tiny_bert_dir), epochs=2, batch_size=4, lr=1e-3, save_steps=1000,
+    cfg = SurrogateSection(base_encoder=str(tiny_bert_dir), epochs=2, batch_size=4, lr=1e-3, save_steps=1000,
                           device="cpu", loss=loss, labels="rank")
     res = train_surrogate(pairs_file, tmp_path / "model", cfg)
     assert res.steps == 4 and res.train_loss is not None and np.isfinite(res.train_loss)
-    with pytest.raises(ValueError, match="surrogate loss"):
-        SurrogateConfig(loss="mse")
-    with pytest.raises(ValueError, match="surrogate labels"):
-        SurrogateConfig(labels="zscore")
+    with pytest.raises(ValueError, match="loss"):
+        SurrogateSection(loss="mse")
+    with pytest.raises(ValueError, match="labels"):
+        SurrogateSection(labels="zscore")
