@@ -86,7 +86,7 @@ class SweepFile(ConfigSection):
     @classmethod
     def _axes(cls, v: dict[str, list[Any]]) -> dict[str, list[Any]]:
         for key, values in v.items():
-            _check_key(key)
+            check_dotted_key(key)
             if not values:
                 raise ValueError(f"axis {key!r} has no values")
             seen = [_canonical(x) for x in values]
@@ -98,7 +98,7 @@ class SweepFile(ConfigSection):
     @classmethod
     def _set(cls, v: dict[str, Any]) -> dict[str, Any]:
         for key in v:
-            _check_key(key)
+            check_dotted_key(key)
         return v
 
     @field_validator("points", "exclude")
@@ -108,15 +108,16 @@ class SweepFile(ConfigSection):
             if not point:
                 raise ValueError(f"entry {i} is empty")
             for key in point:
-                _check_key(key)
+                check_dotted_key(key)
         return v
 
 
-def _check_key(key: str) -> None:
+def check_dotted_key(key: str, owner: str = "the sweep (<sweep>-<point id>)") -> None:
+    """A dotted key into a pipeline config (``pst.lr``), never its ``name`` (``owner`` sets that)."""
     if not isinstance(key, str) or not key or any(not part for part in key.split(".")):
         raise ValueError(f"{key!r} is not a dotted key such as pst.lr")
     if key.split(".")[0] == "name":
-        raise ValueError("the config's name is set by the sweep (<sweep>-<point id>); it cannot be an axis")
+        raise ValueError(f"the config's name is set by {owner}; it cannot be changed by a key")
 
 
 def _canonical(value: Any) -> str:
@@ -305,6 +306,37 @@ def _resolve_base(base: str, sweep_dir: Path | None) -> Path:
     return resolve_path(p)
 
 
+def read_with_base(path: str | os.PathLike | None, data: dict[str, Any] | None, model: type[ConfigSection], *,
+                   what: str, invalid: str) -> tuple[Any, dict[str, Any], str | None]:
+    """A file (or a mapping given as ``data``) that names a ``base`` pipeline config, as sweep and
+    claims files do: ``(validated spec, base config mapping, base path or None when inline)``.
+
+    A relative ``base`` is looked up beside the file first, then as :func:`_resolve_base` does.
+
+    Raises:
+        FileNotFoundError: the file or its base does not exist.
+        ValueError: invalid YAML or not a mapping; ``"<origin>: <invalid>: <errors>"`` for a spec
+            ``model`` refuses.
+    """
+    from defsentflow.config_tools import format_errors, read_yaml_mapping
+
+    origin = str(path) if path is not None else f"<{what}>"
+    if data is None:
+        if path is None:
+            raise ValueError(f"give a {what} or its content")
+        data = read_yaml_mapping(path, what=what)
+    if not isinstance(data, dict):
+        raise ValueError(f"{origin}: expected a mapping at the top level")
+    try:
+        spec = model.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(f"{origin}: {invalid}: {format_errors(exc)}") from None
+    if not isinstance(spec.base, str):
+        return spec, dict(spec.base), None
+    resolved = _resolve_base(spec.base, Path(path).resolve().parent if path is not None else None)
+    return spec, read_yaml_mapping(resolved, what="base config"), str(resolved)
+
+
 def load_sweep(path: str | os.PathLike | None = None, *, data: dict[str, Any] | None = None) -> Sweep:
     """Read, validate and expand a sweep file (or a mapping given as ``data``).
 
@@ -313,26 +345,8 @@ def load_sweep(path: str | os.PathLike | None = None, *, data: dict[str, Any] | 
         ValueError: invalid YAML, an unknown key, a bad axis value or point (the message names the
             file, the axis or point, and the key).
     """
-    from defsentflow.config import format_errors, read_yaml_mapping
-
     origin = str(path) if path is not None else "<sweep>"
-    if data is None:
-        if path is None:
-            raise ValueError("give a sweep file or its content")
-        data = read_yaml_mapping(path, what="sweep file")
-    if not isinstance(data, dict):
-        raise ValueError(f"{origin}: expected a mapping at the top level")
-    try:
-        spec = SweepFile.model_validate(data)
-    except ValidationError as exc:
-        raise ValueError(f"{origin}: invalid sweep: {format_errors(exc)}") from None
-    base_path = None
-    if isinstance(spec.base, str):
-        resolved = _resolve_base(spec.base, Path(path).resolve().parent if path is not None else None)
-        base_path = str(resolved)
-        base = read_yaml_mapping(resolved, what="base config")
-    else:
-        base = dict(spec.base)
+    spec, base, base_path = read_with_base(path, data, SweepFile, what="sweep file", invalid="invalid sweep")
     points = expand_sweep(spec, base, origin=origin)
     home = base.get("home") if isinstance(base.get("home"), str) else None
     return Sweep(name=spec.name, path=str(Path(path).resolve()) if path is not None else None, spec=spec, base=base,

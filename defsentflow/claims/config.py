@@ -95,9 +95,10 @@ class ClaimsFile(ConfigSection):
     @field_validator("set")
     @classmethod
     def _keys(cls, v: dict[str, Any]) -> dict[str, Any]:
+        from defsentflow.sweep import check_dotted_key
+
         for key in v:
-            if not key or any(not part for part in key.split(".")) or key.split(".")[0] == "name":
-                raise ValueError(f"{key!r} is not a dotted key such as pst.lr (and name is set by the claims file)")
+            check_dotted_key(key, "the claims file")
         return v
 
 

@@ -6,11 +6,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from defsentflow.claims.arms import plan_arms
 from defsentflow.claims.config import ClaimsConfig, ClaimsFile
-from defsentflow.config_tools import format_errors, read_yaml_mapping
 
 __all__ = ["load_claims"]
 
@@ -24,26 +21,10 @@ def load_claims(path: str | os.PathLike | None = None, *, data: dict[str, Any] |
             or an arm that makes an invalid config (the message names the file and the key).
     """
     from defsentflow.config import config_from_dict
-    from defsentflow.sweep import _resolve_base, set_dotted
+    from defsentflow.sweep import read_with_base, set_dotted
 
-    origin = str(path) if path is not None else "<claims>"
-    if data is None:
-        if path is None:
-            raise ValueError("give a claims file or its content")
-        data = read_yaml_mapping(path, what="claims file")
-    if not isinstance(data, dict):
-        raise ValueError(f"{origin}: expected a mapping at the top level")
-    try:
-        spec = ClaimsFile.model_validate(data)
-    except ValidationError as exc:
-        raise ValueError(f"{origin}: invalid claims file: {format_errors(exc)}") from None
-    base_path = None
-    if isinstance(spec.base, str):
-        resolved = _resolve_base(spec.base, Path(path).resolve().parent if path is not None else None)
-        base_path = str(resolved)
-        base = read_yaml_mapping(resolved, what="base config")
-    else:
-        base = dict(spec.base)
+    origin = str(path) if path is not None else "<claims file>"
+    spec, base, base_path = read_with_base(path, data, ClaimsFile, what="claims file", invalid="invalid claims file")
     for key, value in spec.set.items():
         try:
             base = set_dotted(base, key, value)
