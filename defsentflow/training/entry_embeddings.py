@@ -166,7 +166,8 @@ class IcaTransform:
 
 
 def ica_transform(matrix: np.ndarray, *, max_iter: int = 1000, random_state: int = 42, scale: float = 100.0) -> np.ndarray:
-    """FastICA (scikit-learn, unit-variance whitening) of the entry matrix, times ``scale``.
+    """The entry matrix standardised, FastICA-transformed (scikit-learn, unit-variance whitening) and
+    multiplied by ``scale``: :meth:`IcaTransform.fit` applied once.
 
     The result keeps the matrix's shape; it needs at least as many entries as dimensions. Use
     :meth:`IcaTransform.fit` to keep the fitted map.
@@ -187,7 +188,7 @@ def build_entry_embeddings(encoder: LoadedEncoder | str | os.PathLike, entries: 
         definitions: the definition of each pair.
         encoding: ``ac`` (average CLS) or ``amp`` (average mean pooling).
         cache: the embedding cache of :func:`~defsentflow.encoders.encode_texts`.
-        ica: apply :func:`ica_transform` (FastICA, max_iter=1000, random_state=42, x100).
+        ica: apply :func:`ica_transform` (standardised FastICA, max_iter=1000, random_state=42, x100).
     """
     validate_choice("encoding", encoding, ENTRY_ENCODINGS)
     entries, definitions = list(entries), list(definitions)

@@ -300,7 +300,7 @@ def choose_step(candidates: Sequence[Candidate], rule: str) -> tuple[Candidate, 
     if not means:
         best = choose_best(candidates)
         return best, None, means
-    top = max(means, key=lambda g: (means[g], -list(means).index(g)))
+    top = max(means, key=means.__getitem__)  # max keeps the first of equal means
     return choose_best([c for c in candidates if c.group == top]), means[top], means
 
 
@@ -336,7 +336,7 @@ def entry_source(section: PstSection, history: Sequence[StepResult]) -> StepResu
     for h in trained[1:]:
         if h.figure is not None and (best.figure is None or h.figure >= best.figure):
             best = h
-    return last if best.step == last.step else best
+    return best
 
 
 def plan_step(section: PstSection, step: int, history: Sequence[StepResult]) -> StepPlan:
