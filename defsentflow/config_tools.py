@@ -26,7 +26,10 @@ Pooling = Literal["cls", "mean", "max", "prompt", "sbert_wk"]  # how a sentence 
 EvalPooling = Literal["cls", "mean", "max", "prompt"]  # a trained model's poolings (sbert_wk is a baseline)
 DictionarySplit = Literal["train", "dev", "test"]
 RevdictMode = Literal["head", "cosine", "hybrid"]  # reverse-dictionary scoring (see evaluation.revdict)
-RevdictProtocol = Literal["unseen", "papers"]  # which definitions are queries (see evaluation.revdict)
+# which definitions are queries: unseen (text never trained on), all-definitions (every definition of the
+# split: word prediction, DefSent's Table 2), multi-definition (entries with >= 2 definitions: the reverse
+# dictionary's leave-one-out needs a second one) -- see evaluation.revdict
+RevdictProtocol = Literal["unseen", "all-definitions", "multi-definition"]
 CandidateSet = Literal["all", "split"]  # reverse-dictionary candidates: every entry, or the split's
 SickSplit = Literal["auto", "test", "trial", "train"]
 CorpusFormat = Literal["auto", "text", "jsonl", "parquet"]

@@ -25,8 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--revdict-splits", default="dev,test",
                    help="revdict/wordpred query splits, comma-separated (default: dev,test; dev is for selection)")
     p.add_argument("--revdict-protocols", default="unseen",
-                   help="unseen (queries whose text the model never trained on) and/or papers (every definition "
-                        "of the split), comma-separated (default: unseen)")
+                   help="unseen (queries whose text the model never trained on), all-definitions (wordpred: every "
+                        "definition of the split, DefSent's Table 2), multi-definition (revdict: every definition of "
+                        "an entry with at least two), comma-separated (default: unseen)")
     p.add_argument("--revdict-candidates", choices=["all", "split"], default="all",
                    help="revdict candidates: every entry of the dictionary, or only the query split's (default: all)")
     p.add_argument("--revdict-max-queries", type=int, default=2000, help="at most this many revdict queries")

@@ -75,7 +75,9 @@ class EvalConfig(ConfigSection):
         description="reverse-dictionary / word-prediction query splits: dev figures are for selection, test for reporting")
     revdict_protocols: tuple[RevdictProtocol, ...] = Field(
         ("unseen",), min_length=1,
-        description="unseen: queries whose text the model never trained on; papers: every definition of the split")
+        description="unseen: queries whose text the model never trained on; all-definitions (wordpred): every "
+                    "definition of the split (DefSent's Table 2); multi-definition (revdict): every definition of an "
+                    "entry with at least two")
     revdict_max_queries: int | None = Field(2000, ge=1)
     revdict_candidates: CandidateSet = Field(
         "all", description="reverse-dictionary candidates: every entry of the dictionary, or only the split's")
@@ -101,6 +103,11 @@ class EvalConfig(ConfigSection):
         needs = [t for t in DICTIONARY_TASKS if t in self.tasks]
         if needs and not self.dictionary:
             raise ValueError(f"task {needs[0]!r} needs a dictionary dataset (--dictionary NAME)")
+        served = {"revdict": ("unseen", "multi-definition"), "wordpred": ("unseen", "all-definitions")}
+        for p in self.revdict_protocols:
+            if needs and not any(p in served[t] for t in needs):
+                raise ValueError(f"revdict_protocols: {p!r} applies to no requested task "
+                                 f"(revdict: unseen, multi-definition; wordpred: unseen, all-definitions)")
 
     def resolved_data_dir(self) -> str:
         """``data_dir``, or :func:`default_data_dir` when unset."""

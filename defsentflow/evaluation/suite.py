@@ -65,21 +65,24 @@ def run_evaluation(model: str | os.PathLike, config: EvalConfig) -> EvalResult:
                              per_subset=config.per_subset, cache=config.cache, device=config.device)
         seconds["sts"] = time.perf_counter() - t0
     runs = [(split, protocol) for split in config.revdict_splits for protocol in config.revdict_protocols]
-    if "revdict" in config.tasks:
+    from defsentflow.evaluation.revdict import REVDICT_PROTOCOLS
+
+    revdict_runs = [r for r in runs if r[1] in REVDICT_PROTOCOLS]   # all-definitions is word prediction's
+    if "revdict" in config.tasks and revdict_runs:
         from defsentflow.evaluation.revdict import evaluate_revdict_runs
 
         t0 = time.perf_counter()
-        for res in evaluate_revdict_runs(str(model), config.dictionary, runs=runs, pooling=pooling,
+        for res in evaluate_revdict_runs(str(model), config.dictionary, runs=revdict_runs, pooling=pooling,
                                          candidates=config.revdict_candidates, modes=config.revdict_modes,
                                          max_queries=config.revdict_max_queries, batch_size=config.batch_size,
                                          autocast=config.autocast, device=config.device, cache=config.cache):
             rows += res["rows"]
         seconds["revdict"] = time.perf_counter() - t0
     if "wordpred" in config.tasks:
-        from defsentflow.evaluation.wordpred import evaluate_wordpred
+        from defsentflow.evaluation.wordpred import WORDPRED_PROTOCOLS, evaluate_wordpred
 
         t0 = time.perf_counter()
-        for split, protocol in runs:
+        for split, protocol in [r for r in runs if r[1] in WORDPRED_PROTOCOLS]:
             res = evaluate_wordpred(str(model), config.dictionary, split=split, protocol=protocol,
                                     max_queries=config.revdict_max_queries, batch_size=config.batch_size,
                                     autocast=config.autocast, device=config.device)

@@ -10,9 +10,12 @@ trained with one) and scored by the frozen prediction head:
 
 A model trained here names its head in ``defsentflow.json`` (``decoder``, ``base_model``,
 ``entry_matrix``); any other model is scored through its own word-prediction layer. Queries
-follow the reverse dictionary's protocols (:mod:`defsentflow.evaluation.revdict`): ``unseen``
-leaves out definitions whose text the model trained on; figures are MRR and top-1/3/10 over the
-head's candidates, with ties ranked optimistically.
+are ``unseen`` (:mod:`defsentflow.evaluation.revdict`: no definition whose text the model trained
+on; at most ``max_queries``) or ``all-definitions`` (every definition of the split whose word is a
+target, no cap: DefSent's Table 2 protocol). Figures are DefSent's, as its reference ``get_mrr``
+and top-k count (def2word.py): ``mrr@10`` (1/rank within the top 10, else 0, over every query) and
+top-1/3/10 accuracy; ``mrr`` is the full-ranking MRR (never lower). Ties are ranked optimistically
+(the reference takes ``torch.topk``'s order, which is unspecified for exact ties).
 """
 
 from __future__ import annotations
@@ -24,16 +27,19 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from defsentflow.evaluation.revdict import (PROTOCOLS, Protocol, _order_key, model_meta,
+from defsentflow.evaluation.revdict import (PROTOCOL_SUFFIX, Protocol, _order_key, model_meta,
                                             normalize_definition, rank_metrics, trained_texts)
 
-__all__ = ["evaluate_wordpred", "head_ranks", "wordpred_task"]
+__all__ = ["WORDPRED_PROTOCOLS", "evaluate_wordpred", "head_ranks", "wordpred_task"]
+
+WORDPRED_PROTOCOLS: tuple[str, ...] = ("unseen", "all-definitions")
 
 
 def wordpred_task(split: str, protocol: str = "unseen") -> str:
-    """``wordpred`` (test, unseen), ``wordpred-dev`` (selection), ``-papers`` for the papers' protocol."""
+    """``wordpred`` (test, unseen), ``wordpred-dev`` (selection), ``-alldefs`` for every definition
+    (``wordpred-alldefs``: DefSent's Table 2 protocol)."""
     base = "wordpred" if split == "test" else f"wordpred-{split}"
-    return base if protocol == "unseen" else f"{base}-{protocol}"
+    return base + PROTOCOL_SUFFIX[protocol]
 
 
 def head_ranks(scores: np.ndarray, targets: np.ndarray) -> np.ndarray:
@@ -84,14 +90,15 @@ def evaluate_wordpred(model: str | os.PathLike, dictionary: str | pa.Table, *, s
         model: model directory, Hugging Face id or ``minilm``.
         dictionary: dataset name/key or a table with entry, definition and split columns.
         split: the split whose definitions are queries (``dev`` for selection).
-        protocol: ``unseen`` (no query text the model trained on) or ``papers`` (every definition).
+        protocol: ``unseen`` (no query text the model trained on, at most ``max_queries``) or
+            ``all-definitions`` (every definition of the split with a target; ``max_queries`` ignored).
         pooling, use_pooler: the sentence vector fed to the head (default: the model's training
             settings from ``defsentflow.json``, else mean pooling without the pooler).
         train_splits: the splits the model trained on (default: its record, else ``train``).
 
     Returns:
         ``{"split", "protocol", "head", "n_queries", "n_excluded", "n_untargeted", "n_candidates",
-        "metrics": {"mrr", "top1", "top3", "top10"}, "rows": [metric rows]}``.
+        "metrics": {"mrr", "mrr@10", "top1", "top3", "top10"}, "rows": [metric rows]}``.
 
     Raises:
         ValueError: no query has a target (e.g. a DefSent+ matrix of train-split entries and a
@@ -104,8 +111,10 @@ def evaluate_wordpred(model: str | os.PathLike, dictionary: str | pa.Table, *, s
     from defsentflow.training.heads import sentence_head_vectors
     from defsentflow.training.targets import single_token_targets
 
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+    if protocol not in WORDPRED_PROTOCOLS:
+        raise ValueError(f"word-prediction protocol must be one of {WORDPRED_PROTOCOLS}, got {protocol!r}")
+    if protocol == "all-definitions":
+        max_queries = None
     meta = model_meta(model)
     pooling = validate_pooling(pooling or meta.get("pooling") or "mean")
     use_pooler = bool(meta.get("use_pooler", False)) if use_pooler is None else use_pooler

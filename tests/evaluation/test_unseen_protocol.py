@@ -42,14 +42,14 @@ def test_a_test_definition_also_in_train_is_excluded_and_counted():
 
 
 def test_evaluate_reports_both_protocols_with_their_counts(tiny_bert_dir):
-    res = evaluate_revdict_runs(str(tiny_bert_dir), _table(ROWS), runs=[("test", "unseen"), ("test", "papers"),
+    res = evaluate_revdict_runs(str(tiny_bert_dir), _table(ROWS), runs=[("test", "unseen"), ("test", "multi-definition"),
                                                                          ("dev", "unseen")],
                                 modes=("cosine",), pooling="mean", device="cpu")
     unseen, papers, dev = res
     assert (unseen["n_queries"], unseen["n_excluded"]) == (3, 1)
     assert (papers["n_queries"], papers["n_excluded"]) == (4, 0)
     assert {r["task"] for r in unseen["rows"]} == {"revdict"}
-    assert {r["task"] for r in papers["rows"]} == {"revdict-papers"}
+    assert {r["task"] for r in papers["rows"]} == {"revdict-multidef"}
     assert {r["task"] for r in dev["rows"]} == {"revdict-dev"}
     assert all(r["n"] == 3 and r["n_excluded"] == 1 for r in unseen["rows"])
     # a model trained on every split has no unseen queries: a clear error, not a figure
@@ -205,10 +205,10 @@ def test_wordpred_over_a_trained_entry_matrix(tmp_path, tiny_bert_dir):
     (trained / "defsentflow.json").write_text(json.dumps({"pooling": "mean", "use_pooler": False,
                                                           "decoder": "entry_matrix",
                                                           "entry_matrix": str(mdir / "matrix.npy")}))
-    res = evaluate_wordpred(str(trained), _table(rows), split="test", protocol="papers", device="cpu")
+    res = evaluate_wordpred(str(trained), _table(rows), split="test", protocol="all-definitions", device="cpu")
     queries = [(e, d) for e, d, s in rows if s == "test"]
     h = sentence_head_vectors(str(trained), [d for _, d in queries], "mean", False, device="cpu")
     ranks = head_ranks(h @ matrix.T, np.array([names.index(e) for e, _ in queries]))
     assert res["head"] == "entry_matrix" and res["n_queries"] == len(queries)
     assert res["metrics"]["mrr"] == pytest.approx(float(np.mean(1 / ranks)), rel=1e-5)
-    assert {r["task"] for r in res["rows"]} == {"wordpred-papers"}
+    assert {r["task"] for r in res["rows"]} == {"wordpred-alldefs"}
