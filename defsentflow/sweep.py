@@ -51,6 +51,7 @@ from pydantic import Field, ValidationError, field_validator
 
 from defsentflow.config_tools import ConfigSection
 from defsentflow.dictionary.config import NAME_PATTERN
+from defsentflow.sweep_seeds import SeedAggregation
 
 __all__ = [
     "Sweep",
@@ -70,8 +71,9 @@ log = logging.getLogger(__name__)
 _ID_CHARS = 10
 
 
-class SweepFile(ConfigSection):
-    """The sweep YAML (``extra="forbid"``: a misspelt top-level key is an error naming it)."""
+class SweepFile(SeedAggregation):
+    """The sweep YAML (``extra="forbid"``: a misspelt top-level key is an error naming it); the
+    aggregation over seeds: :class:`defsentflow.sweep_seeds.SeedAggregation`."""
 
     name: str = Field(pattern=NAME_PATTERN, description="the sweep's name; point configs are named <name>-<id>")
     description: str | None = None

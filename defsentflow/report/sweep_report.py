@@ -149,6 +149,38 @@ def plot_sweep(table: SweepTable, out_png: str | os.PathLike) -> Path | None:
     return _save(fig, out_png)
 
 
+def _pm(stat: tuple[float | None, float | None, int] | None) -> str:
+    if not stat or stat[0] is None:
+        return ""
+    mean, sd, n = stat
+    return f"{mean:.4f} ± {sd:.4f} (n={n})" if sd is not None else f"{mean:.4f} (n={n})"
+
+
+def seeds_section(sweep: str, table: SweepTable, root: str | os.PathLike | None = None) -> list[str]:
+    """Markdown lines for a sweep with ``aggregate: mean_over_seeds`` (:mod:`defsentflow.sweep_seeds`):
+    settings ranked by their dev mean over seeds, test figures as mean ± sd beside them; else []."""
+    from defsentflow.storage import Catalog
+    from defsentflow.sweep_seeds import seed_rows
+
+    cat = Catalog(root)
+    got = cat.query("SELECT spec FROM sweeps WHERE sweep = ?", [sweep])
+    spec = json.loads(got[0]["spec"]) if got and isinstance(got[0]["spec"], str) else (got[0]["spec"] if got else None)
+    if not spec or spec.get("aggregate") != "mean_over_seeds":
+        return []
+    ranked = seed_rows(cat, table.results, spec)
+    select = spec.get("select_on") or "the dev selection figure"
+    figures = list(spec.get("report_on") or [])
+    head = ["#", "setting", "seeds", f"dev {select} mean ± sd", *[f"test {f} mean ± sd" for f in figures]]
+    body = [" | ".join([str(i), ", ".join(f"{k}={v}" for k, v in g["setting"].items()).replace("|", "\\|"),
+                        str(g["n_dev"]), _pm((g["dev_mean"], g["dev_sd"], g["n_dev"])),
+                        *[_pm(g["test"].get(f)) for f in figures]]) for i, g in enumerate(ranked, 1)]
+    return [f"## Mean over seeds (axis `{spec.get('seed_key', 'defsent.seed')}`)", "",
+            "As DefSent picks its learning rate: the setting with the highest dev mean over its seeds is chosen "
+            "(row 1; a setting missing a seed's dev figure ranks last); its test figures are reported as mean ± sd "
+            "(sample sd) over the same seeds. Test columns are never ranked on.", "",
+            "| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|", *[f"| {b} |" for b in body], ""]
+
+
 def write_sweep_report(sweep: str, root: str | os.PathLike | None = None) -> SweepReport:
     """Write ``sweep.md`` (the table, what each column means) and ``sweep.png``."""
     from defsentflow.storage import check_identifier, data_root, under_root
@@ -175,6 +207,7 @@ def write_sweep_report(sweep: str, root: str | os.PathLike | None = None) -> Swe
     ]
     if chart is not None:
         lines += [f"![sweep {sweep}]({chart.name})", ""]
+    lines += seeds_section(sweep, table, root)
     failed = [r for r in table.results if r["status"] == "failed"]
     if failed:
         lines += ["Failed points:", ""] + [f"- {r['point_id']} ({r['label']}): {r['note']}" for r in failed] + [""]

@@ -87,6 +87,11 @@ def test_defsent_config_and_its_sweep_are_the_papers():
     assert sweep["base"] == "configs/bert-base-defsent.yaml"
     assert [round(x, 9) for x in sweep["axes"]["defsent.lr"]] == pytest.approx(DEFSENT_LR_GRID, rel=1e-3)
     assert sweep["axes"]["defsent.seed"] == list(range(10))
+    # Table 5: BERT-base CLS, 2^2.5 x 1e-6; Table 2: every test definition, MRR@10; lr by the seed mean
+    assert cfg.lr == pytest.approx(2 ** 2.5 * 1e-6, rel=1e-3)
+    ev = load_config(CONFIGS / "bert-base-defsent.yaml").eval
+    assert tuple(ev.revdict_protocols) == ("all-definitions",)
+    assert (sweep["aggregate"], sweep["select_on"]) == ("mean_over_seeds", "wordpred-dev-alldefs:mrr@10")
 
 
 def test_a_config_that_differs_from_the_paper_does_not_claim_to_be_it():

@@ -1,0 +1,34 @@
+"""A sweep aggregated over seeds picks the setting by its dev mean, as DefSent picks its lr."""
+
+import pytest
+
+from defsentflow.sweep import SweepFile
+from defsentflow.sweep_seeds import rank_settings
+
+
+def _p(lr, seed, dev, test):
+    return {"point": {"defsent.lr": lr, "defsent.seed": seed}, "dev": dev, "test": {"wordpred-alldefs:mrr@10": test}}
+
+
+def test_the_setting_with_the_best_dev_mean_wins_not_the_best_single_point():
+    points = [_p(1e-5, 0, 0.90, 0.10), _p(1e-5, 1, 0.10, 0.20),      # best single point, mean 0.50
+              _p(2e-5, 0, 0.60, 0.30), _p(2e-5, 1, 0.60, 0.50),      # mean 0.60: chosen
+              _p(4e-5, 0, 0.99, 0.90)]                               # a seed missing: ranks last
+    ranked = rank_settings(points + [{"point": {"defsent.lr": 4e-5, "defsent.seed": 1}, "dev": None, "test": {}}],
+                           "defsent.seed")
+    assert [g["setting"]["defsent.lr"] for g in ranked] == [2e-5, 1e-5, 4e-5]
+    best = ranked[0]
+    assert best["dev_mean"] == pytest.approx(0.6) and best["dev_sd"] == pytest.approx(0.0)
+    mean, sd, n = best["test"]["wordpred-alldefs:mrr@10"]
+    assert (mean, n) == (pytest.approx(0.4), 2) and sd == pytest.approx(0.1414213, rel=1e-5)  # sample sd
+
+
+def test_mean_over_seeds_needs_the_seed_axis_and_task_metric_figures():
+    base = {"name": "s", "base": {}, "axes": {"defsent.lr": [1e-5]}, "aggregate": "mean_over_seeds"}
+    with pytest.raises(ValueError, match="seed_key"):
+        SweepFile.model_validate(base)
+    with pytest.raises(ValueError, match="task:metric"):
+        SweepFile.model_validate({**base, "axes": {"defsent.lr": [1e-5], "defsent.seed": [0, 1]}, "report_on": ["x"]})
+    ok = SweepFile.model_validate({**base, "axes": {"defsent.lr": [1e-5], "defsent.seed": [0, 1]},
+                                   "select_on": "wordpred-dev-alldefs:mrr@10"})
+    assert ok.aggregate == "mean_over_seeds"
