@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from defsentflow.claims.arms import ArmPlan, arm_name
-from defsentflow.claims.judge import Series, series_text
+from defsentflow.claims.judge import Check, Series, mean_sd, series_text
 
-__all__ = ["CatalogFigures", "claim_series"]
+__all__ = ["CatalogFigures", "claim_checks", "claim_series"]
 
 
 def _matrix_dir(path: str | None) -> str | None:
@@ -117,11 +117,10 @@ def claim_series(claim: str, plan: ArmPlan, runs: dict[str, str], fig: CatalogFi
                                        "stsb-dev", "spearman", pooling=pooling, setting="all")
         return [Series("DefSent", _per_seed(seeds, defsent)),
                 Series("DefSent+ (PST step 1)", _per_seed(seeds, score("pst", 1)))], None
-    if claim == "later_steps_beat_step_1":
+    if claim == "later_steps_beat_step_1":  # equal arms: one step each (a per-seed max over steps 2..N would favour it)
         per_step = [Series(f"step {k}", _per_seed(seeds, score("pst", k))) for k in range(1, steps + 1)]
         note = "per step: " + series_text(per_step)
-        return [per_step[0], Series(f"best of steps 2..{steps}", _per_seed(
-            seeds, lambda s: fig.step_score(run("pst", s), 0, steps=later) if run("pst", s) else None))], note
+        return [per_step[0], per_step[-1]], note
     if claim == "separate_beats_continuing":
         best = lambda kind: lambda s: fig.step_score(run(kind, s), 0, steps=later) if run(kind, s) else None  # noqa: E731
         return [Series("continuing", _per_seed(seeds, best("continue"))),
@@ -162,8 +161,56 @@ def claim_series(claim: str, plan: ArmPlan, runs: dict[str, str], fig: CatalogFi
                 return None
             ids = fig.raw_model_ids(rid)
             model = fig.defsent_model(rid) if trained else (ids[0] if ids else None)
-            return fig.metric(model, "wordpred", "mrr", pooling=pooling)
+            return fig.metric(model, "wordpred", "mrr@10", pooling=pooling)
         return [Series("raw encoder", _per_seed(seeds, lambda s: wordpred(False, s))),
                 Series("DefSent", _per_seed(seeds, lambda s: wordpred(True, s)))], \
             "the raw encoder is the same for every seed"
+    raise ValueError(f"unknown claim {claim!r}")
+
+
+def _mean(values: dict[int, float]) -> float | None:
+    return mean_sd(list(values.values()))[0]
+
+
+def claim_checks(claim: str, plan: ArmPlan, runs: dict[str, str], fig: CatalogFigures, *, seeds: list[int],
+                 entries: list[int], series: list[Series], pooling: str = "mean") -> list[Check]:
+    """The functional-baseline checks of a claim's arms (:class:`~defsentflow.claims.judge.Check`): a
+    PST arm's step-1 STS-B dev above the untrained encoder's (step 0) and above 0 (chance for a
+    Spearman); a DefSent model's word-prediction MRR@10 above chance over the head's candidates and
+    above the raw encoder's. A claim whose baseline is the untrained encoder itself (SBERT-WK vs mean
+    pooling, DefSent's word prediction) checks only the chance level."""
+    def run(kind: str, s: int, n: int | None = None) -> str | None:
+        return runs.get(arm_name(kind, s, n))
+
+    def pst_check(kind: str, label: str, n: int | None = None) -> Check:
+        trained = _per_seed(seeds, lambda s: fig.step_score(run(kind, s, n), 1, ica=None) if run(kind, s, n) else None)
+        untrained = _per_seed(seeds, lambda s: fig.step_score(run(kind, s, n), 0, ica=None) if run(kind, s, n) else None)
+        return Check(f"{label}: STS-B dev at step 1", _mean(trained), chance=0.0, untrained=_mean(untrained))
+
+    def wordpred_check() -> Check:
+        def read(s: int, metric: str, trained: bool = True) -> float | None:
+            rid = run("defsent", s)
+            ids = fig.raw_model_ids(rid) if rid else None
+            model = (fig.defsent_model(rid) if trained else (ids[0] if ids else None)) if rid else None
+            return fig.metric(model, "wordpred", metric, pooling=pooling)
+        return Check("DefSent: word-prediction MRR@10", _mean(_per_seed(seeds, lambda s: read(s, "mrr@10"))),
+                     chance=_mean(_per_seed(seeds, lambda s: read(s, "chance_mrr@10"))),
+                     untrained=_mean(_per_seed(seeds, lambda s: read(s, "mrr@10", trained=False))))
+
+    if claim == "defsent_plus_beats_defsent":
+        return [wordpred_check(), pst_check("pst", "DefSent+")]
+    if claim in ("later_steps_beat_step_1", "entry_space_more_isotropic"):
+        return [pst_check("pst", "PST")]
+    if claim == "separate_beats_continuing":
+        return [pst_check("pst", "separate"), pst_check("continue", "continuing")]
+    if claim == "ica_candidate_helps":
+        return [pst_check("ica", "PST with the ICA candidate")]
+    if claim == "more_entries_help":
+        n = min(entries)
+        return [pst_check("pst", f"{n} entries") if n == plan.base_entries else pst_check("entries", f"{n} entries", n)]
+    if claim == "defsent_raises_wordpred":
+        c = wordpred_check()
+        return [Check(c.label, c.value, chance=c.chance)]
+    if claim == "sbert_wk_beats_mean":  # both arms are the untrained encoder: only the chance level applies
+        return [Check(f"{x.label}: STS-B dev", _mean(x.values), chance=0.0) for x in series]
     raise ValueError(f"unknown claim {claim!r}")

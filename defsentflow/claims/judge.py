@@ -1,15 +1,23 @@
-"""Aggregate per-seed figures into a claim's row and decide whether it holds.
+"""Aggregate per-seed figures into a claim's row and judge it by a stated test.
 
 A claim is a list of *series* (one per arm, e.g. DefSent then DefSent+), each a figure per seed,
-in the order the paper says is increasing. It **holds** when the means increase along the list.
-Paired by seed, the differences between neighbouring series say whether that is **clear**: the
-mean difference exceeds twice its standard error (sd / sqrt(n)) for every neighbouring pair.
-``diff`` is the paired difference between the last and the first series (mean +- sd over seeds).
+in the order the paper says is increasing. The test is stated once for every claim:
+
+* **effect**: the mean over seeds of the paired difference last minus first series (paired by seed);
+* **p**: the one-sided paired t-test of "effect > 0" (``scipy.stats.ttest_rel``, ``alternative=
+  "greater"``, n - 1 degrees of freedom: with 3 seeds the 5% critical t is 2.92, not 2);
+* **ci_low, ci_high**: the two-sided 90% t interval of the effect, whose lower end is the one-sided
+  95% bound: the claim holds exactly when ``ci_low > 0``.
+
+Verdicts are only ``holds`` (p < alpha), ``does not hold`` (p >= alpha: the test does not support
+the claim; the effect and its interval say by how much) and ``inconclusive (<reason>)``: fewer
+than ``min_seeds`` paired seeds, an arm not functional (:class:`Check`: not above chance, or not
+above the untrained encoder on its own metric), or a series without figures.
 
 Example:
-    >>> r = judge([Series("DefSent", {0: 50.0, 1: 51.0}), Series("DefSent+", {0: 55.0, 1: 55.5})])
-    >>> r.holds, round(r.diff_mean, 2)
-    (True, 4.75)
+    >>> r = judge([Series("DefSent", {0: 50.0, 1: 51.0, 2: 50.5}), Series("DefSent+", {0: 55.0, 1: 55.5, 2: 56.5})])
+    >>> r.verdict, round(r.effect, 2)
+    ('holds', 5.17)
 """
 
 from __future__ import annotations
@@ -18,7 +26,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Judgement", "Series", "digits", "judge", "mean_sd", "series_text"]
+from defsentflow.evaluation.revdict import chance_mrr
+
+__all__ = ["ALPHA", "Check", "Judgement", "MIN_SEEDS", "Series", "chance_mrr", "digits", "judge", "mean_sd",
+           "series_text"]
+
+ALPHA = 0.05
+MIN_SEEDS = 3
 
 
 @dataclass(frozen=True)
@@ -48,13 +62,39 @@ class Series:
 
 
 @dataclass(frozen=True)
+class Check:
+    """Whether one arm is functional: its mean on its own metric above ``chance`` and above the
+    untrained encoder's figure on that metric (either reference None: not checked)."""
+
+    label: str                  # "DefSent: word-prediction MRR@10"
+    value: float | None         # the arm's mean over seeds on that metric
+    chance: float | None = None
+    untrained: float | None = None
+
+    def failure(self) -> str | None:
+        """Why the arm is not functional, or None."""
+        if self.value is None:
+            return f"{self.label} not measured"
+        if self.chance is not None and not self.value > self.chance:
+            return f"{self.label} {self.value:.3g} not above chance {self.chance:.3g}"
+        if self.untrained is not None and not self.value > self.untrained:
+            return f"{self.label} {self.value:.3g} not above the untrained encoder's {self.untrained:.3g}"
+        return None
+
+
+@dataclass(frozen=True)
 class Judgement:
-    holds: bool | None          # None: a series has no figure
-    clear: bool | None          # None: fewer than two paired seeds
-    diff_mean: float | None
+    verdict: str                # holds | does not hold | inconclusive (<reason>)
+    effect: float | None        # mean paired difference, last minus first series
+    ci_low: float | None        # two-sided 90% t interval of the effect (lower end: one-sided 95% bound)
+    ci_high: float | None
+    p: float | None             # one-sided paired t-test of effect > 0
     diff_sd: float | None
     n: int                      # seeds paired between the first and the last series
-    verdict: str = "not measured"  # holds | holds (within noise) | does not hold | does not hold (within noise)
+
+    @property
+    def holds(self) -> bool | None:
+        return None if self.verdict.startswith("inconclusive") else self.verdict == "holds"
 
 
 def digits(scale: float | None) -> int:
@@ -80,37 +120,39 @@ def mean_sd(values: list[float]) -> tuple[float | None, float | None]:
     return m, math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
 
 
-def _paired(a: Series, b: Series) -> list[float]:
-    return [b.values[s] - a.values[s] for s in sorted(set(a.values) & set(b.values))]
+def _paired(a: Series, b: Series) -> tuple[list[float], list[float]]:
+    seeds = sorted(set(a.values) & set(b.values))
+    return [a.values[s] for s in seeds], [b.values[s] for s in seeds]
 
 
-def judge(series: list[Series]) -> Judgement:
-    """Whether the series' means increase in order, how clearly, and the last-minus-first difference."""
+def judge(series: list[Series], checks: list[Check] | tuple[Check, ...] = (), *, alpha: float = ALPHA,
+          min_seeds: int = MIN_SEEDS) -> Judgement:
+    """The stated test of a claim (module docstring): last series against the first, paired by seed."""
+    from scipy import stats
+
     if len(series) < 2:
         raise ValueError("a claim compares at least two series")
-    diffs = _paired(series[0], series[-1])
-    d_mean, d_sd = mean_sd(diffs)
-    if any(not s.values for s in series):
-        return Judgement(None, None, d_mean, d_sd, len(diffs))
-    means = [mean_sd(list(s.values.values()))[0] for s in series]
-    holds = all(b > a for a, b in zip(means, means[1:]))
-    clear = _clearly_increasing(series) if holds else False
-    if holds:
-        verdict = "holds" if clear else "holds (one seed)" if clear is None else "holds (within noise)"
-    else:  # clearly the other way round: each neighbouring step down is beyond noise
-        against = _clearly_increasing(series[::-1])
-        verdict = ("does not hold" if against else "does not hold (one seed)" if against is None
-                   else "does not hold (within noise)")
-    return Judgement(holds, clear, d_mean, d_sd, len(diffs), verdict)
+    first, last = _paired(series[0], series[-1])
+    diffs = [b - a for a, b in zip(first, last)]
+    effect, sd = mean_sd(diffs)
+    n = len(diffs)
 
+    def out(verdict: str, lo: float | None = None, hi: float | None = None, p: float | None = None) -> Judgement:
+        return Judgement(verdict, effect, lo, hi, p, sd, n)
 
-def _clearly_increasing(series: list[Series]) -> bool | None:
-    """Every neighbouring paired difference above twice its standard error (None: under two pairs)."""
-    for a, b in zip(series, series[1:]):
-        d = _paired(a, b)
-        m, sd = mean_sd(d)
-        if len(d) < 2 or sd is None or m is None:
-            return None
-        if not m > 2 * sd / math.sqrt(len(d)):
-            return False
-    return True
+    empty = [s.label for s in series if not s.values]
+    if empty:
+        return out(f"inconclusive (no figures for {', '.join(empty)})")
+    if n < min_seeds:
+        return out(f"inconclusive (too few seeds: {n} paired, the test needs {min_seeds})")
+    if sd == 0.0:  # every seed moved by the same amount: the t statistic is undefined
+        lo = hi = effect
+        p = 0.0 if effect > 0 else 1.0
+    else:
+        p = float(stats.ttest_rel(last, first, alternative="greater").pvalue)
+        half = float(stats.t.ppf(1 - alpha, n - 1)) * sd / math.sqrt(n)
+        lo, hi = effect - half, effect + half
+    failed = [f for f in (c.failure() for c in checks) if f]
+    if failed:
+        return out(f"inconclusive (baseline not functional: {'; '.join(failed)})", lo, hi, p)
+    return out("holds" if p < alpha else "does not hold", lo, hi, p)

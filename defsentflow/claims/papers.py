@@ -29,7 +29,7 @@ CLAIMS: dict[str, ClaimText] = {
     "later_steps_beat_step_1": ClaimText(
         "PST's later steps beat step 1",
         "best step > step 1; step 2 may be a transition below step 1 (DefSent+ Sec. PST, Eq. 11)",
-        f"{_STS}; best candidate of step 1 vs the best of steps 2..N"),
+        f"{_STS}; best candidate of step 1 vs of the last step N (one step each side)"),
     "separate_beats_continuing": ClaimText(
         "separate training beats continuing the previous step's model",
         "the S of PST: each step trains a fresh copy of the original model (DefSent+ Sec. PST)",
@@ -53,5 +53,5 @@ CLAIMS: dict[str, ClaimText] = {
     "defsent_raises_wordpred": ClaimText(
         "DefSent training raises word prediction",
         "trained > pre-trained on word prediction MRR / top-k (DefSent Table 2)",
-        "word prediction MRR (test definitions never trained on, MLM head)"),
+        "word prediction MRR@10 as DefSent's get_mrr (test definitions never trained on, MLM head)"),
 }

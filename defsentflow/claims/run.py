@@ -21,7 +21,7 @@ from typing import Any
 
 from defsentflow.claims.arms import ArmPlan, plan_arms
 from defsentflow.claims.config import ClaimsConfig
-from defsentflow.claims.figures import CatalogFigures, claim_series
+from defsentflow.claims.figures import CatalogFigures, claim_checks, claim_series
 from defsentflow.claims.judge import Series, judge, series_text
 from defsentflow.claims.papers import CLAIMS
 
@@ -38,14 +38,17 @@ class ClaimRow:
     position: int
     series: tuple[Series, ...]
     holds: bool | None
-    clear: bool | None
+    clear: bool | None          # the stated test rejected "no improvement" (p < alpha); None: not tested
     verdict: str
-    diff_mean: float | None
+    diff_mean: float | None     # = effect
     diff_sd: float | None
     n: int
     note: str | None
     arms: dict[str, str]
     seconds: float | None
+    ci_low: float | None = None   # two-sided 90% t interval of the effect (claims.judge)
+    ci_high: float | None = None
+    p: float | None = None        # one-sided paired t-test
 
     @property
     def statement(self) -> str:
@@ -89,19 +92,21 @@ def measure_claims(claims: ClaimsConfig, plan: ArmPlan, runs: dict[str, str], ca
         arms = {a: runs[a] for a in plan.needs.get(claim, []) if a in runs}
         secs = sum((seconds or {}).get(a, 0.0) for a in arms) if seconds else None
         if claim in plan.untestable:
-            out.append(ClaimRow(claim, i, (), None, None, "not measured", None, None, 0,
+            out.append(ClaimRow(claim, i, (), None, None, "inconclusive (not measured here)", None, None, 0,
                                 f"not testable here: {plan.untestable[claim]}", arms, secs))
             continue
         series, note = claim_series(claim, plan, arms, fig, seeds=list(spec.seeds), steps=spec.steps,
                                     entries=list(spec.entries), ica_step=spec.ica_step,
                                     pretrain_seeds=list(spec.pretrain_seeds), statistic=spec.isotropy_statistic,
                                     pooling=pooling)
-        j = judge(series)
+        checks = claim_checks(claim, plan, arms, fig, seeds=list(spec.seeds), entries=list(spec.entries),
+                              series=series, pooling=pooling)
+        j = judge(series, checks)
         missing = [a for a in plan.needs.get(claim, []) if a not in runs]
         if missing:
             note = "; ".join(x for x in (note, f"arms without a completed run: {', '.join(missing)}") if x)
-        out.append(ClaimRow(claim, i, tuple(series), j.holds, j.clear, j.verdict, j.diff_mean, j.diff_sd, j.n,
-                            note, arms, secs))
+        out.append(ClaimRow(claim, i, tuple(series), j.holds, None if j.p is None else j.p < 0.05, j.verdict,
+                            j.effect, j.diff_sd, j.n, note, arms, secs, j.ci_low, j.ci_high, j.p))
     return out
 
 
@@ -112,11 +117,12 @@ def record_claims(run_id: str, name: str, rows: Sequence[ClaimRow], catalog: Any
         for r in rows:
             con.execute(
                 "INSERT INTO claim_results (claims_run_id, name, position, claim, statement, paper, metric, series, "
-                "measured, seeds, n, diff_mean, diff_sd, holds, clear, verdict, note, arms, seconds) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "measured, seeds, n, diff_mean, diff_sd, holds, clear, verdict, note, arms, seconds, ci_low, ci_high, p) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [run_id, name, r.position, r.claim, r.statement, r.paper, r.metric,
                  json.dumps([s.to_dict() for s in r.series]), r.measured, json.dumps(r.seeds), r.n, r.diff_mean,
-                 r.diff_sd, r.holds, r.clear, r.verdict, r.note, json.dumps(r.arms), r.seconds])
+                 r.diff_sd, r.holds, r.clear, r.verdict, r.note, json.dumps(r.arms), r.seconds, r.ci_low, r.ci_high,
+                 r.p])
 
 
 def claim_rows(catalog: Any, *, run_id: str | None = None, name: str | None = None) -> list[dict[str, Any]]:

@@ -59,6 +59,7 @@ from defsentflow.config_tools import CandidateSet, RevdictMode, RevdictProtocol
 
 __all__ = [
     "CandidateSet",
+    "chance_mrr",
     "Protocol",
     "RevdictMode",
     "RevdictQueries",
@@ -152,6 +153,15 @@ def revdict_ranks(query_vecs: np.ndarray, query_rows: np.ndarray, def_vecs: np.n
         scores[np.arange(scores.shape[0]), own[sl]] = own_score
         ranks[sl] = 1 + (scores > own_score[:, None]).sum(axis=1)
     return ranks
+
+
+def chance_mrr(n_candidates: int, at: int | None = None) -> float:
+    """The expected MRR of a uniformly random ranking of ``n_candidates``: H_N / N (``at=10``: MRR@10,
+    H_min(10, N) / N)."""
+    if n_candidates < 1:
+        raise ValueError(f"n_candidates must be >= 1, got {n_candidates}")
+    top = n_candidates if at is None else min(at, n_candidates)
+    return sum(1.0 / k for k in range(1, top + 1)) / n_candidates
 
 
 def rank_metrics(ranks: np.ndarray) -> dict[str, float]:

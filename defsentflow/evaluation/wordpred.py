@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from defsentflow.evaluation.revdict import (PROTOCOL_SUFFIX, Protocol, _order_key, model_meta,
+from defsentflow.evaluation.revdict import (PROTOCOL_SUFFIX, Protocol, _order_key, chance_mrr, model_meta,
                                             normalize_definition, rank_metrics, trained_texts)
 
 __all__ = ["WORDPRED_PROTOCOLS", "evaluate_wordpred", "head_ranks", "wordpred_task"]
@@ -98,7 +98,8 @@ def evaluate_wordpred(model: str | os.PathLike, dictionary: str | pa.Table, *, s
 
     Returns:
         ``{"split", "protocol", "head", "n_queries", "n_excluded", "n_untargeted", "n_candidates",
-        "metrics": {"mrr", "mrr@10", "top1", "top3", "top10"}, "rows": [metric rows]}``.
+        "metrics": {"mrr", "mrr@10", "top1", "top3", "top10", "chance_mrr", "chance_mrr@10"},
+        "rows": [metric rows]}``.
 
     Raises:
         ValueError: no query has a target (e.g. a DefSent+ matrix of train-split entries and a
@@ -167,6 +168,8 @@ def evaluate_wordpred(model: str | os.PathLike, dictionary: str | pa.Table, *, s
             h = torch.from_numpy(np.ascontiguousarray(vecs[start:start + 256])).to(dev)
             ranks.append(head_ranks(score(h).float().cpu().numpy(), targets[start:start + 256]))
     metrics = rank_metrics(np.concatenate(ranks))
+    # what a uniformly random ranking of the head's candidates scores (H_N / N; MRR@10: H_10 / N)
+    metrics.update({"chance_mrr": chance_mrr(n_candidates), "chance_mrr@10": chance_mrr(n_candidates, at=10)})
     result = {"split": split, "protocol": protocol, "head": head_kind, "pooling": pooling, "use_pooler": use_pooler,
               "n_queries": len(texts), "n_excluded": n_excluded, "n_untargeted": n_untargeted,
               "n_candidates": n_candidates, "train_splits": train_splits, "metrics": metrics}

@@ -1,8 +1,10 @@
 """The claims table in text, Markdown and a picture (rows of the catalog's ``claims`` view).
 
 ``claims_table`` gives the columns the CLI prints and the report writes: the claim, the paper's
-figure or direction, the measured figure (mean ± sd over seeds per arm), the paired difference,
-the verdict and the time of the runs it reads. ``plot_claims`` draws one panel per measured claim:
+figure or direction, the measured figure (mean ± sd over seeds per arm), the stated test's
+``effect`` (mean paired difference, last minus first arm), ``ci_low`` / ``ci_high`` (its two-sided
+90% t interval: the lower end is the one-sided 95% bound), ``p`` (one-sided paired t-test), the
+``verdict`` (:mod:`defsentflow.claims.judge`) and the time of the runs it reads. ``plot_claims`` draws one panel per measured claim:
 each seed's figure per arm, with the arm's mean and sd. ``claims_section`` is the run report's
 "Claims" section, present for a claims run (``defsentflow report <claims run id>``).
 """
@@ -16,7 +18,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 __all__ = ["CLAIM_COLUMNS", "claims_section", "claims_table", "plot_claims"]
 
-CLAIM_COLUMNS = ("claim", "paper", "measured (mean ± sd over seeds)", "difference (paired)", "n", "verdict", "minutes")
+CLAIM_COLUMNS = ("claim", "paper", "measured (mean ± sd over seeds)", "n", "effect", "ci_low", "ci_high", "p", "verdict",
+                 "minutes")
+CLAIMS_TEST = ("effect: the mean over seeds of the paired difference, last minus first arm; ci_low, ci_high: its "
+               "two-sided 90% t interval (the lower end is the one-sided 95% bound); p: the one-sided paired t-test "
+               "of effect > 0 (n - 1 degrees of freedom). Verdict: holds (p < 0.05), does not hold (p >= 0.05), or "
+               "inconclusive (too few seeds, an arm not above chance or the untrained encoder on its own metric).")
 
 
 def _series(row: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -24,14 +31,19 @@ def _series(row: Mapping[str, Any]) -> list[dict[str, Any]]:
     return json.loads(s) if isinstance(s, str) else list(s or [])
 
 
-def _diff(row: Mapping[str, Any]) -> str:
-    m, sd = row.get("diff_mean"), row.get("diff_sd")
-    if m is None:
+def _fig(row: Mapping[str, Any], key: str) -> str:
+    """``effect`` / ``ci_low`` / ``ci_high`` with the decimals of the claim's figures (signed)."""
+    v = row.get(key)
+    if v is None:
         return ""
     from defsentflow.claims.judge import digits
 
-    n = digits(max((abs(x["mean"] or 0.0) for x in _series(row)), default=abs(m)))
-    return f"{m:+.{n}f}" + ("" if sd is None else f" ± {sd:.{n}f}")
+    n = digits(max((abs(x["mean"] or 0.0) for x in _series(row)), default=abs(v)))
+    return f"{v:+.{n}f}"
+
+
+def _p(v: Any) -> str:
+    return "" if v is None else f"{v:.3f}" if v >= 0.001 else "<0.001"
 
 
 def claims_table(rows: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
@@ -42,7 +54,8 @@ def claims_table(rows: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, ...], li
         if r.get("note"):
             measured = f"{measured} ({r['note']})" if measured else r["note"]
         minutes = None if r.get("seconds") is None else round(float(r["seconds"]) / 60.0, 1)
-        out.append((r["statement"], r["paper"], measured, _diff(r), r.get("n"), r.get("verdict"), minutes))
+        out.append((r["statement"], r["paper"], measured, r.get("n"), _fig(r, "effect" if "effect" in r else "diff_mean"),
+                    _fig(r, "ci_low"), _fig(r, "ci_high"), _p(r.get("p")), r.get("verdict"), minutes))
     return CLAIM_COLUMNS, out
 
 
@@ -78,10 +91,8 @@ def claims_section(rows: Callable[..., list[dict[str, Any]]], markdown_table: Ca
     columns, table = claims_table(found)
     lines = ["## Claims", "",
              "Each claim of the papers, measured here: per arm the mean ± sd over seeds, in the order the paper "
-             "says increases; the paired difference (by seed) last minus first; the verdict: holds when the means "
-             "increase, '(within noise)' when a paired difference is under twice its standard error, 'does not "
-             "hold' when the order is clearly the other way round. Minutes: the arms' runs each claim reads "
-             "(shared arms counted in full).", "",
+             "says increases. " + CLAIMS_TEST + " Minutes: the arms' runs each claim reads (shared arms counted "
+             "in full).", "",
              markdown_table(columns, table), ""]
     rel = "img/claims.png"
     if plot_claims(found, image(rel)) is not None:

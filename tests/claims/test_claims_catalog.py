@@ -49,6 +49,9 @@ def filled(home):
     runs = {arm: f"run-{i}" for i, arm in enumerate(plan.points)}
     for s in SEEDS:
         pst = runs[f"pst seed={s}"]
+        for arm in (pst, runs[f"entries=50 seed={s}"], runs[f"ica seed={s}"]):
+            _pst_step(cat, arm, 0, 40.0, None)                                 # the untrained encoder
+        _pst_step(cat, runs[f"ica seed={s}"], 1, 50.0, None)
         for step, (score, iso) in enumerate([(50 + s * 0.2, 0.20), (48 + s * 0.1, 0.25 + s * 0.01),
                                              (52 + s * 0.3, 0.30 + s * 0.01)], 1):
             _pst_step(cat, pst, step, score, iso)
@@ -60,11 +63,13 @@ def filled(home):
         cat.register_model(f"ds{s}", f"/models/ds{s}", method="defsent", artifact_key=f"key-ds{s}")
         cat.record_metrics(f"ds{s}", [{"task": "stsb-dev", "setting": "all", "metric": "spearman",
                                        "value": 47 + s * 0.4, "pooling": "mean"},
-                                      {"task": "wordpred", "setting": "mlm_head", "metric": "mrr",
-                                       "value": 0.10 + 0.01 * s, "pooling": "mean"}])
+                                      {"task": "wordpred", "setting": "mlm_head", "metric": "mrr@10",
+                                       "value": 0.10 + 0.01 * s, "pooling": "mean"},
+                                      {"task": "wordpred", "setting": "mlm_head", "metric": "chance_mrr@10",
+                                       "value": 0.001, "pooling": "mean"}])
         cat.record_stage(ds, "pretrain", "completed", cache_key="key-raw")
     cat.register_model("raw", "/models/pretrain/rawdir", method="pretrain", artifact_key="key-raw")
-    cat.record_metrics("base:rawdir", [{"task": "wordpred", "setting": "mlm_head", "metric": "mrr", "value": 0.05,
+    cat.record_metrics("base:rawdir", [{"task": "wordpred", "setting": "mlm_head", "metric": "mrr@10", "value": 0.05,
                                         "pooling": "mean"}])
     return claims, plan, runs, cat
 
@@ -76,8 +81,9 @@ def test_each_claim_reads_its_arms_figures(filled):
     assert [s.values for s in one.series] == [{s: 47 + s * 0.4 for s in SEEDS}, {s: 50 + s * 0.2 for s in SEEDS}]
     assert one.verdict == "holds" and one.n == 3
     assert one.diff_mean == pytest.approx(statistics.mean([3.0, 2.8, 2.6]))
+    assert one.p < 0.05 and one.ci_low < one.diff_mean < one.ci_high
     later = rows["later_steps_beat_step_1"]
-    assert later.series[1].values == {s: 52 + s * 0.3 for s in SEEDS}  # best of steps 2..3
+    assert later.series[1].values == {s: 52 + s * 0.3 for s in SEEDS}  # step 3 (the last), not a max over 2..3
     assert "step 2 48.10 ± 0.10 vs step 3 52.30 ± 0.30" in later.note
     entries = rows["more_entries_help"]
     assert [s.label for s in entries.series] == ["50 entries", "100 entries"]
@@ -86,7 +92,7 @@ def test_each_claim_reads_its_arms_figures(filled):
     assert iso.series[0].values == {s: 0.20 for s in SEEDS} and iso.holds
     ica = rows["ica_candidate_helps"]
     assert [s.values for s in ica.series] == [{0: 51.0, 1: 52.0, 2: 53.0}, {0: 50.0, 1: 51.5, 2: 53.0}]
-    assert ica.verdict == "does not hold (within noise)" and ica.diff_mean == pytest.approx(-0.5)
+    assert ica.verdict == "does not hold" and ica.diff_mean == pytest.approx(-0.5)
     assert iso.series[1].values == {s: 0.30 + s * 0.01 for s in SEEDS}  # the plain matrix, not the ICA one
     word = rows["defsent_raises_wordpred"]
     assert word.series[0].values == {s: 0.05 for s in SEEDS} and word.verdict == "holds"
@@ -101,7 +107,7 @@ def test_missing_arms_and_untestable_claims_say_so(filled):
     no_raw = plan_arms(_claims(claims=["sbert_wk_beats_mean"]))  # the base has no pretrain: section
     assert "pretrain" in no_raw.untestable["sbert_wk_beats_mean"] and not no_raw.points
     rows = measure_claims(_claims(claims=["sbert_wk_beats_mean"]), no_raw, {}, cat)
-    assert rows[0].verdict == "not measured" and rows[0].note.startswith("not testable here")
+    assert rows[0].verdict == "inconclusive (not measured here)" and rows[0].note.startswith("not testable here")
 
 
 def test_claims_view_and_report_table(filled, tmp_path):
@@ -117,7 +123,9 @@ def test_claims_view_and_report_table(filled, tmp_path):
     assert first[0]["verdict"] == "holds" and first[0]["run_status"] == "completed"
     assert first[0]["measured"] == "DefSent 47.40 ± 0.40 vs DefSent+ (PST step 1) 50.20 ± 0.20"
     columns, table = claims_table(latest)
-    assert columns[0] == "claim" and table[0][3] == "+2.80 ± 0.20" and table[0][5] == "holds"
+    assert columns[3:9] == ("n", "effect", "ci_low", "ci_high", "p", "verdict")
+    assert table[0][3:5] == (3, "+2.80") and table[0][8] == "holds" and table[0][7] == "<0.001"  # t = 24.2, 2 df
+    assert first[0]["effect"] == pytest.approx(2.8) and first[0]["ci_low"] > 0
     assert plot_claims(latest, tmp_path / "claims.png").stat().st_size > 1000
 
 
@@ -132,7 +140,7 @@ def test_judging_without_running_reads_the_completed_arms(filled):
                         "WHERE sweep = ? AND point_id = ?", [runs[arm], claims.name, point.point_id])
     out = run_claims(claims, None, only=["later_steps_beat_step_1", "defsent_plus_beats_defsent"])
     assert [r.claim for r in out.rows] == ["defsent_plus_beats_defsent", "later_steps_beat_step_1"]
-    assert out.rows[0].verdict == "not measured" and "defsent seed=0" in out.rows[0].note
+    assert out.rows[0].verdict.startswith("inconclusive") and "defsent seed=0" in out.rows[0].note
     assert out.rows[1].verdict == "holds" and out.rows[1].seconds == pytest.approx(180.0)
     assert [r["claim"] for r in claim_rows(cat, run_id=out.run_id)] == [r.claim for r in out.rows]
     assert cat.query("SELECT flow, status FROM runs WHERE run_id = ?", [out.run_id]) == [

@@ -1,12 +1,16 @@
-"""The claims' aggregation and verdicts, against statistics' mean and stdev."""
+"""The claims' stated test: a one-sided paired t-test over seeds, against hand-computed figures."""
 
 from __future__ import annotations
 
+import math
 import statistics
 
 import pytest
 
 from defsentflow.claims import Series, judge, mean_sd
+from defsentflow.claims.judge import Check, chance_mrr
+
+T_95_DF2 = 2.919986  # the one-sided 5% critical t with 2 degrees of freedom (3 seeds), from a t table
 
 
 def test_mean_sd_matches_statistics():
@@ -18,43 +22,54 @@ def test_mean_sd_matches_statistics():
     assert mean_sd([]) == (None, None)
 
 
-def test_clear_increase_holds():
+def test_clear_increase_holds_with_effect_interval_and_p():
     a = Series("DefSent", {0: 45.0, 1: 45.5, 2: 44.8})
     b = Series("DefSent+", {0: 49.0, 1: 49.9, 2: 48.7})
     j = judge([a, b])
     diffs = [4.0, 4.4, 3.9]
-    assert (j.holds, j.clear, j.verdict, j.n) == (True, True, "holds", 3)
-    assert j.diff_mean == pytest.approx(statistics.mean(diffs))
-    assert j.diff_sd == pytest.approx(statistics.stdev(diffs))
+    assert (j.verdict, j.holds, j.n) == ("holds", True, 3)
+    assert j.effect == pytest.approx(statistics.mean(diffs))
+    half = T_95_DF2 * statistics.stdev(diffs) / math.sqrt(3)
+    assert (j.ci_low, j.ci_high) == (pytest.approx(j.effect - half, rel=1e-5), pytest.approx(j.effect + half, rel=1e-5))
+    assert j.p < 0.001
 
 
-def test_noisy_increase_holds_within_noise_and_reverse_does_not_hold():
-    a = Series("a", {0: 50.0, 1: 52.0, 2: 48.0})
-    b = Series("b", {0: 51.0, 1: 49.0, 2: 50.5})  # mean 50.17 > 50.0, paired diffs +1, -3, +2.5
-    assert judge([a, b]).verdict == "holds (within noise)"
-    assert judge([b, a]).verdict == "does not hold (within noise)"
-    clearly_down = judge([Series("x", {0: 10.0, 1: 10.2, 2: 9.9}), Series("y", {0: 5.0, 1: 5.1, 2: 4.8})])
-    assert (clearly_down.holds, clearly_down.verdict) == (False, "does not hold")
+def test_t_of_2_6_with_three_seeds_does_not_hold():
+    # paired differences 0.5, 1.5, 2.5: mean 1.5, sd 1, t = 1.5 / (1 / sqrt 3) = 2.598 < 2.92
+    a = Series("a", {0: 10.0, 1: 10.0, 2: 10.0})
+    b = Series("b", {0: 10.5, 1: 11.5, 2: 12.5})
+    j = judge([a, b])
+    assert j.verdict == "does not hold" and j.holds is False
+    assert 0.05 < j.p < 0.1      # one-sided p of t = 2.598 on 2 df is about 0.061
+    assert j.ci_low == pytest.approx(1.5 - T_95_DF2 / math.sqrt(3), rel=1e-5) and j.ci_low < 0 < j.ci_high
+    assert judge([b, a]).verdict == "does not hold" and judge([b, a]).p > 0.9
 
 
-def test_three_series_must_increase_at_every_step():
-    c = Series("2000", {0: 40.0, 1: 41.0})
-    b = Series("4000", {0: 45.0, 1: 45.5})
-    a = Series("8000", {0: 44.0, 1: 44.2})
-    assert judge([c, b, a]).holds is False          # 4000 > 8000 breaks the order
-    assert judge([c, a, b]).holds is True
-    assert judge([c, a, b]).diff_mean == pytest.approx(4.75)  # last minus first, paired by seed
-
-
-def test_one_seed_and_missing_figures():
-    j = judge([Series("mean", {0: 43.0}), Series("SBERT-WK", {0: 47.0})])
-    assert (j.holds, j.clear, j.verdict, j.n) == (True, None, "holds (one seed)", 1)
+def test_too_few_seeds_and_missing_figures_are_inconclusive():
+    j = judge([Series("mean", {0: 43.0, 1: 44.0}), Series("SBERT-WK", {0: 47.0, 1: 48.0})])
+    assert j.verdict.startswith("inconclusive (too few seeds") and j.holds is None and j.p is None
     missing = judge([Series("a", {}), Series("b", {0: 1.0})])
-    assert (missing.holds, missing.verdict, missing.n) == (None, "not measured", 0)
-    # only seeds present in both series are paired
-    assert judge([Series("a", {0: 1.0, 1: 2.0}), Series("b", {1: 3.0, 2: 9.0})]).n == 1
+    assert missing.verdict == "inconclusive (no figures for a)" and missing.n == 0
+    assert judge([Series("a", {0: 1.0, 1: 2.0}), Series("b", {1: 3.0, 2: 9.0})]).n == 1  # only shared seeds pair
     with pytest.raises(ValueError):
         judge([Series("alone", {0: 1.0})])
+
+
+def test_an_arm_at_chance_or_below_the_untrained_encoder_makes_it_inconclusive():
+    a = Series("DefSent", {0: 34.0, 1: 34.2, 2: 34.4})
+    b = Series("DefSent+", {0: 49.0, 1: 49.9, 2: 48.7})
+    at_chance = Check("DefSent: word-prediction MRR@10", 0.0, chance=chance_mrr(30522, at=10))
+    j = judge([a, b], [at_chance])
+    assert j.verdict.startswith("inconclusive (baseline not functional: DefSent") and j.p < 0.05
+    below = Check("PST: STS-B dev at step 1", 40.0, chance=0.0, untrained=43.3)
+    assert "not above the untrained" in judge([a, b], [below]).verdict
+    assert judge([a, b], [Check("ok", 0.5, chance=0.1, untrained=0.2)]).verdict == "holds"
+
+
+def test_chance_mrr_is_the_harmonic_number_over_n():
+    assert chance_mrr(4) == pytest.approx((1 + 1 / 2 + 1 / 3 + 1 / 4) / 4)
+    assert chance_mrr(30522, at=10) == pytest.approx(2.9289683 / 30522)
+    assert chance_mrr(3, at=10) == chance_mrr(3)
 
 
 def test_series_side_by_side_share_their_decimals():
