@@ -94,8 +94,18 @@ def baseline_model_id(base_model: str) -> str:
     return "base:all-MiniLM-L6-v2" if base_model == "minilm" else f"base:{Path(str(base_model)).name}"
 
 
+def selected_pooling(cfg: PipelineConfig, model_dir: str) -> str:
+    """``eval.pooling: null``: the pooling a trained candidate was selected with (PST's
+    ``selection_pooling``), else trained with (its ``defsentflow.json``), else mean."""
+    from defsentflow.evaluation.revdict import model_meta
+
+    chosen = getattr(cfg.pst, "selection_pooling", None) if cfg.pst is not None else None
+    return chosen or model_meta(model_dir).get("pooling") or "mean"
+
+
 def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate: dict[str, Any] | None,
-                    base_model: str, trained: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                    base_model: str, trained: dict[str, Any] | None = None,
+                    seeds: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Evaluate sections for the selected encoder and the baselines, restricted to available data.
 
     ``base_model`` is the encoder PST started from (the configured one, the surrogate, or the
@@ -114,13 +124,17 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
     # The section's evaluation settings, as the evaluate flow takes them (EvaluateSection).
     common = {**ev.model_dump(mode="json", exclude={"baselines", "best_trained", "pooling"}), "tasks": tasks,
               "data_dir": str(data_dir) if data_dir else None, "dictionary": cfg.dictionary.name}
-    plan = [{**common, "model": selected["model_dir"], "model_id": selected["model_id"], "pooling": ev.pooling}]
+    pooling = ev.pooling or selected_pooling(cfg, selected["model_dir"])
+    plan = [{**common, "model": selected["model_dir"], "model_id": selected["model_id"], "pooling": pooling}]
     if ev.best_trained and trained:
-        plan.append({**common, "model": trained["model_dir"], "model_id": trained["model_id"], "pooling": ev.pooling})
+        plan.append({**common, "model": trained["model_dir"], "model_id": trained["model_id"],
+                     "pooling": ev.pooling or selected_pooling(cfg, trained["model_dir"])})
+    if ev.seed_stats:  # every seed of the chosen combination (report.seed_stats), the selected one's pooling
+        plan += [{**common, "model": m["model_dir"], "model_id": m["model_id"], "pooling": pooling} for m in seeds or []]
     base = base_model
     base_id = baseline_model_id(base)
     if "untrained" in ev.baselines:
-        plan.append({**common, "model": base, "model_id": base_id, "pooling": ev.pooling})
+        plan.append({**common, "model": base, "model_id": base_id, "pooling": pooling})
     if "sbert_wk" in ev.baselines:
         plan.append({**common, "tasks": [t for t in tasks if t not in ("revdict", "wordpred")] or tasks, "model": base,
                      "model_id": f"{base_id}+sbert_wk", "pooling": "sbert_wk"})
@@ -255,17 +269,20 @@ def run_pipeline(config_path: str | os.PathLike, *, steps: PipelineSteps, only_i
             outcome = steps.pretrain(config["pretrain"], run_id)
             pretrained = {"model_dir": outcome.model_dir, "model_id": outcome.model_id}
         section = training_section(config, surrogate, pretrained)
-        trained = None
+        trained, seeds = None, []
         if config["pst"]:
             result = steps.pst(section, run_id)
             selected = {"model_dir": result.model_dir, "model_id": result.model_id, "winner_step": result.winner.step,
                         "reason": result.reason}
             trained = best_trained(result)
+            from defsentflow.report.seed_stats import chosen_combination_seeds
+
+            seeds = chosen_combination_seeds(result)
         else:
             result = steps.defsent(section, run_id)
             selected = {"model_dir": result.model_dir, "model_id": result.model_id, "winner_step": 1,
                         "reason": f"{section['method']} (no PST)"}
-        plan = evaluation_plan(config, selected, surrogate, section["base_model"], trained)
+        plan = evaluation_plan(config, selected, surrogate, section["base_model"], trained, seeds)
         scores = [steps.evaluate(s, run_id) for s in plan]
         if "revdict" in config["eval"]["tasks"]:  # serve the selected model (mode auto: its best dev mode)
             steps.index(selected["model_dir"], config["dictionary"]["name"])

@@ -131,8 +131,13 @@ class EvalSection(EvalConfig):
 
     tasks: tuple[str, ...] = (*SEVEN_STS, "revdict")
     data_dir: str | None = Field("../shared/data", description="STS/SICK data; tasks whose files are missing are skipped and listed")
-    pooling: EvalPooling = "mean"
+    pooling: EvalPooling | None = Field(
+        "mean", description="None: the pooling the selected candidate was trained and selected with (PST's "
+                            "selection_pooling, else its training pooling), for it and the untrained baseline")
     baselines: tuple[Literal["untrained", "sbert_wk", "surrogate"], ...] = ("untrained", "sbert_wk")
+    seed_stats: bool = Field(
+        False, description="also evaluate every seed of the chosen PST combination: the report gives mean ± sd "
+                           "over them beside the selected seed (DefSent+ Table 2's statistic)")
     best_trained: bool = Field(
         False, description="also evaluate the best trained PST candidate when the untrained encoder was selected")
 

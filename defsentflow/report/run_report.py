@@ -30,6 +30,7 @@ from defsentflow.report.leaderboard import Leaderboard, format_number, load_lead
 from defsentflow.report.plots import plot_label_histogram, plot_pst_progress
 from defsentflow.report.summary import run_facts, summary_section
 from defsentflow.report.claims_report import claims_section
+from defsentflow.report.seed_stats import seed_stats_section
 from defsentflow.report.label_quality import label_quality_section
 
 __all__ = ["RunReport", "build_report", "markdown_table", "report_dir"]
@@ -330,6 +331,7 @@ def build_report(run_id: str, *, out_dir: str | os.PathLike | None = None, catal
         board = load_leaderboard(cat, run_id=run_id)
         lines = summary_section(run_facts(ctx.rows, runs[0], status), board, ctx.image, markdown_table)
         lines += claims_section(ctx.rows, markdown_table, ctx.image)
+        lines += seed_stats_section(ctx.rows, markdown_table)
         lines += _section_models(ctx, board)
         lines += _section_pst(ctx, analyse_missing)
         lines += _section_harvest(ctx)

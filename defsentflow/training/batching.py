@@ -5,6 +5,10 @@ Each epoch's plan depends only on (seed, epoch, lengths): shuffle, cut into chun
 order. Batches are then padded to their own longest text, so a definition of 8 tokens is never
 padded to the dataset's longest. A resumed run recomputes the same plan and skips the batches
 already done, which makes the data position a single integer.
+
+``chunk_batches=1`` is plain random batching (a permutation cut into batches, no length sort),
+what both papers' reference code does (DefSent+: ``RandomSampler``); a config asks for it with
+``batching: random`` (``bucket_batches`` 1).
 """
 
 from __future__ import annotations

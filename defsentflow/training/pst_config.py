@@ -12,7 +12,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -78,6 +78,9 @@ class _TrainingCommon(ConfigSection):
                                    description="None: the paper's (DefSent 16; DefSent+ 32 on dataset variant a, "
                                                "16 on b and c)")
     max_length: int = Field(64, ge=8, le=512)
+    batching: Literal["random", "length"] = Field(
+        "length", description="length: shuffled, then length-sorted within chunks of 50 batches (faster); random: "
+                              "random batches, as both papers' reference code (training.batching)")
     max_train_entries: int | None = Field(None, ge=2, description="deterministic subset of training entries")
     device: str = "auto"
     autocast: Autocast = "none"
@@ -167,6 +170,14 @@ class PstSection(_TrainingCommon):
         if any(k < 1 for k in v):
             raise ValueError(f"transition_steps are step numbers from 1, got {v}")
         return sorted(v)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lr_from_steps(cls, data: Any) -> Any:
+        """``lr`` unset with ``lr_per_step``: step 1's rate, so a dumped config validates again."""
+        if isinstance(data, dict) and data.get("lr_per_step") and "lr" not in data:
+            data = {**data, "lr": data["lr_per_step"][0]}
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> PstSection:

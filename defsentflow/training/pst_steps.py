@@ -55,7 +55,8 @@ def _train_config(section: PstSection | DefSentSection, *, method: str, pooling:
     return paper_config(method, variant=variant, pooling=pooling, lr=lr, seed=seed, use_pooler=section.use_pooler,
                         max_length=section.max_length, temperature=section.temperature,
                         normalize_logits=section.normalize_logits, autocast=section.autocast,
-                        checkpoint_every=section.checkpoint_every, device=section.device, **overrides)
+                        checkpoint_every=section.checkpoint_every, device=section.device,
+                        bucket_batches=1 if getattr(section, "batching", "length") == "random" else 50, **overrides)
 
 
 def _config_identity(cfg: Any) -> str:
@@ -368,6 +369,8 @@ def step_key(section: PstSection, data: TrainingData, plan: StepPlan, selection:
     _, base_hash = _base(section)
     training = section.model_dump(mode="json", include={"use_pooler", "batch_size", "max_length", "autocast",
                                                          "temperature", "normalize_logits", "selection_pooling"})
+    if section.batching != "length":  # the default keeps earlier keys (and their cached steps) valid
+        training["batching"] = section.batching
     if plan.ica:
         training["ica_fit"] = section.ica_fit.model_dump(mode="json")
     plan_fields = {k: v for k, v in plan.to_dict().items() if k not in ("encoder", "start")}  # *_id name them

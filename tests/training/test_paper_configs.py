@@ -67,6 +67,12 @@ def test_defsent_plus_configs_are_the_papers(name):
     assert {k: getattr(run, k) for k in OPTIMISER_PLUS} == OPTIMISER_PLUS
     text = (CONFIGS / name).read_text()
     assert "THE PAPER'S SETTING" in text and "Table 5" in text and "Eq. 11" in text
+    # the reference's max_seq_length and random batches; STS-B dev selection is ours and says so;
+    # evaluated with the pooling the candidate was trained and selected with; Table 2's mean ± sd
+    assert (pst.max_length, pst.batching, pst.selection_pooling) == (150, "random", None)
+    assert "OURS: STS-B dev" in text and "the paper's experimental setup)" not in text.split("selection:")[1][:80]
+    assert cfg.eval.pooling is None and cfg.eval.seed_stats is True
+    assert _train_config(pst, method="defsent_plus", pooling="mean", lr=5e-5, seed=0, variant="a").bucket_batches == 1
 
 
 def test_the_batch_rule_is_the_papers():
