@@ -232,6 +232,17 @@ def training_section(config: dict[str, Any], surrogate: dict[str, Any] | None,
     return section
 
 
+def chosen_combination_seeds(result: Any) -> list[dict[str, Any]]:
+    """Every seed's candidate of the winner's combination at the winner's step (a ``PstResult``);
+    [] when the untrained encoder won."""
+    win = result.winner
+    if win.step < 1:
+        return []
+    step = next(s for s in result.steps if s.step == win.step)
+    return [{"model_dir": c.model_dir, "model_id": c.model_id, "seed": c.seed}
+            for c in step.candidates if c.group == win.group]
+
+
 def best_trained(result: Any) -> dict[str, Any] | None:
     """PST's best trained candidate (steps >= 1, by the dev selection score), or None."""
     steps = [s.best for s in result.steps if s.step >= 1]
@@ -275,8 +286,6 @@ def run_pipeline(config_path: str | os.PathLike, *, steps: PipelineSteps, only_i
             selected = {"model_dir": result.model_dir, "model_id": result.model_id, "winner_step": result.winner.step,
                         "reason": result.reason}
             trained = best_trained(result)
-            from defsentflow.report.seed_stats import chosen_combination_seeds
-
             seeds = chosen_combination_seeds(result)
         else:
             result = steps.defsent(section, run_id)

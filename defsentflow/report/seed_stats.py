@@ -1,7 +1,7 @@
 """Table 2's statistic: the chosen PST combination's figures as mean ± sd over its seeds.
 
 DefSent+ (Liu 2024, Table 2) reports each setting as the mean ± sd over its ten runs. With
-``eval.seed_stats: true`` the pipeline evaluates every seed's model of the chosen combination
+``eval.seed_stats: true`` the pipeline (:func:`defsentflow.pipeline.chosen_combination_seeds`) evaluates every seed's model of the chosen combination
 (the winner's step, pooling, entry encoding and ICA choice) on every evaluation task, with the
 pooling the winner is evaluated with; this section of the run report gives, per task, that mean ±
 sd beside the selected (best) seed's figure.
@@ -13,18 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["chosen_combination_seeds", "seed_stats_rows", "seed_stats_section"]
-
-
-def chosen_combination_seeds(result: Any) -> list[dict[str, Any]]:
-    """Every seed's candidate of the winner's combination at the winner's step (a ``PstResult``);
-    [] when the untrained encoder won."""
-    win = result.winner
-    if win.step < 1:
-        return []
-    step = next(s for s in result.steps if s.step == win.step)
-    return [{"model_dir": c.model_dir, "model_id": c.model_id, "seed": c.seed}
-            for c in step.candidates if c.group == win.group]
+__all__ = ["seed_stats_rows", "seed_stats_section"]
 
 
 def _headline(r: dict[str, Any]) -> bool:
