@@ -122,7 +122,7 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
     present = set(available_tasks(data_dir)) if data_dir else set()
     tasks = [t for t in ev.tasks if t in ("revdict", "wordpred") or t in present]
     # The section's evaluation settings, as the evaluate flow takes them (EvaluateSection).
-    common = {**ev.model_dump(mode="json", exclude={"baselines", "best_trained", "pooling"}), "tasks": tasks,
+    common = {**ev.model_dump(mode="json", exclude={"baselines", "best_trained", "seed_stats", "pooling"}), "tasks": tasks,
               "data_dir": str(data_dir) if data_dir else None, "dictionary": cfg.dictionary.name}
     pooling = ev.pooling or selected_pooling(cfg, selected["model_dir"])
     plan = [{**common, "model": selected["model_dir"], "model_id": selected["model_id"], "pooling": pooling}]

@@ -52,3 +52,7 @@ def test_the_plan_evaluates_each_seed_with_the_selected_pooling(tmp_path):
     by_id = {p["model_id"]: p["pooling"] for p in plan}
     assert by_id["pst-r"] == by_id["m0"] == by_id["m2"] == by_id["base:bert-base-uncased"] == "cls"
     assert by_id["base:bert-base-uncased+sbert_wk"] == "sbert_wk"
+    from defsentflow.evaluation.config import EvaluateSection
+
+    for p in plan:  # each entry is what the evaluate flow validates
+        EvaluateSection.model_validate(p)
