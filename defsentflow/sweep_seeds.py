@@ -38,8 +38,8 @@ class SeedAggregation(ConfigSection):
 
     @model_validator(mode="after")
     def _aggregation(self) -> SeedAggregation:
-        axes = getattr(self, "axes", {})
-        if self.aggregate == "mean_over_seeds" and self.seed_key not in axes:
+        axes = getattr(self, "axes", None)   # None: the aggregation keys alone (read back from a stored spec)
+        if self.aggregate == "mean_over_seeds" and axes is not None and self.seed_key not in axes:
             raise ValueError(f"aggregate: mean_over_seeds needs seed_key {self.seed_key!r} as an axis (axes: {sorted(axes)})")
         for figure in [*([self.select_on] if self.select_on else []), *self.report_on]:
             parts = figure.split(":")

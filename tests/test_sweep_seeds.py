@@ -32,3 +32,25 @@ def test_mean_over_seeds_needs_the_seed_axis_and_task_metric_figures():
     ok = SweepFile.model_validate({**base, "axes": {"defsent.lr": [1e-5], "defsent.seed": [0, 1]},
                                    "select_on": "wordpred-dev-alldefs:mrr@10"})
     assert ok.aggregate == "mean_over_seeds"
+
+
+def test_seed_rows_read_the_named_dev_and_test_figures_of_completed_points():
+    from defsentflow.sweep_seeds import seed_rows
+
+    figures = {("a0", "wordpred-dev-alldefs", "mrr@10"): 0.5, ("a1", "wordpred-dev-alldefs", "mrr@10"): 0.7,
+               ("a0", "wordpred-alldefs", "mrr@10"): 0.4, ("a1", "wordpred-alldefs", "mrr@10"): 0.6}
+
+    class Cat:
+        def query(self, sql, params):
+            v = figures.get(tuple(params))
+            return [{"v": v}] if v is not None else []
+
+    def row(model, lr, seed, status="completed"):
+        return {"status": status, "trained_model_id": model, "trained_selection": 99.0,
+                "params": {"defsent.lr": lr, "defsent.seed": seed}}
+
+    spec = {"aggregate": "mean_over_seeds", "seed_key": "defsent.seed", "select_on": "wordpred-dev-alldefs:mrr@10",
+            "report_on": ["wordpred-alldefs:mrr@10"]}
+    ranked = seed_rows(Cat(), [row("a0", 1e-5, 0), row("a1", 1e-5, 1), row("x", 2e-5, 0, "failed")], spec)
+    assert len(ranked) == 1 and ranked[0]["dev_mean"] == pytest.approx(0.6)  # the named figure, not trained_selection
+    assert ranked[0]["test"]["wordpred-alldefs:mrr@10"][0] == pytest.approx(0.5)
