@@ -72,8 +72,7 @@ _ID_CHARS = 10
 
 
 class SweepFile(SeedAggregation):
-    """The sweep YAML (``extra="forbid"``: a misspelt top-level key is an error naming it); the
-    aggregation over seeds: :class:`defsentflow.sweep_seeds.SeedAggregation`."""
+    """The sweep YAML (``extra="forbid"``: a misspelt key is an error naming it); + sweep_seeds' keys."""
 
     name: str = Field(pattern=NAME_PATTERN, description="the sweep's name; point configs are named <name>-<id>")
     description: str | None = None

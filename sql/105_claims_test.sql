@@ -1,6 +1,7 @@
 -- The claims' stated test (defsentflow/claims/judge.py): the effect (mean paired difference, last
 -- minus first arm), its two-sided 90% t interval (lower end = the one-sided 95% bound) and the
 -- one-sided paired t-test's p, beside the verdict (holds | does not hold | inconclusive (reason)).
+-- claim_results.clear now means p < 0.05 (the stated test), no longer "every difference > 2 standard errors".
 -- Idempotent: applied on every open, after 085_claims.sql, whose view this one replaces.
 ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS ci_low DOUBLE;
 ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS ci_high DOUBLE;
