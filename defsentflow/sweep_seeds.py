@@ -21,7 +21,7 @@ from pydantic import Field, model_validator
 
 from defsentflow.config_tools import ConfigSection
 
-__all__ = ["SeedAggregation", "rank_settings", "seed_rows"]
+__all__ = ["SeedAggregation", "catalog_figure", "rank_settings", "seed_rows"]
 
 
 class SeedAggregation(ConfigSection):
@@ -85,7 +85,8 @@ def rank_settings(points: list[dict[str, Any]], seed_key: str) -> list[dict[str,
     return sorted(out, key=lambda g: (g["n_dev"] < len(g["seeds"]), g["dev_mean"] is None, -(g["dev_mean"] or 0.0)))
 
 
-def _figure(cat: Any, model_id: str | None, figure: str) -> float | None:
+def catalog_figure(cat: Any, model_id: str | None, figure: str) -> float | None:
+    """The newest value of ``figure`` ('task:metric', any setting and pooling) for ``model_id``."""
     if not model_id:
         return None
     task, metric = figure.split(":")
@@ -102,7 +103,7 @@ def seed_rows(cat: Any, results: list[dict[str, Any]], spec: dict[str, Any]) -> 
         if r["status"] != "completed":
             continue
         params = json.loads(r["params"]) if isinstance(r["params"], str) else r["params"]
-        dev = _figure(cat, r["trained_model_id"], agg.select_on) if agg.select_on else r["trained_selection"]
+        dev = catalog_figure(cat, r["trained_model_id"], agg.select_on) if agg.select_on else r["trained_selection"]
         points.append({"point": params, "dev": dev,
-                       "test": {f: _figure(cat, r["trained_model_id"], f) for f in agg.report_on}})
+                       "test": {f: catalog_figure(cat, r["trained_model_id"], f) for f in agg.report_on}})
     return rank_settings(points, agg.seed_key)

@@ -65,6 +65,26 @@ def _baseline(cat: Any, results: list[dict[str, Any]]) -> dict[str, Any] | None:
             "selection": results[0].get("untrained_selection")}
 
 
+def _spec(cat: Any, sweep: str) -> dict[str, Any] | None:
+    got = cat.query("SELECT spec FROM sweeps WHERE sweep = ?", [sweep])
+    if not got or not got[0]["spec"]:
+        return None
+    return json.loads(got[0]["spec"]) if isinstance(got[0]["spec"], str) else got[0]["spec"]
+
+
+def _with_select_on(cat: Any, sweep: str, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A sweep naming its dev figure (``select_on``, :mod:`defsentflow.sweep_seeds`) ranks its points by
+    that figure (e.g. DefSent's every-definition word prediction MRR@10), not the view's default."""
+    from defsentflow.sweep_seeds import catalog_figure
+
+    spec = _spec(cat, sweep)
+    figure = (spec or {}).get("select_on")
+    if not figure:
+        return results
+    return [{**r, "trained_selection": catalog_figure(cat, r["trained_model_id"], figure), "selection_metric": figure}
+            for r in results]
+
+
 def sweep_table(sweep: str, root: str | os.PathLike | None = None) -> SweepTable:
     """The sweep's rows ranked by their dev selection figure (best first), the untrained baseline first.
 
@@ -82,6 +102,7 @@ def sweep_table(sweep: str, root: str | os.PathLike | None = None) -> SweepTable
     if not results:
         known = [r["sweep"] for r in cat.query("SELECT DISTINCT sweep FROM sweep_points ORDER BY 1")]
         raise KeyError(f"no sweep {sweep!r} in the catalog (known: {', '.join(known) or 'none'})")
+    results = _with_select_on(cat, sweep, results)
     base = _baseline(cat, results)
     base_stsb = base["stsb_dev"] if base else None
     rows: list[tuple[Any, ...]] = []
@@ -163,8 +184,7 @@ def seeds_section(sweep: str, table: SweepTable, root: str | os.PathLike | None 
     from defsentflow.sweep_seeds import seed_rows
 
     cat = Catalog(root)
-    got = cat.query("SELECT spec FROM sweeps WHERE sweep = ?", [sweep])
-    spec = json.loads(got[0]["spec"]) if got and isinstance(got[0]["spec"], str) else (got[0]["spec"] if got else None)
+    spec = _spec(cat, sweep)
     if not spec or spec.get("aggregate") != "mean_over_seeds":
         return []
     ranked = seed_rows(cat, table.results, spec)
