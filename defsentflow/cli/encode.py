@@ -9,7 +9,40 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
+
+MAX_SENTENCE_CHARS = 20_000  # one input sentence (a line of .txt, a record's field); the model truncates far sooner
+MAX_QUERY_CHARS = 2_000  # one reverse-dictionary definition
+MAX_BATCH_SIZE = 4096
+MAX_LENGTH_TOKENS = 8192
+
+
+def positive_int(what: str, maximum: int):
+    """An argparse ``type=``: an integer in ``1..maximum`` (argparse prints a one-line error)."""
+
+    def check(value: str) -> int:
+        try:
+            n = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be an integer, got {value[:40]!r}") from None
+        if not 1 <= n <= maximum:
+            raise argparse.ArgumentTypeError(f"{what} must be between 1 and {maximum}, got {n}")
+        return n
+
+    check.__name__ = what
+    return check
+
+
+def require_finite(values: np.ndarray, model: str, what: str) -> None:
+    """Raise a one-line ValueError naming ``model`` if ``values`` holds NaN or infinity."""
+    import numpy as np
+
+    bad = ~np.isfinite(values)
+    if bad.any():
+        rows = np.nonzero(bad.reshape(len(values), -1).any(axis=1))[0] if values.ndim > 1 else np.nonzero(bad)[0]
+        raise ValueError(f"model {model}: finite-value check failed: {len(rows)} of {len(values)} {what} hold NaN "
+                         f"or infinity (first at row {int(rows[0])}); nothing written. Run `defsentflow verify`")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,8 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="field/column holding the sentence for jsonl/csv/tsv/parquet (default: text)")
     p.add_argument("--pooling", default=None,
                    help="cls, mean, max, prompt or sbert_wk (default: the model's training pooling, else mean)")
-    p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--max-length", type=int, default=128)
+    p.add_argument("--batch-size", type=positive_int("--batch-size", MAX_BATCH_SIZE), default=128)
+    p.add_argument("--max-length", type=positive_int("--max-length", MAX_LENGTH_TOKENS), default=128)
     p.add_argument("--autocast", default="none", choices=["none", "bf16", "fp16"])
     p.add_argument("--normalize", action="store_true", help="L2-normalise the vectors")
     p.add_argument("--device", default="auto")
@@ -80,6 +113,7 @@ def read_sentences(path: Path, field: str) -> list[str]:
         bad = next((i for i, t in enumerate(texts) if not isinstance(t, str) or not t.strip()), None)
         if bad is not None:
             raise UserError(f"{path}: row {bad}: {field!r} is empty or not a string")
+        _bound_lengths(path, texts, "row", 0)
         return texts
     try:
         raw = path.read_text(encoding="utf-8")
@@ -99,6 +133,7 @@ def read_sentences(path: Path, field: str) -> list[str]:
             if not isinstance(rec, dict) or not isinstance(rec.get(field), str) or not rec[field].strip():
                 raise UserError(f"{path}:{n}: no non-empty string field {field!r}")
             texts.append(rec[field])
+        _bound_lengths(path, texts, "line", 1)
         return texts
     if suffix in (".csv", ".tsv"):
         import csv
@@ -111,22 +146,36 @@ def read_sentences(path: Path, field: str) -> list[str]:
             if not (rec.get(field) or "").strip():
                 raise UserError(f"{path}:{n}: empty {field!r}")
             texts.append(rec[field])
+        _bound_lengths(path, texts, "record", 1)
         return texts
+    for n, line in enumerate(lines, 1):
+        if len(line) > MAX_SENTENCE_CHARS:
+            raise UserError(f"{path}:{n}: line has {len(line)} characters (limit {MAX_SENTENCE_CHARS})")
     return [line for line in lines if line.strip()]
+
+
+def _bound_lengths(path: Path, texts: list[str], unit: str, first: int) -> None:
+    from defsentflow.cli import UserError
+
+    for n, text in enumerate(texts, first):
+        if len(text) > MAX_SENTENCE_CHARS:
+            raise UserError(f"{path}: {unit} {n}: sentence has {len(text)} characters (limit {MAX_SENTENCE_CHARS})")
 
 
 def _encode(args: argparse.Namespace) -> int:
     import numpy as np
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
     from defsentflow.cli import UserError
     from defsentflow.encoders import encode_texts, load_encoder, validate_pooling
     from defsentflow.evaluation.revdict import model_meta
-    from defsentflow.storage import write_parquet
+    from defsentflow.storage.outputs import check_output, output_file, parquet_output_metadata
 
     out = Path(args.out)
     if out.suffix.lower() != ".parquet":
         raise UserError(f"--out must be a .parquet file, got {out}")
+    check_output(out, command="encode", kind="file")  # a foreign file or the data root: refused before any work
     texts = read_sentences(Path(args.input), args.field)
     if not texts:
         raise UserError(f"{args.input}: no sentences")
@@ -139,14 +188,17 @@ def _encode(args: argparse.Namespace) -> int:
     enc = load_encoder(args.model, device=args.device)
     vecs = encode_texts(enc, texts, pooling=pooling, batch_size=args.batch_size, max_length=args.max_length,
                         autocast=args.autocast, normalize=args.normalize, cache=args.cache)
+    require_finite(vecs, str(args.model), "vectors")
     dim = int(vecs.shape[1])
     schema = pa.schema([pa.field("text", pa.string(), nullable=False),
                         pa.field("embedding", pa.list_(pa.float32(), dim), nullable=False)],
-                       metadata={"model": str(args.model), "pooling": pooling, "normalized": str(args.normalize)})
+                       metadata={"model": str(args.model), "pooling": pooling, "normalized": str(args.normalize),
+                                 **parquet_output_metadata("encode")})
     flat = pa.array(np.ascontiguousarray(vecs, dtype=np.float32).ravel(), pa.float32())
     table = pa.Table.from_arrays([pa.array(texts, pa.string()), pa.FixedSizeListArray.from_arrays(flat, dim)],
                                  schema=schema)
-    write_parquet(table, out)
+    with output_file(out, command="encode") as tmp:
+        pq.write_table(table, tmp, compression="zstd")
     secs = time.perf_counter() - t0
     print(f"wrote {len(texts)} vectors ({dim} dims, {pooling} pooling) to {out} in {secs:.1f}s "
           f"({len(texts) / max(secs, 1e-9):.0f} sentences/s)")

@@ -28,6 +28,7 @@ from typing import Iterator
 __all__ = [
     "OUTPUT_MARKER",
     "OutputRefusedError",
+    "check_output",
     "output_dir",
     "output_file",
     "parquet_output_metadata",
@@ -130,6 +131,16 @@ def _own_file(final: Path, command: str, *, at_default: bool) -> None:
         return
     raise _refuse(final, command, "the file exists and is not an earlier output of this command; "
                                   "choose a new file name")
+
+
+def check_output(path: str | os.PathLike, *, command: str, kind: str = "dir", root: str | os.PathLike | None = None,
+                 default: str | os.PathLike | None = None) -> Path:
+    """Only the checks of :func:`output_dir` (``kind="dir"``) or :func:`output_file` (``"file"``):
+    the resolved destination, or :class:`OutputRefusedError`. For refusing before long work."""
+    final, at_default = _check_location(Path(path), command, root, default)
+    if final.exists() or final.is_symlink():
+        (_own_dir if kind == "dir" else _own_file)(final, command, at_default=at_default)
+    return final
 
 
 @contextlib.contextmanager
