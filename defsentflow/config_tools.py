@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Hashable, Literal, Sequence
+from typing import Annotated, Any, Hashable, Literal, Sequence
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ["MAX_YAML_ALIASES", "MAX_YAML_NODES", "AliasBound", "YamlAliasError", "expanded_size", "Autocast", "CandidateSet", "CorpusFormat", "DictionarySplit", "EvalPooling", "Pooling", "RetrievalKind",
+__all__ = ["LIMITS", "MAX_YAML_ALIASES", "MAX_YAML_NODES", "AliasBound", "Seed", "YamlAliasError", "expanded_size",
+           "Autocast", "CandidateSet", "CorpusFormat", "DictionarySplit", "EvalPooling", "Pooling", "RetrievalKind",
            "RevdictMode", "RevdictProtocol", "SickSplit", "Similarity", "Method", "TrainPooling", "EntryEncoding", "ConfigSection", "format_errors", "load_yaml_text",
            "read_yaml_mapping", "require_distinct", "resolve_data_dir", "resolve_path"]
 
@@ -35,6 +36,24 @@ Similarity = Literal["cosine", "centered_cosine"]
 Method = Literal["defsent", "defsent_plus"]  # DefSent: predict the word; DefSent+: predict the entry
 TrainPooling = Literal["cls", "mean", "max"]  # how a definition is pooled in training
 EntryEncoding = Literal["ac", "amp"]  # entry vectors: average of CLS (AC) or of mean pooling (AMP)
+
+# -- maxima of every count a config gives (the table in docs/security.md lists them) -------------
+# A value past its maximum could only fail later (memory, time, an overflow deep in a library);
+# the config error names the file and the key instead.
+LIMITS: dict[str, int] = {
+    "seed": 2**32 - 1,          # seed, seeds[], random_state: numpy's seed range
+    "pst_steps": 100,           # PST steps, max_steps, ica_step, transition_steps[], claims steps
+    "list_items": 1000,         # seeds, grid points, transition steps
+    "epochs": 1000,
+    "opt_steps": 10_000_000,    # optimizer steps, warm-up, checkpoint intervals
+    "batch": 65_536,            # every batch size
+    "workers": 256,             # processes and threads
+    "tokens": 8192,             # max_length, max_seq_length, max_position_embeddings
+    "width": 65_536,            # hidden / intermediate sizes
+    "layers": 256,              # layers, attention heads
+    "count": 100_000_000,       # pairs, entries, queries, candidates, chunks, iterations, characters
+}
+Seed = Annotated[int, Field(ge=0, le=LIMITS["seed"])]
 
 
 class ConfigSection(BaseModel):

@@ -9,40 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    import numpy as np
     import pyarrow as pa
 
 MAX_SENTENCE_CHARS = 20_000  # one input sentence (a line of .txt, a record's field); the model truncates far sooner
 MAX_QUERY_CHARS = 2_000  # one reverse-dictionary definition
-MAX_BATCH_SIZE = 4096
-MAX_LENGTH_TOKENS = 8192
-
-
-def positive_int(what: str, maximum: int):
-    """An argparse ``type=``: an integer in ``1..maximum`` (argparse prints a one-line error)."""
-
-    def check(value: str) -> int:
-        try:
-            n = int(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{what} must be an integer, got {value[:40]!r}") from None
-        if not 1 <= n <= maximum:
-            raise argparse.ArgumentTypeError(f"{what} must be between 1 and {maximum}, got {n}")
-        return n
-
-    check.__name__ = what
-    return check
-
-
-def require_finite(values: np.ndarray, model: str, what: str) -> None:
-    """Raise a one-line ValueError naming ``model`` if ``values`` holds NaN or infinity."""
-    import numpy as np
-
-    bad = ~np.isfinite(values)
-    if bad.any():
-        rows = np.nonzero(bad.reshape(len(values), -1).any(axis=1))[0] if values.ndim > 1 else np.nonzero(bad)[0]
-        raise ValueError(f"model {model}: finite-value check failed: {len(rows)} of {len(values)} {what} hold NaN "
-                         f"or infinity (first at row {int(rows[0])}); nothing written. Run `defsentflow verify`")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -56,8 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="field/column holding the sentence for jsonl/csv/tsv/parquet (default: text)")
     p.add_argument("--pooling", default=None,
                    help="cls, mean, max, prompt or sbert_wk (default: the model's training pooling, else mean)")
-    p.add_argument("--batch-size", type=positive_int("--batch-size", MAX_BATCH_SIZE), default=128)
-    p.add_argument("--max-length", type=positive_int("--max-length", MAX_LENGTH_TOKENS), default=128)
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--max-length", type=int, default=128)
     p.add_argument("--autocast", default="none", choices=["none", "bf16", "fp16"])
     p.add_argument("--normalize", action="store_true", help="L2-normalise the vectors")
     p.add_argument("--device", default="auto")
@@ -167,11 +137,15 @@ def _encode(args: argparse.Namespace) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from defsentflow.cli import UserError
+    from defsentflow.cli import UserError, check_count
+    from defsentflow.config_tools import LIMITS
     from defsentflow.encoders import encode_texts, load_encoder, validate_pooling
+    from defsentflow.encoders.finite import require_finite
     from defsentflow.evaluation.revdict import model_meta
     from defsentflow.storage.outputs import check_output, output_file, parquet_output_metadata
 
+    check_count(args.batch_size, "--batch-size", LIMITS["batch"])
+    check_count(args.max_length, "--max-length", LIMITS["tokens"])
     out = Path(args.out)
     if out.suffix.lower() != ".parquet":
         raise UserError(f"--out must be a .parquet file, got {out}")
@@ -188,7 +162,7 @@ def _encode(args: argparse.Namespace) -> int:
     enc = load_encoder(args.model, device=args.device)
     vecs = encode_texts(enc, texts, pooling=pooling, batch_size=args.batch_size, max_length=args.max_length,
                         autocast=args.autocast, normalize=args.normalize, cache=args.cache)
-    require_finite(vecs, str(args.model), "vectors")
+    require_finite(vecs, model=str(args.model), what="sentence vectors")
     dim = int(vecs.shape[1])
     schema = pa.schema([pa.field("text", pa.string(), nullable=False),
                         pa.field("embedding", pa.list_(pa.float32(), dim), nullable=False)],
@@ -213,12 +187,15 @@ def read_entries(path: Path) -> pa.Table:
     from defsentflow.dictionary.jsonl import read_jsonl
     from defsentflow.dictionary.records import RejectedRecord
     from defsentflow.dictionary.tsv import read_tsv
+    from defsentflow.dictionary.validate import check_record
 
     if not path.is_file():
         raise UserError(f"file not found: {path}")
     reader = read_tsv if path.suffix.lower() in (".tsv", ".txt") else read_jsonl
     entries, definitions = [], []
     for rec in reader(path):
+        if not isinstance(rec, RejectedRecord):  # the ingest quarantine's rules: NUL, bidi controls, length
+            rec = check_record(rec) or rec
         if isinstance(rec, RejectedRecord):
             raise UserError(f"{rec.file}:{rec.line}: {rec.reason}: {rec.detail}")
         entries.append(rec.entry)
@@ -238,13 +215,17 @@ def _catalog_model(model: str) -> str:
 
 
 def _revdict(args: argparse.Namespace) -> int:
-    from defsentflow.cli import UserError
+    from defsentflow.cli import UserError, check_count
     from defsentflow.cli.table import print_table
     from defsentflow.evaluation.revdict import model_meta
     from defsentflow.revdict import build_revdict_index
 
-    if args.k < 1:
-        raise UserError("-k must be >= 1")
+    from defsentflow.dictionary.validate import check_text
+
+    check_count(args.k, "-k", 1000)
+    for n, d in enumerate(args.definition, 1):
+        if bad := check_text(d, f"definition {n}", MAX_QUERY_CHARS):
+            raise UserError(f"{bad[1]}: nothing to look up" if bad[0] in ("empty", "whitespace_only") else bad[1])
     args.model = _catalog_model(args.model)
     dictionary = args.dictionary or model_meta(args.model).get("dictionary") or "sample"
     try:
@@ -252,7 +233,7 @@ def _revdict(args: argparse.Namespace) -> int:
                                     rebuild=args.rebuild)
     except (KeyError, LookupError) as exc:
         raise UserError(f"dictionary {dictionary!r}: {exc}") from None
-    results = index.search(args.definition, k=args.k, device=args.device)
+    results = index.search(args.definition, k=args.k, device=args.device)  # NonFiniteError: a corrupt model
     if args.json:
         print(json.dumps([{"definition": d, "entries": [{"entry": e, "score": s} for e, s in hits]}
                           for d, hits in zip(args.definition, results)], indent=2))

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sweep", help="run a sweep: a base pipeline config and lists of values, one pipeline run per point")
     ss = p.add_subparsers(dest="sweep_command", required=True, metavar="SUBCOMMAND")
@@ -41,6 +42,11 @@ def _load(path: str, max_points: int | None = None):
 
 def _run(args: argparse.Namespace) -> int:
     sweep = _load(args.sweep, args.max_points)
+    from defsentflow.config import config_from_dict
+    from defsentflow.preflight import preflight
+
+    for point in sweep.points:  # every point's paths, before the first point runs
+        preflight(config_from_dict(point.config), f"{args.sweep}: point {point.point_id}")
     from defsentflow.storage import clean_stale_temporaries, data_root
     from flows.runtime import local_api
     from flows.sweep import sweep_flow

@@ -100,6 +100,7 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
         >>> import uvicorn
         >>> uvicorn.run(create_app("storage"), host="127.0.0.1", port=8000)
     """
+    from defsentflow.encoders.finite import NonFiniteError
     from defsentflow.storage import CatalogLockedError
 
     catalog = ServeCatalog(root)
@@ -123,6 +124,10 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
         errors = [{"loc": list(e.get("loc", ())), "msg": short(e.get("msg", "")), "type": e.get("type", ""),
                    **({"input": short(e["input"])} if "input" in e else {})} for e in exc.errors()[:10]]
         return JSONResponse({"detail": errors}, status_code=422)
+
+    @app.exception_handler(NonFiniteError)
+    async def _non_finite(request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=500)  # a corrupt model or index: nothing served
 
     @app.exception_handler(CatalogLockedError)
     async def _locked(request: Request, exc: Exception) -> JSONResponse:
