@@ -104,6 +104,16 @@ def test_search_score_checks():
         require_search_scores(np.array([[0.5, -3.4e38]]), np.array([[0, -1]]), model="m", normalized=False, k=2)
 
 
+def test_revdict_ranks_refuse_nan_vectors():
+    from defsentflow.encoders.finite import NonFiniteError
+    from defsentflow.evaluation.revdict import revdict_ranks
+
+    defs = np.ones((4, 3))
+    defs[1, 0] = np.nan  # argsort of NaN scores would still give finite ranks and a plausible MRR
+    with pytest.raises(NonFiniteError, match="definition vectors hold NaN"):
+        revdict_ranks(np.ones((1, 3)), np.array([0]), defs, np.array([0, 0, 1, 1]), 2, cosine=True)
+
+
 def test_evaluation_refuses_to_record_nan(home):
     from defsentflow.encoders.finite import NonFiniteError
     from defsentflow.evaluation.suite import EvalResult, record_evaluation
