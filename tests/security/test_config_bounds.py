@@ -88,3 +88,12 @@ def test_run_refuses_before_starting_anything(home, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pst.base_model" in err and str(path) in err
     assert not any(home.iterdir()), "nothing is written before the preflight passes"
+
+
+def test_sweep_run_preflights_every_point(home, tmp_path, capsys):
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(f"name: s\nbase: {REPO / 'configs' / 'demo.yaml'}\naxes:\n  pst.base_model: [minilm, ../../../../etc]\n")
+    assert main(["sweep", "run", str(sweep)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pst.base_model: '../../../../etc'" in err and "point " in err
+    assert not (home / "catalog.duckdb").exists()

@@ -72,8 +72,6 @@ def test_report_out_replaces_only_its_own_output(a_run, home, tmp_path, capsys):
     capsys.readouterr()
     err = _one_line(capsys, ["report", a_run, "--out", str(out), "--no-analyse"])
     assert "my-notes.txt" in err and (out / "my-notes.txt").read_text() == "mine"
-    assert main(["report", a_run, "--no-analyse"]) == 0  # the default place in the data root stays allowed
-    assert (home / "reports" / a_run / "report.md").is_file()
 
 
 @pytest.fixture()

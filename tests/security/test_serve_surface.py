@@ -11,17 +11,21 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline';
        "object-src 'none'; base-uri 'none'")
 
 
-@pytest.fixture()
-def client(home):
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    """One data root for the module: a failed run (the stored-script probe) with its report."""
     from defsentflow.report import build_report
     from defsentflow.storage import Catalog
 
-    cat = Catalog()
-    cat.start_run("pipeline", config={"base_model": "<img src=x onerror=alert(document.domain)>"}, run_id="r1")
-    cat.end_run("r1", "failed", flow="pipeline")
-    build_report("r1", analyse_missing=False)
-    with TestClient(create_app(home)) as c:
-        yield c
+    home = tmp_path_factory.mktemp("serve-surface")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DEFSENTFLOW_HOME", str(home))
+        cat = Catalog()
+        cat.start_run("pipeline", config={"base_model": "<img src=x onerror=alert(document.domain)>"}, run_id="r1")
+        cat.end_run("r1", "failed", flow="pipeline")
+        build_report("r1", analyse_missing=False)
+        with TestClient(create_app(home)) as c:
+            yield c
 
 
 def test_every_response_has_csp_and_nosniff(client):
