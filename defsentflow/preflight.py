@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MODEL_ID_PATTERN", "check_model_ref", "check_source_path", "preflight"]
+__all__ = ["MODEL_ID_PATTERN", "check_exists", "check_model_ref", "check_source_path", "preflight"]
 
 # A Hugging Face id: ``name`` or ``owner/name`` (letters, digits, - _ .), never a path.
 MODEL_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.-]{0,95})?$"
@@ -66,12 +66,29 @@ def check_source_path(kind: str, value: str, key: str) -> None:
         raise ValueError(f"{key}: a {kind} source is a {'/'.join(_SUFFIXES[kind])} file, got {value}")
 
 
+def check_exists(value: str, key: str) -> None:
+    """A corpus path: an existing file or directory."""
+    from defsentflow.config_tools import resolve_path
+
+    path = resolve_path(value, must_exist=False)
+    if not (path.is_file() or path.is_dir()):
+        raise ValueError(f"{key}: not found (or not a file or directory): {value}")
+
+
 def preflight(cfg: Any, origin: str) -> None:
     """Check every path of pipeline config ``cfg`` (see the module doc); errors start with ``origin``."""
     try:
         for i, src in enumerate(cfg.dictionary.sources if cfg.dictionary else ()):
             for j, value in enumerate(src.paths):
                 check_source_path(src.kind, value, f"dictionary.sources[{i}].paths[{j}]")
+        harvest, pretrain = getattr(cfg, "harvest", None), getattr(cfg, "pretrain", None)
+        for j, value in enumerate(harvest.corpus.paths if harvest else ()):
+            check_exists(value, f"harvest.corpus.paths[{j}]")
+        for i, corpus in enumerate(pretrain.corpora if pretrain else ()):
+            for j, value in enumerate(corpus.paths):
+                check_exists(value, f"pretrain.corpora[{i}].paths[{j}]")
+        if pretrain:
+            check_model_ref(pretrain.tokenizer, "pretrain.tokenizer")
         for section in ("pst", "defsent"):
             sec = getattr(cfg, section, None)
             # pst_from surrogate/pretrain: training starts from an encoder this run makes instead

@@ -97,3 +97,14 @@ def test_sweep_run_preflights_every_point(home, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pst.base_model: '../../../../etc'" in err and "point " in err
     assert not (home / "catalog.duckdb").exists()
+
+
+def test_preflight_corpus_paths_and_tokenizer(tmp_path):
+    from defsentflow.preflight import check_exists, check_model_ref
+
+    check_exists(str(tmp_path), "pretrain.corpora[0].paths[0]")
+    with pytest.raises(ValueError, match=r"pretrain.corpora\[0\].paths\[0\]: not found"):
+        check_exists(str(tmp_path / "gone"), "pretrain.corpora[0].paths[0]")
+    check_model_ref("bert-base-uncased", "pretrain.tokenizer")  # a Hugging Face id: checked when loaded
+    with pytest.raises(ValueError, match="pretrain.tokenizer"):
+        check_model_ref("a/b/c/../../d", "pretrain.tokenizer")
