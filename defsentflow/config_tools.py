@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Hashable, Literal, Sequence
+from typing import Annotated, Any, Hashable, Literal, Sequence
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ["Autocast", "CandidateSet", "CorpusFormat", "DictionarySplit", "EvalPooling", "Pooling", "RetrievalKind",
+__all__ = ["LIMITS", "MAX_YAML_ALIASES", "MAX_YAML_NODES", "AliasBound", "Seed", "YamlAliasError", "expanded_size",
+           "Autocast", "CandidateSet", "CorpusFormat", "DictionarySplit", "EvalPooling", "Pooling", "RetrievalKind",
            "RevdictMode", "RevdictProtocol", "SickSplit", "Similarity", "Method", "TrainPooling", "EntryEncoding", "ConfigSection", "format_errors", "load_yaml_text",
            "read_yaml_mapping", "require_distinct", "resolve_data_dir", "resolve_path"]
 
@@ -38,6 +39,24 @@ Similarity = Literal["cosine", "centered_cosine"]
 Method = Literal["defsent", "defsent_plus"]  # DefSent: predict the word; DefSent+: predict the entry
 TrainPooling = Literal["cls", "mean", "max"]  # how a definition is pooled in training
 EntryEncoding = Literal["ac", "amp"]  # entry vectors: average of CLS (AC) or of mean pooling (AMP)
+
+# -- maxima of every count a config gives (the table in docs/security.md lists them) -------------
+# A value past its maximum could only fail later (memory, time, an overflow deep in a library);
+# the config error names the file and the key instead.
+LIMITS: dict[str, int] = {
+    "seed": 2**32 - 1,          # seed, seeds[], random_state: numpy's seed range
+    "pst_steps": 100,           # PST steps, max_steps, ica_step, transition_steps[], claims steps
+    "list_items": 1000,         # seeds, grid points, transition steps
+    "epochs": 1000,
+    "opt_steps": 10_000_000,    # optimizer steps, warm-up, checkpoint intervals
+    "batch": 65_536,            # every batch size
+    "workers": 256,             # processes and threads
+    "tokens": 8192,             # max_length, max_seq_length, max_position_embeddings
+    "width": 65_536,            # hidden / intermediate sizes
+    "layers": 256,              # layers, attention heads
+    "count": 100_000_000,       # pairs, entries, queries, candidates, chunks, iterations, characters
+}
+Seed = Annotated[int, Field(ge=0, le=LIMITS["seed"])]
 
 
 class ConfigSection(BaseModel):
@@ -72,8 +91,66 @@ def format_errors(exc: ValidationError, prefix: str | None = None) -> str:
 _FLOAT_12 = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$")
 
 
-class _ConfigLoader(yaml.SafeLoader):
-    """Safe loading, with YAML 1.2 floats and duplicate keys refused."""
+MAX_YAML_ALIASES = 100  # alias references (*name) in one YAML document
+MAX_YAML_NODES = 200_000  # nodes of a document once every alias is counted as a copy
+
+
+class YamlAliasError(yaml.YAMLError):
+    """A YAML document whose aliases would expand beyond the bound (a "billion laughs")."""
+
+
+class AliasBound:
+    """A loader mixin: at most :data:`MAX_YAML_ALIASES` aliases per document, and at most
+    :data:`MAX_YAML_NODES` nodes once aliases are counted as copies, checked on the node graph
+    after composing, before anything is constructed (so nothing is ever expanded)."""
+
+    max_aliases = MAX_YAML_ALIASES
+    max_nodes = MAX_YAML_NODES
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):  # type: ignore[attr-defined]
+            self._n_aliases = getattr(self, "_n_aliases", 0) + 1
+            if self._n_aliases > self.max_aliases:
+                mark = self.peek_event().start_mark  # type: ignore[attr-defined]
+                raise YamlAliasError(f"more than {self.max_aliases} YAML aliases (line {mark.line + 1}); "
+                                     "refused before expansion")
+        return super().compose_node(parent, index)  # type: ignore[misc]
+
+    def compose_document(self) -> Any:
+        node = super().compose_document()  # type: ignore[misc]
+        expanded_size(node, self.max_nodes)
+        return node
+
+
+def expanded_size(node: Any, limit: int = MAX_YAML_NODES) -> int:
+    """Nodes under ``node`` with every alias counted as a copy (memoised: linear in the graph);
+    :class:`YamlAliasError` as soon as the count passes ``limit``."""
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(node, False)]
+    while stack:
+        n, done = stack.pop()
+        if id(n) in sizes:
+            continue
+        children = [c for pair in n.value for c in pair] if isinstance(n, yaml.MappingNode) else \
+            list(n.value) if isinstance(n, yaml.SequenceNode) else []
+        if not done:
+            if id(n) in open_:
+                raise YamlAliasError(f"a YAML alias refers to a value that holds it (line {n.start_mark.line + 1})")
+            open_.add(id(n))
+            stack.append((n, True))
+            stack.extend((c, False) for c in children if id(c) not in sizes)
+            continue
+        open_.discard(id(n))
+        sizes[id(n)] = 1 + sum(sizes.get(id(c), 1) for c in children)
+        if sizes[id(n)] > limit:
+            raise YamlAliasError(f"the YAML expands to more than {limit} values through its aliases; "
+                                 "refused before expansion")
+    return sizes.get(id(node), 0)
+
+
+class _ConfigLoader(AliasBound, yaml.SafeLoader):
+    """Safe loading, with YAML 1.2 floats, duplicate keys refused and aliases bounded."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
@@ -96,7 +173,8 @@ _ConfigLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("
 
 
 def load_yaml_text(text: str) -> Any:
-    """Parse config YAML: safe types only, YAML 1.2 floats (``2e-5`` is a float), duplicate keys refused.
+    """Parse config YAML: safe types only, YAML 1.2 floats (``2e-5`` is a float), duplicate keys refused,
+    aliases bounded (:class:`AliasBound`).
 
     Raises:
         yaml.YAMLError: invalid YAML or a duplicate key (with its line).

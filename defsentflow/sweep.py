@@ -37,6 +37,7 @@ import copy
 import itertools
 import json
 import logging
+import math
 import os
 import socket
 import time
@@ -53,22 +54,13 @@ from defsentflow.config_tools import ConfigSection
 from defsentflow.dictionary.config import NAME_PATTERN
 from defsentflow.sweep_seeds import SeedAggregation
 
-__all__ = [
-    "Sweep",
-    "SweepFile",
-    "SweepOutcome",
-    "SweepPoint",
-    "expand_sweep",
-    "load_sweep",
-    "point_rows",
-    "run_sweep",
-    "set_dotted",
-    "write_point_configs",
-]
+__all__ = ["MAX_SWEEP_POINTS", "Sweep", "SweepFile", "SweepOutcome", "SweepPoint", "expand_sweep", "load_sweep",
+           "point_rows", "run_sweep", "set_dotted", "write_point_configs"]
 
 log = logging.getLogger(__name__)
 
 _ID_CHARS = 10
+MAX_SWEEP_POINTS = 10_000  # default cap on a sweep's points (`--max-points` raises it)
 
 
 class SweepFile(SeedAggregation):
@@ -256,13 +248,19 @@ def _validate_point(base: dict[str, Any], params: dict[str, Any], sweep_name: st
     return config, hash_config(config)
 
 
-def expand_sweep(spec: SweepFile, base: dict[str, Any], *, origin: str = "<sweep>") -> tuple[SweepPoint, ...]:
+def expand_sweep(spec: SweepFile, base: dict[str, Any], *, origin: str = "<sweep>",
+                 max_points: int = MAX_SWEEP_POINTS) -> tuple[SweepPoint, ...]:
     """The sweep's points, each a validated pipeline config (errors name ``origin``, the axis and the key).
 
     Raises:
-        ValueError: an axis value or a point that makes an invalid config, an exclude rule naming a
-            key that is neither an axis nor in the base config, or a sweep with no point left.
+        ValueError: more than ``max_points`` points (counted from the axis lengths, before anything is
+            expanded), an axis value or a point that makes an invalid config, an exclude rule naming
+            a key that is neither an axis nor in the base config, or a sweep with no point left.
     """
+    n = math.prod(len(v) for v in spec.axes.values()) * bool(spec.axes) + len(spec.points)
+    if n > max_points:
+        raise ValueError(f"{origin}: the sweep has {n} points ({' x '.join(str(len(v)) for v in spec.axes.values())} "
+                         f"axis values), more than {max_points}; raise the cap with --max-points")
     for key, value in spec.set.items():
         try:
             base = set_dotted(base, key, value)
@@ -338,7 +336,8 @@ def read_with_base(path: str | os.PathLike | None, data: dict[str, Any] | None, 
     return spec, read_yaml_mapping(resolved, what="base config"), str(resolved)
 
 
-def load_sweep(path: str | os.PathLike | None = None, *, data: dict[str, Any] | None = None) -> Sweep:
+def load_sweep(path: str | os.PathLike | None = None, *, data: dict[str, Any] | None = None,
+               max_points: int = MAX_SWEEP_POINTS) -> Sweep:
     """Read, validate and expand a sweep file (or a mapping given as ``data``).
 
     Raises:
@@ -348,7 +347,7 @@ def load_sweep(path: str | os.PathLike | None = None, *, data: dict[str, Any] | 
     """
     origin = str(path) if path is not None else "<sweep>"
     spec, base, base_path = read_with_base(path, data, SweepFile, what="sweep file", invalid="invalid sweep")
-    points = expand_sweep(spec, base, origin=origin)
+    points = expand_sweep(spec, base, origin=origin, max_points=max_points)
     home = base.get("home") if isinstance(base.get("home"), str) else None
     return Sweep(name=spec.name, path=str(Path(path).resolve()) if path is not None else None, spec=spec, base=base,
                  base_path=base_path, points=points, home=home)

@@ -26,11 +26,12 @@ def write_sweep_report(name: str) -> dict[str, str]:
 
 @flow(name="sweep", log_prints=True)
 def sweep_flow(sweep_path: str, only: list[str] | None = None, force: bool = False,
-               fail_fast: bool = False) -> dict[str, Any]:
-    """Run every point of ``sweep_path`` (or the ``only`` ones) through the pipeline flow."""
+               fail_fast: bool = False, max_points: int | None = None) -> dict[str, Any]:
+    """Run every point of ``sweep_path`` (or the ``only`` ones) through the pipeline flow
+    (``max_points``: the cap on the sweep's points, default :data:`~defsentflow.sweep.MAX_SWEEP_POINTS`)."""
     from defsentflow.sweep import load_sweep, run_sweep
 
-    sweep = load_sweep(sweep_path)
+    sweep = load_sweep(sweep_path, **({"max_points": max_points} if max_points else {}))
 
     def run_point(point: Any, config_path: str, run_id: str) -> dict[str, Any]:
         print(f"sweep {sweep.name}: point {point.position}/{len(sweep.points)} {point.point_id} ({point.label})")

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from defsentflow.config_tools import ConfigSection, require_distinct
+from defsentflow.config_tools import LIMITS, ConfigSection, require_distinct
 from defsentflow.dictionary.config import NAME_PATTERN
 
 __all__ = ["CLAIM_IDS", "ClaimId", "ClaimsConfig", "ClaimsFile", "IsotropyStatistic"]
@@ -58,8 +58,9 @@ class ClaimsFile(ConfigSection):
     claims: list[ClaimId] = Field(default_factory=lambda: list(CLAIM_IDS), min_length=1)
     entries: list[int] = Field(default_factory=lambda: [2000, 4000, 8000], min_length=2,
                                description="more_entries_help: max_train_entries per arm, ascending")
-    steps: int = Field(3, ge=2, description="PST claims: steps per run (fixed, never 'auto')")
-    ica_step: int | None = Field(None, ge=1, description="ica_candidate_helps: the ICA step (None: the last step)")
+    steps: int = Field(3, ge=2, le=LIMITS["pst_steps"], description="PST claims: steps per run (fixed, never 'auto')")
+    ica_step: int | None = Field(None, ge=1, le=LIMITS["pst_steps"],
+                                 description="ica_candidate_helps: the ICA step (None: the last step)")
     transition_steps: list[int] = Field(
         default_factory=list, description="PST arms: steps kept as the next step's entry source even when they "
                                           "score lower (the paper's step 2)")

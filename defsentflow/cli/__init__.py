@@ -11,7 +11,7 @@ import importlib
 import logging
 import sys
 
-__all__ = ["main", "build_parser", "identifier"]
+__all__ = ["main", "build_parser", "check_count", "identifier"]
 
 # Modules under defsentflow.cli, each registering one or more sub-commands.
 _GROUPS = ("catalog", "ingest", "encode", "train", "pretrain", "evaluate", "harvest", "origin", "pipeline", "report",
@@ -35,6 +35,14 @@ def identifier(what: str):
 
     check.__name__ = what  # argparse names the type in its message
     return check
+
+
+def check_count(value: int | None, flag: str, maximum: int, minimum: int = 1) -> None:
+    """A :class:`UserError` (one line) unless ``value`` is None or in ``minimum..maximum``."""
+    if value is not None and value < minimum:
+        raise UserError(f"{flag} must be >= {minimum}, got {value}")
+    if value is not None and value > maximum:
+        raise UserError(f"{flag} must be <= {maximum}, got {value}")
 
 
 def build_parser() -> argparse.ArgumentParser:

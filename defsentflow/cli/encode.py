@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pyarrow as pa
 
+MAX_SENTENCE_CHARS = 20_000  # one input sentence (a line of .txt, a record's field); the model truncates far sooner
+MAX_QUERY_CHARS = 2_000  # one reverse-dictionary definition
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("encode", help="encode sentences into a Parquet file of vectors",
@@ -80,6 +83,7 @@ def read_sentences(path: Path, field: str) -> list[str]:
         bad = next((i for i, t in enumerate(texts) if not isinstance(t, str) or not t.strip()), None)
         if bad is not None:
             raise UserError(f"{path}: row {bad}: {field!r} is empty or not a string")
+        _bound_lengths(path, texts, "row", 0)
         return texts
     try:
         raw = path.read_text(encoding="utf-8")
@@ -99,6 +103,7 @@ def read_sentences(path: Path, field: str) -> list[str]:
             if not isinstance(rec, dict) or not isinstance(rec.get(field), str) or not rec[field].strip():
                 raise UserError(f"{path}:{n}: no non-empty string field {field!r}")
             texts.append(rec[field])
+        _bound_lengths(path, texts, "line", 1)
         return texts
     if suffix in (".csv", ".tsv"):
         import csv
@@ -111,22 +116,40 @@ def read_sentences(path: Path, field: str) -> list[str]:
             if not (rec.get(field) or "").strip():
                 raise UserError(f"{path}:{n}: empty {field!r}")
             texts.append(rec[field])
+        _bound_lengths(path, texts, "record", 1)
         return texts
+    for n, line in enumerate(lines, 1):
+        if len(line) > MAX_SENTENCE_CHARS:
+            raise UserError(f"{path}:{n}: line has {len(line)} characters (limit {MAX_SENTENCE_CHARS})")
     return [line for line in lines if line.strip()]
+
+
+def _bound_lengths(path: Path, texts: list[str], unit: str, first: int) -> None:
+    from defsentflow.cli import UserError
+
+    for n, text in enumerate(texts, first):
+        if len(text) > MAX_SENTENCE_CHARS:
+            raise UserError(f"{path}: {unit} {n}: sentence has {len(text)} characters (limit {MAX_SENTENCE_CHARS})")
 
 
 def _encode(args: argparse.Namespace) -> int:
     import numpy as np
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
-    from defsentflow.cli import UserError
+    from defsentflow.cli import UserError, check_count
+    from defsentflow.config_tools import LIMITS
     from defsentflow.encoders import encode_texts, load_encoder, validate_pooling
+    from defsentflow.encoders.finite import require_finite
     from defsentflow.evaluation.revdict import model_meta
-    from defsentflow.storage import write_parquet
+    from defsentflow.storage.outputs import check_output, output_file, parquet_output_metadata
 
+    check_count(args.batch_size, "--batch-size", LIMITS["batch"])
+    check_count(args.max_length, "--max-length", LIMITS["tokens"])
     out = Path(args.out)
     if out.suffix.lower() != ".parquet":
         raise UserError(f"--out must be a .parquet file, got {out}")
+    check_output(out, command="encode", kind="file")  # a foreign file or the data root: refused before any work
     texts = read_sentences(Path(args.input), args.field)
     if not texts:
         raise UserError(f"{args.input}: no sentences")
@@ -139,14 +162,17 @@ def _encode(args: argparse.Namespace) -> int:
     enc = load_encoder(args.model, device=args.device)
     vecs = encode_texts(enc, texts, pooling=pooling, batch_size=args.batch_size, max_length=args.max_length,
                         autocast=args.autocast, normalize=args.normalize, cache=args.cache)
+    require_finite(vecs, model=str(args.model), what="sentence vectors")
     dim = int(vecs.shape[1])
     schema = pa.schema([pa.field("text", pa.string(), nullable=False),
                         pa.field("embedding", pa.list_(pa.float32(), dim), nullable=False)],
-                       metadata={"model": str(args.model), "pooling": pooling, "normalized": str(args.normalize)})
+                       metadata={"model": str(args.model), "pooling": pooling, "normalized": str(args.normalize),
+                                 **parquet_output_metadata("encode")})
     flat = pa.array(np.ascontiguousarray(vecs, dtype=np.float32).ravel(), pa.float32())
     table = pa.Table.from_arrays([pa.array(texts, pa.string()), pa.FixedSizeListArray.from_arrays(flat, dim)],
                                  schema=schema)
-    write_parquet(table, out)
+    with output_file(out, command="encode") as tmp:
+        pq.write_table(table, tmp, compression="zstd")
     secs = time.perf_counter() - t0
     print(f"wrote {len(texts)} vectors ({dim} dims, {pooling} pooling) to {out} in {secs:.1f}s "
           f"({len(texts) / max(secs, 1e-9):.0f} sentences/s)")
@@ -161,12 +187,15 @@ def read_entries(path: Path) -> pa.Table:
     from defsentflow.dictionary.jsonl import read_jsonl
     from defsentflow.dictionary.records import RejectedRecord
     from defsentflow.dictionary.tsv import read_tsv
+    from defsentflow.dictionary.validate import check_record
 
     if not path.is_file():
         raise UserError(f"file not found: {path}")
     reader = read_tsv if path.suffix.lower() in (".tsv", ".txt") else read_jsonl
     entries, definitions = [], []
     for rec in reader(path):
+        if not isinstance(rec, RejectedRecord):  # the ingest quarantine's rules: NUL, bidi controls, length
+            rec = check_record(rec) or rec
         if isinstance(rec, RejectedRecord):
             raise UserError(f"{rec.file}:{rec.line}: {rec.reason}: {rec.detail}")
         entries.append(rec.entry)
@@ -186,13 +215,17 @@ def _catalog_model(model: str) -> str:
 
 
 def _revdict(args: argparse.Namespace) -> int:
-    from defsentflow.cli import UserError
+    from defsentflow.cli import UserError, check_count
     from defsentflow.cli.table import print_table
     from defsentflow.evaluation.revdict import model_meta
     from defsentflow.revdict import build_revdict_index
 
-    if args.k < 1:
-        raise UserError("-k must be >= 1")
+    from defsentflow.dictionary.validate import check_text
+
+    check_count(args.k, "-k", 1000)
+    for n, d in enumerate(args.definition, 1):
+        if bad := check_text(d, f"definition {n}", MAX_QUERY_CHARS):
+            raise UserError(f"{bad[1]}: nothing to look up" if bad[0] in ("empty", "whitespace_only") else bad[1])
     args.model = _catalog_model(args.model)
     dictionary = args.dictionary or model_meta(args.model).get("dictionary") or "sample"
     try:
@@ -200,7 +233,7 @@ def _revdict(args: argparse.Namespace) -> int:
                                     rebuild=args.rebuild)
     except (KeyError, LookupError) as exc:
         raise UserError(f"dictionary {dictionary!r}: {exc}") from None
-    results = index.search(args.definition, k=args.k, device=args.device)
+    results = index.search(args.definition, k=args.k, device=args.device)  # NonFiniteError: a corrupt model
     if args.json:
         print(json.dumps([{"definition": d, "entries": [{"entry": e, "score": s} for e, s in hits]}
                           for d, hits in zip(args.definition, results)], indent=2))

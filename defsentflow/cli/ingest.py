@@ -84,9 +84,13 @@ def _params(args: argparse.Namespace):
 
 
 def _ingest_dictionary(args: argparse.Namespace) -> int:
-    from defsentflow.cli import UserError
+    from defsentflow.cli import UserError, check_count
+    from defsentflow.config_tools import LIMITS
     from defsentflow.dictionary import ingest_dictionary
 
+    check_count(args.workers, "--workers", LIMITS["workers"])
+    check_count(args.max_chars, "--max-chars", LIMITS["count"])
+    check_count(args.seed, "--seed", LIMITS["seed"], minimum=0)
     params = _params(args)
     try:
         result = ingest_dictionary(params)

@@ -39,6 +39,11 @@ def _ingest_corpus(args: argparse.Namespace) -> int:
 
     if args.chunk_sentences < 1:
         raise UserError(f"--chunk-sentences must be >= 1, got {args.chunk_sentences}")
+    from defsentflow.cli import check_count
+    from defsentflow.config_tools import LIMITS
+
+    check_count(args.chunk_sentences, "--chunk-sentences", LIMITS["count"])
+    check_count(args.workers, "--workers", LIMITS["workers"])
     try:
         res = ingest_corpus(args.paths, args.name, fmt=args.fmt, chunk_sentences=args.chunk_sentences, workers=args.workers)
     except (FileNotFoundError, PermissionError, ValueError) as exc:

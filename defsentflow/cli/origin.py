@@ -61,6 +61,10 @@ def points_from_args(cfg, set_sizes: str | None, selections: str | None, top_n: 
 
 
 def _origin(args: argparse.Namespace) -> int:
+    from defsentflow.cli import check_count
+    from defsentflow.config_tools import LIMITS
+
+    check_count(args.top_n, "--top-n", LIMITS["count"])
     from defsentflow.cli.harvest import _config
     from defsentflow.cli.table import print_table
     from defsentflow.evaluation.label_quality import record_label_quality, run_label_quality

@@ -21,16 +21,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_best_model)
 
 
-def _prepare_env(config_path: str) -> None:
+def _prepare_env(config_path: str):
     from defsentflow.config import load_config, resolve_path
 
     cfg = load_config(resolve_path(config_path))  # validate before starting anything
     if cfg.home and not os.environ.get("DEFSENTFLOW_HOME"):
         os.environ["DEFSENTFLOW_HOME"] = str(Path(cfg.home).resolve())
+    return cfg
 
 
 def _run(args: argparse.Namespace) -> int:
-    _prepare_env(args.config)
+    from defsentflow.preflight import preflight
+
+    preflight(_prepare_env(args.config), args.config)  # paths exist and are of their kind
     from flows.pipeline import pipeline
     from flows.runtime import local_api
     from defsentflow.storage import Catalog, clean_stale_temporaries, data_root

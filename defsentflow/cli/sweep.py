@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sweep", help="run a sweep: a base pipeline config and lists of values, one pipeline run per point")
     ss = p.add_subparsers(dest="sweep_command", required=True, metavar="SUBCOMMAND")
@@ -22,19 +23,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     t = ss.add_parser("table", help="print the results table and write it as Markdown and PNG")
     t.add_argument("sweep", help="sweep YAML or a sweep name in the catalog")
     t.set_defaults(func=_table)
+    for q in (r, s, t):
+        q.add_argument("--max-points", type=int, default=None, metavar="N",
+                       help="refuse a sweep of more than N points, counted before expanding (default 10000)")
 
 
-def _load(path: str):
-    from defsentflow.sweep import load_sweep
+def _load(path: str, max_points: int | None = None):
+    from defsentflow.cli import UserError
+    from defsentflow.sweep import MAX_SWEEP_POINTS, load_sweep
 
-    sweep = load_sweep(path)
+    if max_points is not None and max_points < 1:
+        raise UserError(f"--max-points must be >= 1, got {max_points}")
+    sweep = load_sweep(path, max_points=max_points or MAX_SWEEP_POINTS)
     if sweep.home and not os.environ.get("DEFSENTFLOW_HOME"):
         os.environ["DEFSENTFLOW_HOME"] = str(Path(sweep.home).resolve())
     return sweep
 
 
 def _run(args: argparse.Namespace) -> int:
-    sweep = _load(args.sweep)
+    sweep = _load(args.sweep, args.max_points)
+    from defsentflow.config import config_from_dict
+    from defsentflow.preflight import preflight
+
+    for point in sweep.points:  # every point's paths, before the first point runs
+        preflight(config_from_dict(point.config), f"{args.sweep}: point {point.point_id}")
     from defsentflow.storage import clean_stale_temporaries, data_root
     from flows.runtime import local_api
     from flows.sweep import sweep_flow
@@ -42,7 +54,8 @@ def _run(args: argparse.Namespace) -> int:
     clean_stale_temporaries(data_root())
     print(f"sweep {sweep.name}: {len(sweep.points)} points")
     with local_api():
-        result = sweep_flow(sweep.path, only=args.only, force=args.force, fail_fast=args.fail_fast)
+        result = sweep_flow(sweep.path, only=args.only, force=args.force, fail_fast=args.fail_fast,
+                            **({"max_points": args.max_points} if args.max_points else {}))
     _print_table(sweep.name)
     print(f"\nran {len(result['ran'])}, already done {len(result['skipped'])}, failed {len(result['failed'])} "
           f"in {result['seconds']:.0f}s")
@@ -56,7 +69,7 @@ def _show(args: argparse.Namespace) -> int:
     from defsentflow.cli.table import print_table
     from defsentflow.storage import data_root
 
-    sweep = _load(args.sweep)
+    sweep = _load(args.sweep, args.max_points)
     rows = {}
     if (data_root() / "catalog.duckdb").is_file():
         from defsentflow.sweep import point_rows
@@ -81,7 +94,7 @@ def _table(args: argparse.Namespace) -> int:
     from defsentflow.cli import UserError
     from defsentflow.report.sweep_report import write_sweep_report
 
-    name = _load(args.sweep).name if Path(args.sweep).suffix in (".yaml", ".yml") else args.sweep
+    name = _load(args.sweep, args.max_points).name if Path(args.sweep).suffix in (".yaml", ".yml") else args.sweep
     try:
         _print_table(name)
     except KeyError as exc:

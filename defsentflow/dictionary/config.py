@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from defsentflow.config_tools import ConfigSection, require_distinct
+from defsentflow.config_tools import LIMITS, ConfigSection, Seed, require_distinct
 from defsentflow.dictionary.records import SourceKind, Variant
 from defsentflow.dictionary.split import DEFAULT_RATIOS, SplitBy
 from defsentflow.dictionary.validate import MAX_CHARS
@@ -60,11 +60,11 @@ class DictionaryConfig(ConfigSection):
     sources: tuple[SourceSpec, ...] = Field(min_length=1)
     variant: Variant = "a"
     tokenizer: str | None = None
-    seed: int = 0
+    seed: Seed = 0
     case_fold: bool = True
-    max_chars: int = Field(default=MAX_CHARS, ge=1)
+    max_chars: int = Field(default=MAX_CHARS, ge=1, le=LIMITS["count"])
     ratios: tuple[float, float, float] = DEFAULT_RATIOS
-    workers: int = Field(default=2, ge=1)
+    workers: int = Field(default=2, ge=1, le=LIMITS["workers"])
     split_by: SplitBy = Field(
         "entry", description="entry: each entry's definitions in one split; gloss: each definition text in one "
                              "split under every entry (WordNet: a split by synset)")

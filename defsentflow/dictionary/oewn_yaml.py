@@ -192,6 +192,23 @@ def _base_loader():
     return getattr(yaml, "CBaseLoader", yaml.BaseLoader)
 
 
+def _load_bounded(text: str) -> Any:
+    """``yaml.load(text, CBaseLoader)``, refusing aliases that expand beyond the text's own size
+    (checked on the composed node graph, before anything is constructed or expanded)."""
+    from defsentflow.config_tools import MAX_YAML_NODES, expanded_size
+
+    loader = _base_loader()(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if "*" in text:  # without an alias the count is the node count: no need to walk
+            expanded_size(node, len(text) + MAX_YAML_NODES)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 def _closing_quote(t: str, start: int) -> int:
     """Index of the quote closing a single-quoted scalar ('' is an escaped quote), or -1."""
     k = start
@@ -280,9 +297,9 @@ def load_yaml(path: str | os.PathLike, keep: Keep | None = None, *, fast: bool =
     import yaml
 
     try:
-        data = yaml.load(text, Loader=_base_loader())
+        data = _load_bounded(text)
     except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: invalid YAML: {exc}") from None
+        raise ValueError(f"{path}: invalid YAML: {' '.join(str(exc).split())}") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

@@ -15,9 +15,11 @@ __all__ = ["MAX_CHARS", "check_record", "check_text", "normalize_entry", "normal
 MAX_CHARS = 1000
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Bidirectional embeddings, overrides and isolates: they reorder how a line is shown ("Trojan Source").
+_BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
 # Readers decode with errors="surrogateescape": an invalid byte becomes a lone low surrogate.
 _SURROGATE = re.compile(r"[\udc80-\udcff]")
-_ANY_BAD = re.compile(r"[\x00-\x1f\x7f-\x9f\udc80-\udcff]")
+_ANY_BAD = re.compile(r"[\x00-\x1f\x7f-\x9f\udc80-\udcff\u202a-\u202e\u2066-\u2069]")
 
 
 def undecodable(text: str) -> bool:
@@ -37,6 +39,8 @@ def check_text(text: str, what: str, max_chars: int = MAX_CHARS) -> tuple[str, s
         return "whitespace_only", f"{what} is only whitespace"
     if m := _CONTROL.search(text):
         return "control_character", f"{what} has control character U+{ord(m.group(0)):04X} at {m.start()}"
+    if m := _BIDI.search(text):
+        return "control_character", f"{what} has bidirectional control U+{ord(m.group(0)):04X} at {m.start()}"
     if len(text) > max_chars:
         return "too_long", f"{what} has {len(text)} characters (limit {max_chars})"
     return None

@@ -18,8 +18,8 @@ from typing import Any, Literal, Sequence
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from defsentflow.config_tools import (Autocast, CandidateSet, ConfigSection, DictionarySplit, EvalPooling, Pooling,
-                                      RevdictMode, RevdictProtocol, SickSplit)
+from defsentflow.config_tools import (LIMITS, Autocast, CandidateSet, ConfigSection, DictionarySplit, EvalPooling,
+                                      Pooling, RevdictMode, RevdictProtocol, SickSplit)
 from defsentflow.evaluation.sts_data import TASKS as STS_TASKS
 
 __all__ = ["DICTIONARY_TASKS", "EVAL_TASKS", "EvalConfig", "EvalSection", "EvaluateSection", "default_data_dir",
@@ -64,8 +64,8 @@ class EvalConfig(ConfigSection):
     tasks: tuple[str, ...] = SEVEN_STS
     data_dir: str | None = Field(None, description="STS/SICK data; None: ../shared/data (default_data_dir)")
     pooling: Pooling | None = Field(None, description="None: the model's training pooling (defsentflow.json), else mean")
-    batch_size: int = Field(128, ge=1)
-    max_length: int = Field(256, ge=1)
+    batch_size: int = Field(128, ge=1, le=LIMITS["batch"])
+    max_length: int = Field(256, ge=1, le=LIMITS["tokens"])
     autocast: Autocast = "none"
     sick_split: SickSplit = "auto"
     per_subset: bool = False
@@ -78,7 +78,7 @@ class EvalConfig(ConfigSection):
         description="unseen: queries whose text the model never trained on; all-definitions (wordpred): every "
                     "definition of the split (DefSent's Table 2); multi-definition (revdict): every definition of an "
                     "entry with at least two")
-    revdict_max_queries: int | None = Field(2000, ge=1)
+    revdict_max_queries: int | None = Field(2000, ge=1, le=LIMITS["count"])
     revdict_candidates: CandidateSet = Field(
         "all", description="reverse-dictionary candidates: every entry of the dictionary, or only the split's")
     revdict_modes: tuple[RevdictMode, ...] = Field(

@@ -127,6 +127,12 @@ def revdict_ranks(query_vecs: np.ndarray, query_rows: np.ndarray, def_vecs: np.n
     Returns:
         ``[Q]`` int64 ranks, 1 = the own entry scored highest.
     """
+    from defsentflow.encoders.finite import NonFiniteError
+
+    for what, vecs in (("query", query_vecs), ("definition", def_vecs), ("entry", entry_vecs)):
+        if vecs is not None and not np.isfinite(vecs).all():  # NaN scores would still give finite ranks
+            raise NonFiniteError(f"reverse dictionary: finite-value check failed: the {what} vectors hold NaN or "
+                                 "infinity; the model files may be corrupt (`defsentflow verify`)")
     query_rows = np.asarray(query_rows, dtype=np.int64)
     def_entry = np.asarray(def_entry, dtype=np.int64)
     sums, counts = entry_sums(def_vecs, def_entry, n_entries)
@@ -379,6 +385,8 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
                    if data.n_excluded else " (entries need >= 2 definitions)")
             raise ValueError(f"no reverse-dictionary queries in split {split!r} under protocol {protocol!r}{why}")
         datasets.append((protocol, data))
+    from defsentflow.encoders.finite import require_finite
+
     enc = load_encoder(model, device=device)
     kw = dict(batch_size=batch_size, max_length=max_length, autocast=autocast, cache=cache)
     own_vecs: dict[tuple, np.ndarray] = {}
@@ -387,6 +395,7 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
         key = (id(encoder), pool, _candidate_rows(data))
         if key not in own_vecs:
             own_vecs[key] = encode_texts(encoder, data.definitions, pooling=pool, desc=f"revdict {pool}", **kw)
+            require_finite(own_vecs[key], model=str(model), what="definition vectors")
         return own_vecs[key]
 
     head: dict[str, Any] = {}

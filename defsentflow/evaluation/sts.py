@@ -120,7 +120,12 @@ def evaluate_sts(encoder: Any, tasks: Sequence[str] | str, *, data_dir: str | os
     enc = encoder if isinstance(encoder, LoadedEncoder) else load_encoder(encoder, device=device)
 
     def embed(texts: list[str]) -> np.ndarray:
-        return encode_texts(enc, texts, pooling=pooling, batch_size=batch_size, max_length=max_length,
+        from defsentflow.encoders.finite import require_finite
+
+        vecs = encode_texts(enc, texts, pooling=pooling, batch_size=batch_size, max_length=max_length,
                             autocast=autocast, cache=cache, desc="sts")
+        require_finite(vecs, model=str(encoder if not isinstance(encoder, LoadedEncoder) else enc.path),
+                       what="sentence vectors")
+        return vecs
 
     return score_tasks(loaded, embed, pooling=pooling, per_subset=per_subset)

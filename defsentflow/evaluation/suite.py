@@ -9,6 +9,7 @@ pass (:func:`~defsentflow.evaluation.sts.evaluate_sts`); ``revdict`` calls
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -132,6 +133,12 @@ def record_evaluation(catalog: Any, model_id: str, result: EvalResult, *, run_id
     """Write the result's metric rows (replacing older values of the same keys); returns the count."""
     rows = [{k: r.get(k) for k in ("task", "setting", "metric", "value", "n", "n_excluded", "pooling")}
             for r in result.rows]
+    bad = [r for r in rows if isinstance(r["value"], (int, float)) and not math.isfinite(r["value"])]
+    if bad:
+        from defsentflow.encoders.finite import NonFiniteError
+
+        raise NonFiniteError(f"model {model_id}: finite-value check failed: {len(bad)} of {len(rows)} scores are NaN "
+                             f"or infinite (first: {bad[0]['task']} {bad[0]['metric']}); nothing recorded")
     catalog.record_metrics(model_id, rows, run_id=run_id)
     if Path(result.model).exists():
         # An id scores are filed under names a directory: the leaderboard then merges it with the

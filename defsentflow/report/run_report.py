@@ -317,7 +317,8 @@ def build_report(run_id: str, *, out_dir: str | os.PathLike | None = None, catal
     """
     import markdown
 
-    from defsentflow.storage import Catalog, atomic_dir, hash_path
+    from defsentflow.storage import Catalog, hash_path
+    from defsentflow.storage.outputs import output_dir
 
     cat = catalog if catalog is not None else Catalog()
     with cat.connect():  # a writable open applies the DDL: a catalog from older code gains the views
@@ -325,8 +326,10 @@ def build_report(run_id: str, *, out_dir: str | os.PathLike | None = None, catal
     runs = cat.query("SELECT * FROM runs WHERE run_id = ?", [run_id])
     if not runs:
         raise ValueError(f"no run {run_id!r} in the catalog {cat.path}")
-    final = Path(out_dir) if out_dir is not None else report_dir(run_id, cat.root)
-    with atomic_dir(final) as tmp:
+    default = report_dir(run_id, cat.root)
+    given = Path(out_dir) if out_dir is not None else default
+    final = given.expanduser().resolve()
+    with output_dir(given, command="report", root=cat.root, default=default) as tmp:
         ctx = _Ctx(cat, run_id, tmp)
         board = load_leaderboard(cat, run_id=run_id)
         lines = summary_section(run_facts(ctx.rows, runs[0], status), board, ctx.image, markdown_table)

@@ -164,7 +164,13 @@ class RevdictIndex:
 
     def search(self, texts: Sequence[str], k: int = 10, *, device: str = "auto") -> list[list[tuple[str, float]]]:
         """Top-``k`` (entry, score) for each definition in ``texts``."""
-        scores, idx = self.search_vectors(self.query_vectors(texts, device=device), k)
+        from defsentflow.encoders.finite import require_finite, require_search_scores
+
+        queries = self.query_vectors(texts, device=device)
+        require_finite(queries, model=str(self.meta["model"]), what="query vectors")
+        scores, idx = self.search_vectors(queries, k)
+        require_search_scores(scores, idx, model=str(self.meta["model"]), normalized=bool(self.meta.get("normalize")),
+                              k=min(k, self.index.ntotal))
         return [[(self.entries[j], float(s)) for s, j in zip(srow, irow) if j >= 0] for srow, irow in zip(scores, idx)]
 
     def add(self, table: pa.Table, *, batch_size: int = 128, device: str = "auto",

@@ -17,8 +17,8 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from defsentflow.config_tools import (ConfigSection, CorpusFormat, RetrievalKind, Similarity, format_errors,
-                                      read_yaml_mapping, resolve_path)
+from defsentflow.config_tools import (LIMITS, ConfigSection, CorpusFormat, RetrievalKind, Seed, Similarity,
+                                      format_errors, read_yaml_mapping, resolve_path)
 from defsentflow.scoring.context_sets import Selection
 from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
 
@@ -29,17 +29,18 @@ class CorpusSection(ConfigSection):
     name: str = Field(..., pattern=IDENTIFIER_PATTERN, description="corpus name in the catalog (a plain name like 'bbc')")
     paths: list[str] = Field(default_factory=list, description="sources to ingest; empty: use the ingested corpus")
     fmt: CorpusFormat = "auto"
-    chunk_sentences: int = Field(8, ge=1)
+    chunk_sentences: int = Field(8, ge=1, le=LIMITS["count"])
 
 
 class RetrievalSection(ConfigSection):
     kind: RetrievalKind = "bm25"
-    top_n: int = Field(500, ge=1, description="chunks retrieved per sentence (>= contexts.set_size)")
+    top_n: int = Field(500, ge=1, le=LIMITS["count"],
+                       description="chunks retrieved per sentence (>= contexts.set_size)")
 
 
 class ContextSection(ConfigSection):
     k: int = Field(1, ge=1, le=8, description="sentences on each side of a slot")
-    set_size: int = Field(500, ge=1, description="|C_s| (Sun et al. use 500, Table 6)")
+    set_size: int = Field(500, ge=1, le=LIMITS["count"], description="|C_s| (Sun et al. use 500, Table 6)")
     max_jaccard: float = Field(0.5, gt=0.0, le=1.0)
     selection: Selection = Field("diverse", description="diverse (two-step with the diversity rules) | top (without "
                                  "them) | random (uniform corpus slots)")
@@ -47,13 +48,13 @@ class ContextSection(ConfigSection):
 
 class DiscriminativeSection(ConfigSection):
     encoder: str = "bundled:all-MiniLM-L6-v2"
-    hidden: int = Field(256, ge=4)
+    hidden: int = Field(256, ge=4, le=LIMITS["width"])
     dropout: float = Field(0.1, ge=0.0, lt=1.0)
-    epochs: int = Field(8, ge=1)
-    batch_size: int = Field(256, ge=8)
+    epochs: int = Field(8, ge=1, le=LIMITS["epochs"])
+    batch_size: int = Field(256, ge=8, le=LIMITS["batch"])
     lr: float = Field(1e-3, gt=0)
     heldout_share: float = Field(0.1, gt=0.0, lt=0.5)
-    seed: int = 0
+    seed: Seed = 0
     min_accuracy: float | None = Field(None, ge=0.0, le=1.0, description="fail when held-out accuracy is lower")
 
 
@@ -67,7 +68,7 @@ class WeightsSection(ConfigSection):
 class ScorerSection(ConfigSection):
     weights: WeightsSection = WeightsSection()
     lm: str | None = Field(None, description="causal LM (path or Hugging Face name) for the l2..l4 terms")
-    lm_batch_size: int = Field(16, ge=1)
+    lm_batch_size: int = Field(16, ge=1, le=LIMITS["batch"])
     lm_device: str = "cpu"
     discriminative: DiscriminativeSection = DiscriminativeSection()
 
@@ -82,12 +83,13 @@ class ScorerSection(ConfigSection):
 
 
 class PairsSection(ConfigSection):
-    n_pairs: int = Field(20000, ge=1)
+    n_pairs: int = Field(20000, ge=1, le=LIMITS["count"])
     neighbour_share: float = Field(0.5, ge=0.0, le=1.0, description="share of retrieval-neighbour pairs; rest random")
     pairs_per_sentence: float = Field(4.0, gt=0, description="pairs per seed sentence (sets the number of seeds)")
-    neighbour_chunks: int = Field(5, ge=1, description="neighbours come from this many top other-document chunks")
-    min_words: int = Field(4, ge=1)
-    max_words: int = Field(60, ge=1)
+    neighbour_chunks: int = Field(5, ge=1, le=LIMITS["count"],
+                                  description="neighbours come from this many top other-document chunks")
+    min_words: int = Field(4, ge=1, le=LIMITS["count"])
+    max_words: int = Field(60, ge=1, le=LIMITS["count"])
     extra_sentences: str | None = Field(None, description="text file (one per line) or Parquet with a 'text' column")
     similarity: Similarity = "cosine"
     source: Literal["corpus", "file"] = Field("corpus", description="corpus: neighbour and random pairs of corpus "
@@ -110,24 +112,27 @@ class PairsSection(ConfigSection):
 
 class DaskSection(ConfigSection):
     address: str | None = Field(None, description="a running Dask scheduler, e.g. tcp://host:8786")
-    local_workers: int = Field(0, ge=0, description="start a local cluster with this many workers (0: sequential)")
+    local_workers: int = Field(0, ge=0, le=LIMITS["workers"],
+                               description="start a local cluster with this many workers (0: sequential)")
     processes: bool = False
-    threads_per_worker: int = Field(1, ge=1)
+    threads_per_worker: int = Field(1, ge=1, le=LIMITS["workers"])
 
 
 class SurrogateSection(ConfigSection):
     base_encoder: str = "bundled:all-MiniLM-L6-v2"
     name: str = Field("surrogate", pattern=IDENTIFIER_PATTERN, description="model id prefix in the catalog")
-    epochs: int = Field(1, ge=1)
-    batch_size: int = Field(32, ge=2)
+    epochs: int = Field(1, ge=1, le=LIMITS["epochs"])
+    batch_size: int = Field(32, ge=2, le=LIMITS["batch"])
     lr: float = Field(2e-5, gt=0)
     warmup_ratio: float = Field(0.1, ge=0.0, lt=1.0)
-    max_pairs: int | None = Field(None, ge=1)
-    max_seq_length: int = Field(128, ge=8)
-    save_steps: int = Field(200, ge=1, description="checkpoint every this many steps (for resume)")
-    seed: int = 0
+    max_pairs: int | None = Field(None, ge=1, le=LIMITS["count"])
+    max_seq_length: int = Field(128, ge=8, le=LIMITS["tokens"])
+    save_steps: int = Field(200, ge=1, le=LIMITS["opt_steps"],
+                            description="checkpoint every this many steps (for resume)")
+    seed: Seed = 0
     device: str = "auto"
-    threads: int | None = Field(None, ge=1, description="torch CPU threads while training (None: as the process)")
+    threads: int | None = Field(None, ge=1, le=LIMITS["workers"],
+                                description="torch CPU threads while training (None: as the process)")
     loss: Literal["cosine", "cosent", "angle"] = Field("cosine", description="sentence-transformers loss: "
                                                        "CosineSimilarityLoss | CoSENTLoss | AnglELoss")
     labels: Literal["none", "minmax", "rank"] = Field("none", description="rescale the scores before training: "
@@ -144,9 +149,11 @@ class HarvestConfig(ConfigSection):
     contexts: ContextSection = ContextSection()
     scorer: ScorerSection = ScorerSection()
     pairs: PairsSection = PairsSection()
-    batch_size: int = Field(500, ge=1, description="seed sentences per batch (one Parquet part each)")
-    seed: int = 0
-    threads: int | None = Field(None, ge=1, description="torch CPU threads for scorer training and scoring "
+    batch_size: int = Field(500, ge=1, le=LIMITS["batch"],
+                            description="seed sentences per batch (one Parquet part each)")
+    seed: Seed = 0
+    threads: int | None = Field(None, ge=1, le=LIMITS["workers"],
+                                description="torch CPU threads for scorer training and scoring "
                                 "(None: torch's default; 1 is faster for this small MLP on a busy machine)")
     dask: DaskSection = DaskSection()
     surrogate: SurrogateSection = SurrogateSection()

@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse
 from pydantic import BaseModel
 
@@ -24,10 +25,45 @@ from defsentflow.serve.catalog import ID_PATTERN, ServeCatalog, UnknownModelErro
 from defsentflow.serve.lookup import LookupService
 from defsentflow.serve.pages import render
 
-__all__ = ["MAX_K", "MAX_QUERY_CHARS", "RevdictAnswer", "RevdictHit", "create_app"]
+__all__ = ["ECHO_CHARS", "MAX_K", "MAX_QUERY_CHARS", "SECURITY_HEADERS", "RevdictAnswer", "RevdictHit", "create_app"]
 
 MAX_QUERY_CHARS = 500
 MAX_K = 100
+ECHO_CHARS = 80  # an error body repeats at most this much of a rejected input
+# Sent with every response, the served run reports included: no script runs but the app's own files.
+SECURITY_HEADERS = (
+    (b"content-security-policy", b"default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+                                 b"img-src 'self' data:; object-src 'none'; base-uri 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+)
+
+
+def short(value: Any) -> str:
+    """``value`` as text, cut to :data:`ECHO_CHARS` characters (with its full length) for an error body."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= ECHO_CHARS else f"{text[:ECHO_CHARS]}... ({len(text)} characters)"
+
+
+class SecurityHeaders:
+    """ASGI middleware adding :data:`SECURITY_HEADERS` to every HTTP response (a pure ASGI
+    wrapper, so streaming and file responses pass through unbuffered)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                names = {k.lower() for k, _ in message.get("headers", [])}
+                message["headers"] = [*message.get("headers", []),
+                                      *((k, v) for k, v in SECURITY_HEADERS if k not in names)]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 class RevdictHit(BaseModel):
@@ -64,6 +100,7 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
         >>> import uvicorn
         >>> uvicorn.run(create_app("storage"), host="127.0.0.1", port=8000)
     """
+    from defsentflow.encoders.finite import NonFiniteError
     from defsentflow.storage import CatalogLockedError
 
     catalog = ServeCatalog(root)
@@ -77,6 +114,20 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
 
     app = FastAPI(title="defsentflow", lifespan=lifespan, docs_url="/api/docs", redoc_url=None)
     app.state.catalog, app.state.lookup = catalog, service
+
+    app.add_middleware(SecurityHeaders)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # FastAPI's own answer repeats every rejected input in full (a 100,000-character query
+        # came back whole): keep the location, message and a short prefix of the input.
+        errors = [{"loc": list(e.get("loc", ())), "msg": short(e.get("msg", "")), "type": e.get("type", ""),
+                   **({"input": short(e["input"])} if "input" in e else {})} for e in exc.errors()[:10]]
+        return JSONResponse({"detail": errors}, status_code=422)
+
+    @app.exception_handler(NonFiniteError)
+    async def _non_finite(request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=500)  # a corrupt model or index: nothing served
 
     @app.exception_handler(CatalogLockedError)
     async def _locked(request: Request, exc: Exception) -> JSONResponse:
@@ -149,6 +200,7 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
             else:
                 if len(q) > MAX_QUERY_CHARS:
                     ctx["error"], status = f"the definition is longer than {MAX_QUERY_CHARS} characters", 422
+                    ctx["q"] = q[:MAX_QUERY_CHARS]  # the page does not send the whole rejected input back
                 else:
                     try:
                         ctx["served"], ctx["hits"] = await revdict(q, model or indexes[0].model_id, kk, None)
@@ -175,7 +227,7 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
     def report_file(run_id: str, name: str) -> FileResponse:
         found = catalog.report_file(run_id, name)
         if found is None:
-            raise HTTPException(404, f"no report file {name!r} for run {run_id!r}")
+            raise HTTPException(404, f"no report file {short(name)!r} for run {short(run_id)!r}")
         return FileResponse(found[0], media_type=found[1])
 
     @app.get("/sweeps", response_class=HTMLResponse, include_in_schema=False)

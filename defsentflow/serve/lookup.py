@@ -59,10 +59,16 @@ class _Searcher:
         return self.index.query_vectors(texts, device=self.device)
 
     def __call__(self, items: Sequence[tuple[str, int]]) -> list[list[Hit]]:
+        from defsentflow.encoders.finite import require_finite, require_search_scores
+
         t0 = time.perf_counter()
         vecs = self.vectors([t for t, _ in items])
         t1 = time.perf_counter()
-        scores, ids = self.flat.search(vecs, max(k for _, k in items))
+        model, k = str(self.index.meta["model"]), max(k for _, k in items)
+        require_finite(vecs, model=model, what="query vectors")
+        scores, ids = self.flat.search(vecs, k)
+        require_search_scores(scores, ids, model=model, normalized=bool(self.index.meta.get("normalize")),
+                              k=min(k, len(self.index.entries)))
         self.encode_s += t1 - t0
         self.search_s += time.perf_counter() - t1
         entries = self.index.entries

@@ -52,16 +52,50 @@ def atomic_path(final: str | os.PathLike) -> Iterator[Path]:
             tmp.unlink()
 
 
+def _replaceable(final: Path) -> None:
+    """Raise unless the existing folder ``final`` may be replaced by :func:`atomic_dir`.
+
+    Allowed: an empty folder, a folder inside the data root (other than the root itself; the
+    library's own artifact folders) and a folder written by defsentflow (output marker or
+    on-disk artifact record). Anything else is a user's folder and is never removed: user-given
+    output paths go through :mod:`defsentflow.storage.outputs`.
+    """
+    from defsentflow.storage.outputs import OUTPUT_MARKER, OutputRefusedError
+    from defsentflow.storage.paths import data_root
+
+    resolved, home = final.resolve(), data_root(create=False)
+    if final.is_symlink() or not final.is_dir():
+        why = "it is a symbolic link" if final.is_symlink() else "it is not a folder"
+    elif home.is_relative_to(resolved):
+        why = "it is the data root or holds it"
+    elif not any(final.iterdir()) or resolved.is_relative_to(home) or (final / OUTPUT_MARKER).is_file() or (final / RECORD_NAME).is_file():
+        return
+    else:
+        why = "it is a non-empty folder outside the data root that defsentflow did not write"
+    raise OutputRefusedError(f"refusing to replace {final}: {why}")
+
+
+RECORD_NAME = ".defsentflow-record.json"  # storage.records: the on-disk record of an artifact
+
+
 @contextlib.contextmanager
 def atomic_dir(final: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary directory next to ``final``; swap it into place on success."""
+    """Yield a temporary directory next to ``final``; swap it into place on success.
+
+    An existing ``final`` is replaced only if it is empty, an artifact folder inside the data root
+    or a folder defsentflow wrote (see :func:`_replaceable`); otherwise
+    :class:`~defsentflow.storage.outputs.OutputRefusedError` is raised before anything is written.
+    """
     final = Path(final)
+    if final.exists() or final.is_symlink():
+        _replaceable(final)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = _tmp_name(final)
     tmp.mkdir()
     try:
         yield tmp
         if final.exists():
+            _replaceable(final)
             old = _tmp_name(final)
             os.replace(final, old)
             os.replace(tmp, final)

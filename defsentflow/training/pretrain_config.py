@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from defsentflow.config_tools import Autocast, ConfigSection, DictionarySplit, require_distinct
+from defsentflow.config_tools import LIMITS, Autocast, ConfigSection, DictionarySplit, Seed, require_distinct
 from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
 
 __all__ = ["ArchitectureSection", "CorpusSource", "PretrainSection"]
@@ -38,12 +38,13 @@ class CorpusSource(ConfigSection):
 class ArchitectureSection(ConfigSection):
     """A BERT encoder built from scratch (random weights)."""
 
-    hidden: int = Field(256, ge=8)
-    layers: int = Field(4, ge=1)
-    heads: int = Field(4, ge=1)
-    intermediate: int = Field(1024, ge=8)
+    hidden: int = Field(256, ge=8, le=LIMITS["width"])
+    layers: int = Field(4, ge=1, le=LIMITS["layers"])
+    heads: int = Field(4, ge=1, le=LIMITS["layers"])
+    intermediate: int = Field(1024, ge=8, le=LIMITS["width"])
     max_length: int = Field(64, ge=8, le=512, description="tokens per training sentence (longer ones are truncated)")
-    max_position_embeddings: int = Field(512, ge=8, description="positions the model accepts (evaluation may use > max_length)")
+    max_position_embeddings: int = Field(512, ge=8, le=LIMITS["tokens"],
+                                         description="positions the model accepts (evaluation may use > max_length)")
     dropout: float = Field(0.1, ge=0.0, lt=1.0)
 
     @model_validator(mode="after")
@@ -68,19 +69,21 @@ class PretrainSection(ConfigSection):
     dictionary_splits: list[DictionarySplit] = Field(default_factory=lambda: ["train", "dev", "test"], min_length=1)
     architecture: ArchitectureSection = ArchitectureSection()
     tokenizer: str = Field("minilm", description="tokenizer directory or id; 'minilm' = the bundled MiniLM tokenizer")
-    batch_size: int = Field(128, ge=1)
+    batch_size: int = Field(128, ge=1, le=LIMITS["batch"])
     lr: float = Field(5e-4, gt=0)
     weight_decay: float = Field(0.01, ge=0)
-    warmup_steps: int = Field(200, ge=0)
-    epochs: int = Field(1, ge=1)
-    max_steps: int | None = Field(None, ge=1, description="cap on optimizer steps (the schedule decays to it)")
+    warmup_steps: int = Field(200, ge=0, le=LIMITS["opt_steps"])
+    epochs: int = Field(1, ge=1, le=LIMITS["epochs"])
+    max_steps: int | None = Field(None, ge=1, le=LIMITS["opt_steps"],
+                                  description="cap on optimizer steps (the schedule decays to it)")
     mask_prob: float = Field(0.15, gt=0, lt=1)
     grad_clip: float | None = Field(1.0, gt=0)
-    seed: int = 0
+    seed: Seed = 0
     device: str = "auto"
     autocast: Autocast = "none"
-    checkpoint_every: int = Field(100, ge=1)
-    bucket_batches: int = Field(50, ge=1, description="batches per length-sorted chunk (batching.length_bucketed_batches)")
+    checkpoint_every: int = Field(100, ge=1, le=LIMITS["opt_steps"])
+    bucket_batches: int = Field(50, ge=1, le=LIMITS["count"],
+                                description="batches per length-sorted chunk (batching.length_bucketed_batches)")
 
     @field_validator("corpora")
     @classmethod

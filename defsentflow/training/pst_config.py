@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from defsentflow.config_tools import (Autocast, ConfigSection, EntryEncoding, EvalPooling, Method, TrainPooling,
-                                     require_distinct)
+from defsentflow.config_tools import (LIMITS, Autocast, ConfigSection, EntryEncoding, EvalPooling, Method, Seed,
+                                     TrainPooling, require_distinct)
 
 __all__ = [
     "DEFAULT_GRID",
@@ -64,8 +64,8 @@ class IcaFit(ConfigSection):
     ``random_state`` 42, the result multiplied by 100.
     """
 
-    max_iter: int = Field(1000, ge=1)
-    random_state: int = 42
+    max_iter: int = Field(1000, ge=1, le=LIMITS["count"])
+    random_state: Seed = 42
     scale: float = Field(100.0, gt=0, description="the transformed matrix is multiplied by this")
     standardize: bool = Field(True, description="scale each dimension to unit variance before FastICA")
 
@@ -74,20 +74,21 @@ class _TrainingCommon(ConfigSection):
     base_model: str = Field("minilm", description="path, Hugging Face id or 'minilm' (the bundled MiniLM)")
     dictionary: str = Field("sample", description="dictionary dataset name (or artifact key)")
     use_pooler: bool = True
-    batch_size: int | None = Field(None, ge=1,
+    batch_size: int | None = Field(None, ge=1, le=LIMITS["batch"],
                                    description="None: the paper's (DefSent 16; DefSent+ 32 on dataset variant a, "
                                                "16 on b and c)")
     max_length: int = Field(64, ge=8, le=512)
     batching: Literal["random", "length"] = Field(
         "length", description="length: shuffled, then length-sorted within chunks of 50 batches (faster); random: "
                               "random batches, as both papers' reference code (training.batching)")
-    max_train_entries: int | None = Field(None, ge=2, description="deterministic subset of training entries")
+    max_train_entries: int | None = Field(None, ge=2, le=LIMITS["count"],
+                                          description="deterministic subset of training entries")
     device: str = "auto"
     autocast: Autocast = "none"
     temperature: float = Field(1.0, gt=0)
     normalize_logits: bool = False
-    checkpoint_every: int = Field(200, ge=1)
-    entry_batch_size: int = Field(128, ge=1)
+    checkpoint_every: int = Field(200, ge=1, le=LIMITS["opt_steps"])
+    entry_batch_size: int = Field(128, ge=1, le=LIMITS["batch"])
     train_entries: TrainEntries = Field(
         "train_split", description="train_split: only the dictionary's train split (keeps reverse-dictionary "
                                    "queries unseen); all: every split, as the papers train")
@@ -106,17 +107,20 @@ class PstSection(_TrainingCommon):
     """
 
     steps: int | Literal["auto"] = 2
-    max_steps: int = Field(5, ge=1, description="upper bound when steps is 'auto'")
-    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
-    grid: list[GridPoint] = Field(default_factory=lambda: list(DEFAULT_GRID), min_length=1)
+    max_steps: int = Field(5, ge=1, le=LIMITS["pst_steps"], description="upper bound when steps is 'auto'")
+    seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1, max_length=LIMITS["list_items"])
+    grid: list[GridPoint] = Field(default_factory=lambda: list(DEFAULT_GRID), min_length=1,
+                                  max_length=LIMITS["list_items"])
     lr: float = Field(2e-5, gt=0)
     lr_per_step: list[float] | None = None
     ica_step: int | None = Field(
-        None, ge=1, description="at this step the ICA-transformed entry matrix is a candidate beside the plain one "
-                                "(Eq. 11); steps: auto never stops before it")
+        None, ge=1, le=LIMITS["pst_steps"],
+        description="at this step the ICA-transformed entry matrix is a candidate beside the plain one "
+                    "(Eq. 11); steps: auto never stops before it")
     transition_steps: list[int] = Field(
-        default_factory=list, description="steps whose best encoder builds the next step's entries even when the "
-                                          "step scores below the best earlier step (and auto does not stop there)")
+        default_factory=list, max_length=LIMITS["list_items"],
+        description="steps whose best encoder builds the next step's entries even when the "
+                    "step scores below the best earlier step (and auto does not stop there)")
     separate: bool = Field(True, description="true: every step trains a fresh copy of base_model (PST); false: "
                                              "step k > 1 continues from step k-1's best encoder")
     selection_rule: SelectionRule = Field(
@@ -125,14 +129,14 @@ class PstSection(_TrainingCommon):
     selection: SelectionMetric = "stsb-dev"
     selection_pooling: EvalPooling | None = Field(None, description="None: each candidate's training pooling")
     selection_revdict_mode: SelectionRevdictMode = "cosine"
-    selection_max_queries: int = Field(2000, ge=1)
+    selection_max_queries: int = Field(2000, ge=1, le=LIMITS["count"])
     data_dir: str | None = Field("../shared/data", description="STS data (relative: cwd, then the repo root)")
 
     @field_validator("steps")
     @classmethod
     def _steps_positive(cls, v: int | str) -> int | str:
-        if isinstance(v, int) and v < 1:
-            raise ValueError("steps must be >= 1 or 'auto'")
+        if isinstance(v, int) and not 1 <= v <= LIMITS["pst_steps"]:
+            raise ValueError(f"steps must be 'auto' or from 1 to {LIMITS['pst_steps']}, got {v}")
         return v
 
     @field_validator("seeds")
@@ -167,8 +171,8 @@ class PstSection(_TrainingCommon):
     @classmethod
     def _transition_steps(cls, v: list[int]) -> list[int]:
         require_distinct(v, "transition_steps")
-        if any(k < 1 for k in v):
-            raise ValueError(f"transition_steps are step numbers from 1, got {v}")
+        if any(not 1 <= k <= LIMITS["pst_steps"] for k in v):
+            raise ValueError(f"transition_steps are step numbers from 1 to {LIMITS['pst_steps']}, got {v}")
         return sorted(v)
 
     @model_validator(mode="before")
@@ -221,7 +225,7 @@ class DefSentSection(_TrainingCommon):
     pooling: TrainPooling = "mean"
     entry_encoding: EntryEncoding = "amp"
     lr: float = Field(2e-5, gt=0)
-    epochs: int = Field(1, ge=1)
-    seed: int = 0
+    epochs: int = Field(1, ge=1, le=LIMITS["epochs"])
+    seed: Seed = 0
     warmup_ratio: float | None = Field(None, ge=0.0, lt=1.0, description="None: the paper's (DefSent 0.1, DefSent+ 0)")
     ica: bool = Field(False, description="DefSent+: train against the ICA-transformed entry matrix (ica_fit)")

@@ -28,13 +28,27 @@ def test_failed_write_leaves_no_final_file(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_atomic_dir_replaces_existing(tmp_path):
-    final = tmp_path / "model"
+def test_atomic_dir_replaces_existing(home):
+    final = home / "models" / "model"
     with atomic_dir(final) as d:
         (d / "a.txt").write_text("1")
     with atomic_dir(final) as d:
         (d / "b.txt").write_text("2")
     assert sorted(p.name for p in final.iterdir()) == ["b.txt"]
+
+
+def test_atomic_dir_never_removes_a_foreign_folder(home, tmp_path):
+    from defsentflow.storage.outputs import OutputRefusedError
+
+    mine = tmp_path / "mine"
+    (mine / "sub").mkdir(parents=True)
+    (mine / "thesis.txt").write_text("years")
+    (mine / "sub" / "data.csv").write_text("a,b")
+    for target in (mine, home, home.parent):
+        with pytest.raises(OutputRefusedError, match="refusing to replace"):
+            with atomic_dir(target) as d:
+                (d / "x").write_text("1")
+    assert (mine / "thesis.txt").read_text() == "years" and (mine / "sub" / "data.csv").read_text() == "a,b"
 
 
 def test_killed_writer_leaves_only_a_temporary_that_is_cleaned(tmp_path):

@@ -1,0 +1,98 @@
+"""The checks a run makes on the paths of its config before any stage starts.
+
+A config loads offline and without its inputs (the paper configs name data that lives
+elsewhere), so paths are not checked when it is read; ``defsentflow run`` and ``sweep run`` call
+:func:`preflight` when a run starts. Each path must exist and be of the kind its key expects: a
+directory of YAML files for an ``oewn`` source, a ``.jsonl``/``.tsv``/text file for the other
+sources, a model directory (with ``config.json``) or a Hugging Face model id for a
+``base_model``. The first failure is a one-line ``ValueError`` naming the config and the key.
+
+Example:
+    >>> preflight(load_config("configs/demo.yaml"), "configs/demo.yaml")
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MODEL_ID_PATTERN", "check_exists", "check_model_ref", "check_source_path", "preflight"]
+
+# A Hugging Face id: ``name`` or ``owner/name`` (letters, digits, - _ .), never a path.
+MODEL_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.-]{0,95})?$"
+_SUFFIXES = {"jsonl": (".jsonl", ".json", ".ndjson"), "tsv": (".tsv", ".txt"), "oxford": (".txt", ".tsv")}
+
+
+def _looks_like_path(value: str) -> bool:
+    return value.startswith((".", "/", "~")) or "\\" in value or ".." in value or value.count("/") > 1
+
+
+def check_model_ref(value: str, key: str) -> None:
+    """``value`` names a model: a bundled alias, a model directory, or a Hugging Face id."""
+    from defsentflow.config_tools import resolve_path
+    from defsentflow.encoders.loading import BUNDLED_ALIASES
+
+    if value in BUNDLED_ALIASES:
+        return
+    path = resolve_path(value, must_exist=False)
+    if path.exists() or _looks_like_path(value):
+        if not path.is_dir():
+            raise ValueError(f"{key}: {value!r} is not a model directory (not found or not a folder)")
+        if not (path / "config.json").is_file():
+            raise ValueError(f"{key}: {value!r} is a folder but not a model directory (no config.json)")
+        return
+    if not re.match(MODEL_ID_PATTERN, value):
+        raise ValueError(f"{key}: {value[:80]!r} is neither a model directory nor a Hugging Face model id "
+                         "(owner/name: letters, digits, - _ .)")
+
+
+def check_source_path(kind: str, value: str, key: str) -> None:
+    """A dictionary source path exists and is of its kind's type."""
+    from defsentflow.config_tools import resolve_path
+
+    path = resolve_path(value, must_exist=False)
+    if not path.exists():
+        raise ValueError(f"{key}: not found: {value}")
+    if kind == "oewn":
+        if not path.is_dir():
+            raise ValueError(f"{key}: an oewn source is a directory of YAML files, but {value} is not a directory")
+        if not any(path.glob("*.yaml")):
+            raise ValueError(f"{key}: an oewn source is a directory of YAML files, but {value} holds no *.yaml")
+        return
+    if not path.is_file():
+        raise ValueError(f"{key}: a {kind} source is a file, but {value} is not a regular file")
+    if path.suffix.lower() not in _SUFFIXES.get(kind, (path.suffix.lower(),)):
+        raise ValueError(f"{key}: a {kind} source is a {'/'.join(_SUFFIXES[kind])} file, got {value}")
+
+
+def check_exists(value: str, key: str) -> None:
+    """A corpus path: an existing file or directory."""
+    from defsentflow.config_tools import resolve_path
+
+    path = resolve_path(value, must_exist=False)
+    if not (path.is_file() or path.is_dir()):
+        raise ValueError(f"{key}: not found (or not a file or directory): {value}")
+
+
+def preflight(cfg: Any, origin: str) -> None:
+    """Check every path of pipeline config ``cfg`` (see the module doc); errors start with ``origin``."""
+    try:
+        for i, src in enumerate(cfg.dictionary.sources if cfg.dictionary else ()):
+            for j, value in enumerate(src.paths):
+                check_source_path(src.kind, value, f"dictionary.sources[{i}].paths[{j}]")
+        harvest, pretrain = getattr(cfg, "harvest", None), getattr(cfg, "pretrain", None)
+        for j, value in enumerate(harvest.corpus.paths if harvest else ()):
+            check_exists(value, f"harvest.corpus.paths[{j}]")
+        for i, corpus in enumerate(pretrain.corpora if pretrain else ()):
+            for j, value in enumerate(corpus.paths):
+                check_exists(value, f"pretrain.corpora[{i}].paths[{j}]")
+        if pretrain:
+            check_model_ref(pretrain.tokenizer, "pretrain.tokenizer")
+        for section in ("pst", "defsent"):
+            sec = getattr(cfg, section, None)
+            # pst_from surrogate/pretrain: training starts from an encoder this run makes instead
+            if sec is not None and getattr(cfg, "pst_from", "base") == "base":
+                check_model_ref(sec.base_model, f"{section}.base_model")
+    except ValueError as exc:
+        raise ValueError(f"{origin}: {exc}") from None
