@@ -113,6 +113,15 @@ def write_st_modules(model_dir: str | os.PathLike, *, pooling: str, max_seq_leng
         (out / "modules.json").write_text(json.dumps(entries, indent=2))
 
 
+def _training_card(name: str, path: Path, info: dict[str, Any]) -> str:
+    """The model card known at training time (no figures yet: ``defsentflow export model`` adds them)."""
+    from defsentflow.exports.card import model_card
+
+    facts = {"model_id": name, "path": path, "meta": info, "row": None, "metrics": [], "pst": None, "dictionary": None}
+    return model_card(facts, pooling=str(info["pooling"]), max_seq_length=int(info["max_seq_length"]),
+                      normalize=bool(info["normalize"]))
+
+
 def save_encoder(model: torch.nn.Module, tokenizer: Any, out_dir: str | os.PathLike, *, pooling: str = "mean",
                  max_seq_length: int = EVAL_MAX_LENGTH, normalize: bool | None = None,
                  meta: dict[str, Any] | None = None) -> Path:
@@ -122,7 +131,8 @@ def save_encoder(model: torch.nn.Module, tokenizer: Any, out_dir: str | os.PathL
     because the reverse dictionary's head mode uses it. ``max_seq_length`` is the length
     ``SentenceTransformer`` truncates to: the evaluation's, not the training length.
     ``normalize`` None: keep ``Normalize`` if ``meta["base_model"]`` has it. ``meta`` goes to
-    ``defsentflow.json``.
+    ``defsentflow.json``; ``README.md`` is a model card without figures (``defsentflow export
+    model`` writes one with the dev and test figures).
     """
     out = Path(out_dir)
     meta = dict(meta or {})
@@ -137,5 +147,6 @@ def save_encoder(model: torch.nn.Module, tokenizer: Any, out_dir: str | os.PathL
         write_st_modules(tmp, pooling=pooling, max_seq_length=max_seq_length, normalize=normalize)
         info = {"pooling": pooling, "max_seq_length": max_seq_length, "normalize": normalize, **meta}
         (tmp / "defsentflow.json").write_text(json.dumps(info, indent=2, sort_keys=True, default=str))
+        (tmp / "README.md").write_text(_training_card(out.name, tmp, info))
         make_readable(tmp)
     return out

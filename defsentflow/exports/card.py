@@ -147,7 +147,8 @@ def model_card(facts: dict[str, Any], *, pooling: str, max_seq_length: int, norm
         lines += ["Dev figures chose the model; test figures were never used for a choice.", ""]
         lines += _table(["task", "split", "protocol", "metric", "value"], metric_rows(facts["metrics"])) + [""]
     else:
-        lines += ["No evaluation is recorded for this model in the catalog.", ""]
+        lines += ["No evaluation is recorded for this model in the catalog yet: `defsentflow export model MODEL DIR` "
+                  "writes this card with the dev and test figures once it has been evaluated.", ""]
     lines += ["## Why this model", "",
               (str(pst.get("reason")) if pst.get("reason") else
                f"It is the encoder this {method} run produced; see the evaluation above." if meta or row else

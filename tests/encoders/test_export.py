@@ -55,6 +55,9 @@ def test_saved_model_encodes_as_evaluated(tiny_bert_dir, tmp_path, home, pooling
     assert (path / "config_sentence_transformers.json").is_file()
     assert [type(m).__name__ for m in st] == ["Transformer", "Pooling"]  # the tiny base has no Normalize
     assert oct((path / "model.safetensors").stat().st_mode & 0o777) == "0o644"
+    card = (path / "README.md").read_text()  # a card from training time, figures come with `export model`
+    assert card.startswith("---\nbase_model: ") and "library_name: sentence-transformers" in card
+    assert str(tiny_bert_dir) not in card and "defsentflow export model" in card
 
 
 def test_normalize_is_kept(tiny_bert_dir, tmp_path):
