@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["DATA_LICENCES", "base_licence", "dataset_card", "metric_rows", "model_card"]
+__all__ = ["DATA_LICENCES", "base_licence", "dataset_card", "metric_rows", "model_card", "source_licences"]
 
 # Licences of the data sources a dictionary is read from (reader kind -> licence).
 DATA_LICENCES = {"oewn": "CC BY 4.0 (Open English WordNet)", "oxford": "the Oxford dictionary data's own terms",
@@ -20,6 +20,26 @@ DATA_LICENCES = {"oewn": "CC BY 4.0 (Open English WordNet)", "oxford": "the Oxfo
                  "lines": "the licence of the text file you ingested"}
 
 _SPLIT_NOTE = {"dev": "dev (selection)", "test": "test (reported)", "trial": "trial (labelled stand-in for test)"}
+
+
+def source_licences(sources: list[dict]) -> list[str]:
+    """One line per source: the licence file beside it (its title), else what its reader kind implies."""
+    out = []
+    for s in sources:
+        if not isinstance(s, dict):
+            continue
+        kind, paths = str(s.get("kind")), [Path(p) for p in s.get("paths") or []]
+        text = DATA_LICENCES.get(kind, "see the source")
+        for p in paths[:1]:
+            folder = p if p.is_dir() else p.parent
+            lic = next((f for f in (folder / "LICENSE.md", folder.parent / "LICENSE.md", folder / "LICENSE") if f.is_file()), None)
+            if lic is not None:
+                body = lic.read_text(errors="replace")
+                names = [n for n in ("CC BY 4.0", "CC BY-SA 4.0", "CC BY-NC-SA 3.0", "CC0", "WordNet License")
+                         if n.lower() in body.lower()]
+                text = f"{', '.join(names) or 'see the licence'} (the {lic.name} beside {paths[0].name})"
+        out.append(f"{s.get('name') or kind}: {text}")
+    return out or ["see the dictionary's sources"]
 
 
 def _header(fields: dict[str, Any]) -> str:
@@ -104,7 +124,6 @@ def model_card(facts: dict[str, Any], *, pooling: str, max_seq_length: int, norm
     sources = dic.get("sources") or []
     if isinstance(sources, str):
         sources = json.loads(sources)
-    kinds = sorted({str(s.get("kind")) for s in sources if isinstance(s, dict) and s.get("kind")})
     licence = base_licence(base)
     header = _header({
         "base_model": _base_name(base), "library_name": "sentence-transformers",
@@ -159,7 +178,7 @@ def model_card(facts: dict[str, Any], *, pooling: str, max_seq_length: int, norm
               "print(model.similarity(vectors, vectors))", "```", "",
               "## Licences", "",
               f"- Base model: {licence or 'see the base model card'}.",
-              f"- Training data: {'; '.join(DATA_LICENCES.get(k, k) for k in kinds) or 'see the dictionary sources'}.",
+              *[f"- Training data, {x}." for x in (source_licences(sources) if sources else ["see the dictionary's sources"])],
               "- STS/SICK evaluation data are used for evaluation only (SICK: CC BY-NC-SA 3.0).", ""]
     return "\n".join(lines)
 

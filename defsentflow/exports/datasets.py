@@ -42,13 +42,6 @@ def _one_chunk(table: pa.Table) -> pa.Table:
     return table.combine_chunks() if table.num_rows else pa.Table.from_pylist([], schema=table.schema)
 
 
-def _licences(sources: list[dict]) -> list[str]:
-    from defsentflow.exports.card import DATA_LICENCES
-
-    kinds = sorted({str(s.get("kind")) for s in sources if isinstance(s, dict) and s.get("kind")})
-    return [f"{k}: {DATA_LICENCES.get(k, 'see the source')}" for k in kinds] or ["see the dictionary's sources"]
-
-
 def export_dictionary(name: str, dest: str | os.PathLike, *, root: str | os.PathLike | None = None) -> dict[str, int]:
     """Write dictionary dataset ``name`` to ``dest``; returns the rows per split.
 
@@ -57,7 +50,7 @@ def export_dictionary(name: str, dest: str | os.PathLike, *, root: str | os.Path
         OutputRefusedError: ``dest`` is not a new folder or an earlier export of this command.
     """
     from defsentflow.dictionary.store import load_dictionary
-    from defsentflow.exports.card import dataset_card
+    from defsentflow.exports.card import dataset_card, source_licences
     from defsentflow.storage import Catalog
     from defsentflow.storage.outputs import output_dir
 
@@ -74,7 +67,7 @@ def export_dictionary(name: str, dest: str | os.PathLike, *, root: str | os.Path
             name=name, kind="dictionary", splits=sizes, columns=keep,
             description=f"The definitions of the defsentflow dictionary dataset `{name}` "
                         f"(variant {info.get('variant', '?')}): one row per (entry, definition).",
-            licences=_licences(sources),
+            licences=source_licences(sources),
             source_splits="Splits come from a hash of (seed, entry): every definition of an entry is in one split, "
                           "and adding entries never moves old ones. `validation` is defsentflow's `dev` split."))
     return sizes
