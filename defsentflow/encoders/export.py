@@ -12,6 +12,7 @@ falling back to mean pooling.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -97,7 +98,13 @@ def write_st_modules(model_dir: str | os.PathLike, *, pooling: str, max_seq_leng
             modules.append(Normalize())
     st = SentenceTransformer(modules=modules, similarity_fn_name="cosine", device="cpu")
     staging = out / ".st-save"
-    st.save(str(staging), create_model_card=False)
+    st_log = logging.getLogger("sentence_transformers")
+    level = st_log.level
+    st_log.setLevel(max(level, logging.WARNING))  # not "Saving model to <temporary folder>"
+    try:
+        st.save(str(staging), create_model_card=False)
+    finally:
+        st_log.setLevel(level)
     for entry in staging.iterdir():
         if entry.suffix == ".safetensors" or entry.name in _KEEP:
             continue
