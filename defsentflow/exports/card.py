@@ -12,12 +12,15 @@ from typing import Any
 
 import yaml
 
-__all__ = ["DATA_LICENCES", "base_licence", "dataset_card", "metric_rows", "model_card", "source_licences"]
+__all__ = ["DATA_LICENCES", "base_licence", "base_name", "dataset_card", "metric_rows", "model_card", "source_licences"]
 
 # Licences of the data sources a dictionary is read from (reader kind -> licence).
 DATA_LICENCES = {"oewn": "CC BY 4.0 (Open English WordNet)", "oxford": "the Oxford dictionary data's own terms",
                  "tsv": "the licence of the TSV file you ingested", "jsonl": "the licence of the JSONL file you ingested",
                  "lines": "the licence of the text file you ingested"}
+
+# Left out of the card's table (all figures stay in the catalog's `metrics`).
+_SECONDARY = ("top3", "top10")
 
 _SPLIT_NOTE = {"dev": "dev (selection)", "test": "test (reported)", "trial": "trial (labelled stand-in for test)"}
 
@@ -66,7 +69,7 @@ def base_licence(base_model: str | None) -> str | None:
     return None
 
 
-def _base_name(base: str | None) -> str | None:
+def base_name(base: str | None) -> str | None:
     """A portable name for the base model: the hub id of the bundled MiniLM, else the id or folder name."""
     if not base:
         return None
@@ -101,12 +104,20 @@ def metric_rows(metrics: list[dict[str, Any]]) -> list[tuple[str, str, str, str,
     """(task, split, protocol, metric, value) rows; dev first (the selection figures), then test."""
     rows = []
     for m in metrics:
+        if m["metric"] in _SECONDARY:
+            continue
         split, proto = _split_protocol(str(m["task"]), str(m["setting"]))
         value = float(m["value"])
         rows.append((str(m["task"]), _SPLIT_NOTE.get(split, split), proto, str(m["metric"]),
                      f"{value:.2f}" if abs(value) > 1.5 else f"{value:.4f}"))
     order = {"dev (selection)": 0}
     return sorted(rows, key=lambda r: (order.get(r[1], 1), r[0], r[2], r[3]))
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.2f}" if abs(value) > 1.5 else f"{value:.4g}"
+    return str(value)
 
 
 def _table(header: list[str], rows: list[tuple]) -> list[str]:
@@ -126,16 +137,16 @@ def model_card(facts: dict[str, Any], *, pooling: str, max_seq_length: int, norm
         sources = json.loads(sources)
     licence = base_licence(base)
     header = _header({
-        "base_model": _base_name(base), "library_name": "sentence-transformers",
+        "base_model": base_name(base), "library_name": "sentence-transformers",
         "tags": ["sentence-transformers", "sentence-similarity", "feature-extraction", "defsentflow"]
         + ([method] if meta or row else []),
         "datasets": [dictionary] if dictionary else [], "pipeline_tag": "sentence-similarity",
         "license": licence, "language": ["en"]})
     title = facts["model_id"]
     lines = [header, f"# {title}", "",
-             (f"A sentence encoder trained by defsentflow with **{method}** from `{_base_name(base) or 'its base model'}`: "
+             (f"A sentence encoder trained by defsentflow with **{method}** from `{base_name(base) or 'its base model'}`: "
               "definition sentences are mapped to the vectors of the words they define." if meta or row else
-              f"`{_base_name(base)}` exported by defsentflow as it is (not trained here), with the pooling and length "
+              f"`{base_name(base)}` exported by defsentflow as it is (not trained here), with the pooling and length "
               "defsentflow evaluates it with."), "",
              "## Training data", ""]
     if dic:
@@ -150,7 +161,7 @@ def model_card(facts: dict[str, Any], *, pooling: str, max_seq_length: int, norm
     if pst:
         lines += [f"Progressive Separate Training (PST): {pst.get('steps_run')} step(s) run; step "
                   f"**{pst.get('winner_step')}** was selected by `{pst.get('selection_metric')}` on the dev split "
-                  f"(score {pst.get('selection_score')}).", ""]
+                  f"(score {_fmt(pst.get('selection_score'))}).", ""]
     lines += [f"Pooling: `{pooling}` over the last layer; `max_seq_length` {max_seq_length} (the evaluation's length); "
               f"{'L2-normalised output (Normalize, as the base model)' if normalize else 'no output normalisation'}; "
               "similarity: cosine.", ""]
@@ -158,8 +169,8 @@ def model_card(facts: dict[str, Any], *, pooling: str, max_seq_length: int, norm
                                     "warmup_ratio", "use_pooler", "pooling", "entry_encoding") if k in config}
     if hyper or meta.get("steps"):
         lines += ["## Hyperparameters", ""]
-        lines += _table(["setting", "value"], [(k, v) for k, v in hyper.items()]
-                        + [(k, meta[k]) for k in ("steps", "final_loss", "n_targets") if k in meta])
+        lines += _table(["setting", "value"], [(k, _fmt(v)) for k, v in hyper.items()]
+                        + [(k, _fmt(meta[k])) for k in ("steps", "final_loss", "n_targets") if k in meta])
         lines += [""]
     lines += ["## Evaluation", ""]
     if facts["metrics"]:

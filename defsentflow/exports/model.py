@@ -106,7 +106,7 @@ def export_model(model: str, dest: str | os.PathLike, *, root: str | os.PathLike
         OutputRefusedError: ``dest`` is not a new folder or an earlier export (see storage.outputs).
     """
     from defsentflow.encoders.loading import require_safetensors
-    from defsentflow.exports.card import model_card
+    from defsentflow.exports.card import base_name, model_card
     from defsentflow.storage.outputs import output_dir
 
     facts = model_facts(model, root=root)
@@ -124,7 +124,8 @@ def export_model(model: str, dest: str | os.PathLike, *, root: str | os.PathLike
             if f.is_file() and not f.name.startswith(".") and f.name not in _REWRITTEN:
                 shutil.copyfile(f, tmp / f.name)
         write_st_modules(tmp, pooling=pooling, max_seq_length=length, normalize=normalize)
-        info = portable({**facts["meta"], "pooling": pooling, "max_seq_length": length, "normalize": normalize,
+        named = {k: base_name(str(facts["meta"][k])) for k in ("base_model", "entry_encoder") if facts["meta"].get(k)}
+        info = portable({**facts["meta"], **named, "pooling": pooling, "max_seq_length": length, "normalize": normalize,
                          "model_id": facts["model_id"]})
         info.pop("losses", None)  # hundreds of numbers; the card gives the final loss
         (tmp / "defsentflow.json").write_text(json.dumps(info, indent=2, sort_keys=True, default=str))
