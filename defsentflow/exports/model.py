@@ -45,6 +45,9 @@ def _model_row(model: str, root: str | os.PathLike | None) -> dict[str, Any] | N
     if not cat.path.is_file():
         return None
     rows = cat.query("SELECT * FROM models WHERE model_id = ?", [model])
+    if not rows and Path(model).expanduser().is_dir():  # a folder, e.g. what `best-model` prints
+        rows = cat.query("SELECT * FROM models WHERE path = ? ORDER BY method = 'pst' DESC, created_at DESC LIMIT 1",
+                         [str(Path(model).expanduser().resolve())])
     return rows[0] if rows else None
 
 

@@ -54,6 +54,8 @@ def test_export_model_has_card_st_files_and_no_absolute_paths(tiny_bert_dir, hom
                 text = f.read_text()
                 for absolute in (str(home), str(tmp_path), str(tiny_bert_dir)):
                     assert absolute not in text, (f.name, absolute)
+    assert main(["export", "model", str(src), str(tmp_path / "by-path")]) == 0  # the folder best-model prints
+    assert "61.50" in (tmp_path / "by-path" / "README.md").read_text()
     meta = json.loads((out / "defsentflow.json").read_text())
     assert meta["entry"] == "em.npy" and "losses" not in meta and meta["max_seq_length"] == 128
 
