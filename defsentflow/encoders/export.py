@@ -122,7 +122,7 @@ def write_st_modules(model_dir: str | os.PathLike, *, pooling: str, max_seq_leng
 
 def _training_card(name: str, path: Path, info: dict[str, Any]) -> str:
     """The model card known at training time (no figures yet: ``defsentflow export model`` adds them)."""
-    from defsentflow.exports.card import model_card
+    from defsentflow.encoders.card import model_card
 
     facts = {"model_id": name, "path": path, "meta": info, "row": None, "metrics": [], "pst": None, "dictionary": None}
     return model_card(facts, pooling=str(info["pooling"]), max_seq_length=int(info["max_seq_length"]),

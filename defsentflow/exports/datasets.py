@@ -17,7 +17,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-__all__ = ["HF_SPLITS", "export_dictionary", "export_pairs", "write_dataset_dict"]
+from defsentflow.encoders.card import card_header, markdown_table
+
+__all__ = ["HF_SPLITS", "dataset_card", "export_dictionary", "export_pairs", "write_dataset_dict"]
 
 # Our split names -> the Hugging Face ones.
 HF_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
@@ -50,7 +52,7 @@ def export_dictionary(name: str, dest: str | os.PathLike, *, root: str | os.Path
         OutputRefusedError: ``dest`` is not a new folder or an earlier export of this command.
     """
     from defsentflow.dictionary.store import load_dictionary
-    from defsentflow.exports.card import dataset_card, source_licences
+    from defsentflow.encoders.card import source_licences
     from defsentflow.storage import Catalog
     from defsentflow.storage.outputs import output_dir
 
@@ -73,6 +75,25 @@ def export_dictionary(name: str, dest: str | os.PathLike, *, root: str | os.Path
     return sizes
 
 
+def dataset_card(*, name: str, kind: str, splits: dict[str, int], columns: list[str], description: str,
+                 licences: list[str], source_splits: str) -> str:
+    """The ``README.md`` of an exported dataset: header with the split layout, sizes, how to load."""
+    files = [s for s, n in splits.items() if n]  # an empty split has no Parquet file
+    configs = [{"config_name": "default", "data_files": [{"split": s, "path": f"data/{s}.parquet"} for s in files]}]
+    header = card_header({"pretty_name": f"defsentflow {kind} {name}", "language": ["en"],
+                         "tags": ["defsentflow", kind], "configs": configs})
+    by_split = ", ".join(f"'{s}': 'DIR/data/{s}.parquet'" for s in files)
+    lines = [header, f"# {name} ({kind})", "", description, "", "## Splits", ""]
+    lines += markdown_table(["split", "rows"], [(s, n) for s, n in splits.items()]) + [""]
+    lines += [source_splits, "", "## Columns", "", ", ".join(f"`{c}`" for c in columns), "", "## Loading", "",
+              "```python", "from datasets import load_from_disk, load_dataset", "",
+              'ds = load_from_disk("DIR")                  # a DatasetDict: train / validation / test',
+              f"ds = load_dataset('parquet', data_files={{{by_split}}})", "```", "",
+              "The Parquet files are `data/<split>.parquet`, one per non-empty split.", "", "## Licences", ""]
+    lines += [f"- {x}" for x in licences] + [""]
+    return "\n".join(lines)
+
+
 def _pairs_artifact(name: str, root: str | os.PathLike | None) -> dict:
     from defsentflow.storage import Catalog
 
@@ -87,7 +108,6 @@ def _pairs_artifact(name: str, root: str | os.PathLike | None) -> dict:
 def export_pairs(name: str, dest: str | os.PathLike, *, root: str | os.PathLike | None = None) -> dict[str, int]:
     """Write the harvested pairs ``name`` (artifact name or key) to ``dest``; returns the rows per split."""
     from defsentflow.dictionary.split import assign_split
-    from defsentflow.exports.card import dataset_card
     from defsentflow.storage.outputs import output_dir
 
     art = _pairs_artifact(name, root)

@@ -3,7 +3,7 @@
 The folder is what the evaluation measured (see :mod:`defsentflow.encoders.export`): weights,
 tokenizer, the pooling, ``max_seq_length`` equal to the evaluation length, ``Normalize`` where
 the base model has it, cosine similarity and ``config_sentence_transformers.json``, all written by
-sentence-transformers' own save; plus ``README.md`` (the model card, :mod:`defsentflow.exports.card`)
+sentence-transformers' own save; plus ``README.md`` (the model card, :mod:`defsentflow.encoders.card`)
 and ``defsentflow.json`` with no absolute path in it. Every file is readable by all (0644).
 """
 
@@ -109,7 +109,7 @@ def export_model(model: str, dest: str | os.PathLike, *, root: str | os.PathLike
         OutputRefusedError: ``dest`` is not a new folder or an earlier export (see storage.outputs).
     """
     from defsentflow.encoders.loading import require_safetensors
-    from defsentflow.exports.card import base_name, model_card
+    from defsentflow.encoders.card import base_name, model_card
     from defsentflow.storage.outputs import output_dir
 
     facts = model_facts(model, root=root)

@@ -1,4 +1,4 @@
-"""Model and dataset cards (``README.md``) in the Hugging Face convention: a YAML header, then prose.
+"""Model cards (``README.md``) in the Hugging Face convention: a YAML header, then prose.
 
 Everything in a card comes from the model's ``defsentflow.json`` and the catalog; no absolute
 path is written (only last path components).
@@ -12,7 +12,8 @@ from typing import Any
 
 import yaml
 
-__all__ = ["DATA_LICENCES", "base_licence", "base_name", "dataset_card", "metric_rows", "model_card", "source_licences"]
+__all__ = ["DATA_LICENCES", "base_licence", "base_name", "card_header", "markdown_table", "metric_rows", "model_card",
+           "source_licences"]
 
 # Licences of the data sources a dictionary is read from (reader kind -> licence).
 DATA_LICENCES = {"oewn": "CC BY 4.0 (Open English WordNet)", "oxford": "the Oxford dictionary data's own terms",
@@ -45,7 +46,7 @@ def source_licences(sources: list[dict]) -> list[str]:
     return out or ["see the dictionary's sources"]
 
 
-def _header(fields: dict[str, Any]) -> str:
+def card_header(fields: dict[str, Any]) -> str:
     return "---\n" + yaml.safe_dump({k: v for k, v in fields.items() if v not in (None, [], "")},
                                     sort_keys=False, allow_unicode=True) + "---\n"
 
@@ -120,7 +121,7 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _table(header: list[str], rows: list[tuple]) -> list[str]:
+def markdown_table(header: list[str], rows: list[tuple]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return lines + ["| " + " | ".join(str(c).replace("|", "/") for c in r) + " |" for r in rows]
 
@@ -136,7 +137,7 @@ def model_card(facts: dict[str, Any], *, pooling: str, max_seq_length: int, norm
     if isinstance(sources, str):
         sources = json.loads(sources)
     licence = base_licence(base)
-    header = _header({
+    header = card_header({
         "base_model": base_name(base), "library_name": "sentence-transformers",
         "tags": ["sentence-transformers", "sentence-similarity", "feature-extraction", "defsentflow"]
         + ([method] if meta or row else []),
@@ -169,13 +170,13 @@ def model_card(facts: dict[str, Any], *, pooling: str, max_seq_length: int, norm
                                     "warmup_ratio", "use_pooler", "pooling", "entry_encoding") if k in config}
     if hyper or meta.get("steps"):
         lines += ["## Hyperparameters", ""]
-        lines += _table(["setting", "value"], [(k, _fmt(v)) for k, v in hyper.items()]
+        lines += markdown_table(["setting", "value"], [(k, _fmt(v)) for k, v in hyper.items()]
                         + [(k, _fmt(meta[k])) for k in ("steps", "final_loss", "n_targets") if k in meta])
         lines += [""]
     lines += ["## Evaluation", ""]
     if facts["metrics"]:
         lines += ["Dev figures chose the model; test figures were never used for a choice.", ""]
-        lines += _table(["task", "split", "protocol", "metric", "value"], metric_rows(facts["metrics"])) + [""]
+        lines += markdown_table(["task", "split", "protocol", "metric", "value"], metric_rows(facts["metrics"])) + [""]
     else:
         lines += ["No evaluation is recorded for this model in the catalog yet: `defsentflow export model MODEL DIR` "
                   "writes this card with the dev and test figures once it has been evaluated.", ""]
@@ -191,23 +192,4 @@ def model_card(facts: dict[str, Any], *, pooling: str, max_seq_length: int, norm
               f"- Base model: {licence or 'see the base model card'}.",
               *[f"- Training data, {x}." for x in (source_licences(sources) if sources else ["see the dictionary's sources"])],
               "- STS/SICK evaluation data are used for evaluation only (SICK: CC BY-NC-SA 3.0).", ""]
-    return "\n".join(lines)
-
-
-def dataset_card(*, name: str, kind: str, splits: dict[str, int], columns: list[str], description: str,
-                 licences: list[str], source_splits: str) -> str:
-    """The ``README.md`` of an exported dataset: header with the split layout, sizes, how to load."""
-    files = [s for s, n in splits.items() if n]  # an empty split has no Parquet file
-    configs = [{"config_name": "default", "data_files": [{"split": s, "path": f"data/{s}.parquet"} for s in files]}]
-    header = _header({"pretty_name": f"defsentflow {kind} {name}", "language": ["en"],
-                      "tags": ["defsentflow", kind], "configs": configs})
-    by_split = ", ".join(f"'{s}': 'DIR/data/{s}.parquet'" for s in files)
-    lines = [header, f"# {name} ({kind})", "", description, "", "## Splits", ""]
-    lines += _table(["split", "rows"], [(s, n) for s, n in splits.items()]) + [""]
-    lines += [source_splits, "", "## Columns", "", ", ".join(f"`{c}`" for c in columns), "", "## Loading", "",
-              "```python", "from datasets import load_from_disk, load_dataset", "",
-              'ds = load_from_disk("DIR")                  # a DatasetDict: train / validation / test',
-              f"ds = load_dataset('parquet', data_files={{{by_split}}})", "```", "",
-              "The Parquet files are `data/<split>.parquet`, one per non-empty split.", "", "## Licences", ""]
-    lines += [f"- {x}" for x in licences] + [""]
     return "\n".join(lines)
