@@ -25,7 +25,7 @@ from defsentflow.storage.atomic import pid_alive
 
 __all__ = ["STAGE_METHODS", "PipelineSteps", "baseline_model_id", "best_trained", "evaluation_plan", "input_fingerprint",
            "mark_interrupted_runs", "resolved_config", "run_pipeline", "selected_model_dir", "start_run",
-           "training_section"]
+           "task_plan", "training_section"]
 
 
 def _source_paths(cfg: PipelineConfig) -> list[str]:
@@ -113,14 +113,13 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
     is PST's best trained candidate; with ``eval.best_trained`` it is evaluated under its own id
     too (free when it is the selected model: the evaluation is cached by content).
     """
-    from defsentflow.evaluation.sts_data import available_tasks
     from defsentflow.config_tools import resolve_data_dir
+    from defsentflow.evaluation.task_status import runnable_tasks
 
     cfg = PipelineConfig.model_validate(config)
     ev = cfg.eval
     data_dir = resolve_data_dir(ev.data_dir)
-    present = set(available_tasks(data_dir)) if data_dir else set()
-    tasks = [t for t in ev.tasks if t in ("revdict", "wordpred") or t in present]
+    tasks = runnable_tasks(task_plan(config))  # sickr without its test file: evaluated on trial (fallback)
     # The section's evaluation settings, as the evaluate flow takes them (EvaluateSection).
     common = {**ev.model_dump(mode="json", exclude={"baselines", "best_trained", "seed_stats", "pooling"}), "tasks": tasks,
               "data_dir": str(data_dir) if data_dir else None, "dictionary": cfg.dictionary.name}
@@ -141,6 +140,16 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
     if "surrogate" in ev.baselines and surrogate:
         plan.append({**common, "model": surrogate["model_dir"], "model_id": surrogate["model_id"], "pooling": "mean"})
     return [p for p in plan if p["tasks"]]
+
+
+def task_plan(config: dict[str, Any]) -> list[Any]:
+    """Each requested evaluation task's :class:`~defsentflow.evaluation.task_status.TaskStatus`
+    (evaluated | fallback | skipped, with the reason) for the run's data folder."""
+    from defsentflow.config_tools import resolve_data_dir
+    from defsentflow.evaluation.task_status import task_statuses
+
+    ev = PipelineConfig.model_validate(config).eval
+    return task_statuses(ev.tasks, resolve_data_dir(ev.data_dir))
 
 
 # best-model's stages -> the ``models.method`` values that stage registers under a pipeline run.
@@ -292,6 +301,9 @@ def run_pipeline(config_path: str | os.PathLike, *, steps: PipelineSteps, only_i
             selected = {"model_dir": result.model_dir, "model_id": result.model_id, "winner_step": 1,
                         "reason": f"{section['method']} (no PST)"}
         plan = evaluation_plan(config, selected, surrogate, section["base_model"], trained, seeds)
+        from defsentflow.evaluation.task_status import record_run_tasks
+
+        record_run_tasks(run_id, task_plan(config))  # every requested task: a run_tasks row and a log line
         scores = [steps.evaluate(s, run_id) for s in plan]
         if "revdict" in config["eval"]["tasks"]:  # serve the selected model (mode auto: its best dev mode)
             steps.index(selected["model_dir"], config["dictionary"]["name"])

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from tasks.caching import stage_task
+from tasks.retries import IO_RETRIES
 
 
-@stage_task(name="ingest-corpus")
+@stage_task(name="ingest-corpus", **IO_RETRIES)
 def ingest_corpus(sources: list[dict[str, str]], name: str, fmt: str = "auto", chunk_sentences: int = 8) -> dict[str, Any]:
     """Ingest a corpus. ``sources`` are :func:`tasks.caching.file_ref` dicts, so the Prefect cache key
     changes with the files' contents; the library's own content key skips the work on a hit as well."""
@@ -17,7 +18,7 @@ def ingest_corpus(sources: list[dict[str, str]], name: str, fmt: str = "auto", c
     return res.as_dict()
 
 
-@stage_task(name="build-index")
+@stage_task(name="build-index", **IO_RETRIES)
 def build_index(kind: str, corpus_key: str) -> dict[str, Any]:
     """Build (or find) a sparse retrieval index over a corpus artifact's chunks."""
     from defsentflow.retrieval import build_index as build

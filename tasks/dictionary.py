@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tasks.caching import stage_task
+from tasks.retries import IO_RETRIES
 
 
 def _config(params: dict[str, Any], sources: list[dict[str, Any]]):
@@ -20,7 +21,7 @@ def _config(params: dict[str, Any], sources: list[dict[str, Any]]):
     return DictionaryConfig(**params, sources=srcs)
 
 
-@stage_task(name="build-dictionary")
+@stage_task(name="build-dictionary", **IO_RETRIES)
 def build_dictionary(params: dict[str, Any], sources: list[dict[str, Any]]) -> dict[str, Any]:
     """Read, merge, split and write the Parquet artifact (found, not rebuilt, if its key exists)."""
     from defsentflow.dictionary import build_dictionary as build, plan_dictionary
@@ -32,7 +33,7 @@ def build_dictionary(params: dict[str, Any], sources: list[dict[str, Any]]) -> d
             "key_config": plan.key_config, "entries": art.summary["entries"], "definitions": art.summary["definitions"]}
 
 
-@stage_task(name="register-dictionary")
+@stage_task(name="register-dictionary", **IO_RETRIES)
 def register_dictionary(params: dict[str, Any], sources: list[dict[str, Any]], artifact: dict[str, Any]) -> dict[str, Any]:
     """Load the artifact into the catalog as the dataset ``params['name']`` (one transaction)."""
     from defsentflow.dictionary import DictionaryArtifact, DictionaryPlan, register_dictionary as register

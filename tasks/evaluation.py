@@ -14,9 +14,10 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from tasks.caching import stage_task
+from tasks.retries import IO_RETRIES
 
 
-@task(name="evaluate-resolve-model", cache_policy=NO_CACHE)
+@task(name="evaluate-resolve-model", cache_policy=NO_CACHE, **IO_RETRIES)
 def resolve_model(section: dict[str, Any], run_id: str) -> dict[str, Any]:
     """Start the run; find the model's catalog id and path; hash the model and the data files it reads."""
     from defsentflow.encoders import model_content_hash
@@ -40,7 +41,7 @@ def evaluate_model(section: dict[str, Any], model: dict[str, Any]) -> dict[str, 
     return {"pooling": result.pooling, "rows": list(result.rows), "seconds": result.seconds, "average": result.average}
 
 
-@task(name="evaluate-record", cache_policy=NO_CACHE)
+@task(name="evaluate-record", cache_policy=NO_CACHE, **IO_RETRIES)
 def record_evaluation(model: dict[str, Any], evaluated: dict[str, Any], run_id: str, cached: bool = False) -> int:
     """File the rows under the model id and this run; record the stage (computed or cached)."""
     from defsentflow.evaluation import EvalResult, record_evaluation as record

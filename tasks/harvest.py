@@ -3,7 +3,8 @@
 Every task takes the validated config as a dict plus small references (keys and paths) and
 returns one. The library caches by content itself (scorer, index and pairs artifacts; a batch
 whose Parquet part exists is skipped), so the tasks carry no Prefect cache of their own; a
-re-run finds the work done and returns at once.
+re-run finds the work done and returns at once. That makes retries safe: I/O tasks and harvest
+batches retry after a delay (:mod:`tasks.retries`), the surrogate once, resuming its checkpoint.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from tasks.retries import IO_RETRIES, TRAIN_RETRIES
+
 
 def _cfg(config: dict[str, Any]):
     from defsentflow.scoring.config import HarvestConfig
@@ -20,7 +23,7 @@ def _cfg(config: dict[str, Any]):
     return HarvestConfig.model_validate(config)
 
 
-@task(name="harvest-prepare-corpus", cache_policy=NO_CACHE)
+@task(name="harvest-prepare-corpus", cache_policy=NO_CACHE, **IO_RETRIES)
 def prepare_corpus(config: dict[str, Any], run_id: str | None = None) -> dict[str, Any]:
     """Ingest (or find) the corpus, the optional extra sentences and the pairs file (``pairs.source: file``)."""
     from defsentflow.scoring.stages import prepare_corpus as corpus, prepare_extras, prepare_pair_file
@@ -53,7 +56,7 @@ def plan_pair_harvest(config: dict[str, Any], refs: dict[str, Any]) -> dict[str,
     return plan_harvest(_cfg(config), refs)
 
 
-@task(name="harvest-pair-batch", cache_policy=NO_CACHE)
+@task(name="harvest-pair-batch", cache_policy=NO_CACHE, **IO_RETRIES)
 def harvest_pair_batch(config: dict[str, Any], refs: dict[str, Any], plan: dict[str, Any],
                        batch: dict[str, Any]) -> dict[str, Any]:
     """One batch of seeds -> labelled pairs (one Parquet part; skipped when the part exists)."""
@@ -62,7 +65,7 @@ def harvest_pair_batch(config: dict[str, Any], refs: dict[str, Any], plan: dict[
     return run_batch(_cfg(config), refs, plan, batch)
 
 
-@task(name="finalize-pair-harvest", cache_policy=NO_CACHE)
+@task(name="finalize-pair-harvest", cache_policy=NO_CACHE, **IO_RETRIES)
 def finalize_pair_harvest(config: dict[str, Any], refs: dict[str, Any], plan: dict[str, Any],
                           parts: list[dict[str, Any]], run_id: str | None = None) -> dict[str, Any]:
     """Concatenate the parts, register the pairs artifact and its label statistics."""
@@ -72,7 +75,7 @@ def finalize_pair_harvest(config: dict[str, Any], refs: dict[str, Any], plan: di
     return {**result, "batches_computed": sum(bool(p["computed"]) for p in parts)}
 
 
-@task(name="train-surrogate-encoder", cache_policy=NO_CACHE)
+@task(name="train-surrogate-encoder", cache_policy=NO_CACHE, **TRAIN_RETRIES)
 def train_surrogate_encoder(config: dict[str, Any], pairs: dict[str, Any], run_id: str | None = None) -> dict[str, Any]:
     """Train (or find) the surrogate encoder on the harvested pairs and register it."""
     from defsentflow.training.surrogate import run_surrogate

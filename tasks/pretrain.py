@@ -4,7 +4,8 @@ The order of the pieces is the library's (:func:`defsentflow.training.pretrain.r
 ``pretrain`` flow hands these executors to it, so the CLI's local mode and the Prefect flow run the
 same code and write the same catalog rows. Caching and resume are the library's content keys (an
 ingested corpus or a registered model is found, a killed training resumes from its checkpoint); the
-Prefect tasks add visibility, logs and retries, not a second set of keys.
+Prefect tasks add visibility, logs and retries (:mod:`tasks.retries`: the corpus after a delay, the
+training once, resuming its checkpoint), not a second set of keys.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from defsentflow.training.pretrain import PretrainSteps, ingest_corpus_step, train_or_find
+from tasks.retries import IO_RETRIES, TRAIN_RETRIES
 
 __all__ = ["PRETRAIN_TASKS"]
 
 PRETRAIN_TASKS = PretrainSteps(
-    ingest_corpus=task(name="ingest-corpus", cache_policy=NO_CACHE, persist_result=False)(ingest_corpus_step),
-    train=task(name="pretrain-encoder", cache_policy=NO_CACHE, persist_result=False)(train_or_find),
+    ingest_corpus=task(name="ingest-corpus", cache_policy=NO_CACHE, persist_result=False, **IO_RETRIES)(ingest_corpus_step),
+    train=task(name="pretrain-encoder", cache_policy=NO_CACHE, persist_result=False, **TRAIN_RETRIES)(train_or_find),
 )

@@ -10,8 +10,10 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from tasks.retries import IO_RETRIES
 
-@task(name="write-run-report", cache_policy=NO_CACHE)
+
+@task(name="write-run-report", cache_policy=NO_CACHE, **IO_RETRIES)
 def write_run_report(run_id: str, out_dir: str | None = None, status: str | None = None) -> dict[str, Any]:
     """Write report.md/report.html for ``run_id`` and publish the Markdown as a Prefect artifact.
 

@@ -4,8 +4,8 @@ The order of the pieces is the library's (:func:`defsentflow.training.pst.run_ps
 :func:`defsentflow.training.defsent_run.run_defsent`); a flow hands these executors to it, so the
 CLI's local mode and the Prefect flow run the same code and write the same catalog rows. Caching
 and resume are the library's content keys (an artifact that exists is reused, a killed training
-resumes from its checkpoint); the Prefect tasks add visibility, logs and retries, not a second
-set of keys.
+resumes from its checkpoint); the Prefect tasks add visibility, logs and retries (once, after a
+delay, resuming the checkpoint: :mod:`tasks.retries`), not a second set of keys.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ from prefect.cache_policies import NO_CACHE
 from defsentflow.training import pst_steps
 from defsentflow.training.defsent_run import DefSentSteps
 from defsentflow.training.pst import PstSteps, run_step0
+from tasks.retries import TRAIN_RETRIES
 
 __all__ = ["DEFSENT_TASKS", "PST_TASKS"]
 
 
 def _task(name: str, fn: Callable[..., Any]) -> Any:
-    return task(name=name, cache_policy=NO_CACHE, persist_result=False)(fn)
+    return task(name=name, cache_policy=NO_CACHE, persist_result=False, **TRAIN_RETRIES)(fn)
 
 
 def _step_subflow(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -15,7 +15,7 @@ __all__ = ["main", "build_parser", "check_count", "identifier"]
 
 # Modules under defsentflow.cli, each registering one or more sub-commands.
 _GROUPS = ("catalog", "ingest", "encode", "train", "pretrain", "evaluate", "harvest", "origin", "pipeline", "report",
-           "sweep", "serve", "claims")
+           "sweep", "serve", "claims", "export")
 
 
 class UserError(Exception):

@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pooling", default=None,
                    help="cls, mean, max, prompt or sbert_wk (default: the model's training pooling, else mean)")
     p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--max-length", type=int, default=128)
+    p.add_argument("--max-length", type=int, default=256,
+                   help="tokens per text (default 256: the STS evaluation's and the exported model's length)")
     p.add_argument("--autocast", default="none", choices=["none", "bf16", "fp16"])
     p.add_argument("--normalize", action="store_true", help="L2-normalise the vectors")
     p.add_argument("--device", default="auto")

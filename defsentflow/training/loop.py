@@ -311,8 +311,7 @@ def train_encoder(config: TrainConfig, base_model: str | os.PathLike, definition
         "completed": outcome.completed, "code_version": code_version(),
     }
     if outcome.completed:
-        save_encoder(backbone, tokenizer, out_dir, pooling=config.pooling, max_seq_length=config.max_length,
-                     meta=meta)
+        save_encoder(backbone, tokenizer, out_dir, pooling=config.pooling, meta=meta)  # ST length: the evaluation's
         remove_checkpoint(checkpoint_dir)
     rate = outcome.examples / outcome.seconds if outcome.seconds > 0 else 0.0
     return TrainResult(model_dir=Path(out_dir), steps=outcome.steps, final_loss=final_loss, seconds=outcome.seconds,

@@ -233,7 +233,7 @@ def pretrain_mlm(config: PretrainSection, texts: Sequence[str], tokenizer: str |
     }
     if outcome.completed:
         model.eval()
-        save_encoder(model, tok, out_dir, pooling="mean", max_seq_length=config.architecture.max_length, meta=info)
+        save_encoder(model, tok, out_dir, pooling="mean", meta=info)
         remove_checkpoint(checkpoint_dir)
     return PretrainResult(model_dir=Path(out_dir), steps=outcome.steps, total_steps=total_steps, final_loss=final_loss,
                           first_loss=first_loss, losses=losses, seconds=outcome.seconds,

@@ -1,0 +1,195 @@
+"""Model cards (``README.md``) in the Hugging Face convention: a YAML header, then prose.
+
+Everything in a card comes from the model's ``defsentflow.json`` and the catalog; no absolute
+path is written (only last path components).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["DATA_LICENCES", "base_licence", "base_name", "card_header", "markdown_table", "metric_rows", "model_card",
+           "source_licences"]
+
+# Licences of the data sources a dictionary is read from (reader kind -> licence).
+DATA_LICENCES = {"oewn": "CC BY 4.0 (Open English WordNet)", "oxford": "the Oxford dictionary data's own terms",
+                 "tsv": "the licence of the TSV file you ingested", "jsonl": "the licence of the JSONL file you ingested",
+                 "lines": "the licence of the text file you ingested"}
+
+# Left out of the card's table (all figures stay in the catalog's `metrics`).
+_SECONDARY = ("top3", "top10")
+
+_SPLIT_NOTE = {"dev": "dev (selection)", "test": "test (reported)", "trial": "trial (labelled stand-in for test)"}
+
+
+def source_licences(sources: list[dict]) -> list[str]:
+    """One line per source: the licence file beside it (its title), else what its reader kind implies."""
+    out = []
+    for s in sources:
+        if not isinstance(s, dict):
+            continue
+        kind, paths = str(s.get("kind")), [Path(p) for p in s.get("paths") or []]
+        text = DATA_LICENCES.get(kind, "see the source")
+        for p in paths[:1]:
+            folder = p if p.is_dir() else p.parent
+            lic = next((f for f in (folder / "LICENSE.md", folder.parent / "LICENSE.md", folder / "LICENSE") if f.is_file()), None)
+            if lic is not None:
+                body = lic.read_text(errors="replace")
+                names = [n for n in ("CC BY 4.0", "CC BY-SA 4.0", "CC BY-NC-SA 3.0", "CC0", "WordNet License")
+                         if n.lower() in body.lower()]
+                text = f"{', '.join(names) or 'see the licence'} (the {lic.name} beside {paths[0].name})"
+        out.append(f"{s.get('name') or kind}: {text}")
+    return out or ["see the dictionary's sources"]
+
+
+def card_header(fields: dict[str, Any]) -> str:
+    return "---\n" + yaml.safe_dump({k: v for k, v in fields.items() if v not in (None, [], "")},
+                                    sort_keys=False, allow_unicode=True) + "---\n"
+
+
+def base_licence(base_model: str | None) -> str | None:
+    """The ``license:`` of the base model's own card, when it is a local folder with one."""
+    if not base_model:
+        return None
+    from defsentflow.encoders.loading import resolve_model_path
+
+    readme = Path(resolve_model_path(base_model)) / "README.md"
+    if not readme.is_file():
+        return None
+    text = readme.read_text(encoding="utf-8", errors="replace")
+    if text.startswith("---"):
+        try:
+            head = yaml.safe_load(text.split("---", 2)[1]) or {}
+        except yaml.YAMLError:
+            return None
+        return str(head.get("license")) if head.get("license") else None
+    return None
+
+
+def base_name(base: str | None) -> str | None:
+    """A portable name for the base model: the hub id of the bundled MiniLM, else the id or folder name."""
+    if not base:
+        return None
+    from defsentflow.encoders.loading import resolve_model_path
+
+    try:
+        bundled = Path(resolve_model_path("minilm")).resolve()
+    except FileNotFoundError:
+        bundled = None
+    if bundled is not None and Path(resolve_model_path(base)).resolve() == bundled:
+        return "sentence-transformers/all-MiniLM-L6-v2"
+    return Path(base).name if base.startswith(("/", "~", ".")) else base
+
+
+def _split_protocol(task: str, setting: str) -> tuple[str, str]:
+    """(split, protocol) of a catalog metric row, for the card's table."""
+    if task.startswith("revdict") or task.startswith("wordpred"):
+        parts = task.split("-")
+        split = "dev" if "dev" in parts else "test"
+        proto = "papers" if "papers" in parts else "unseen"
+        return split, f"{parts[0]} {proto} queries, {setting} mode"
+    if task == "stsb-dev":
+        return "dev", f"STS-B dev, {setting} pairs"
+    if task.startswith("sickr-"):
+        return task.split("-", 1)[1], f"SICK-R {task.split('-', 1)[1]}, {setting} pairs"
+    if task == "avg":
+        return "test", "mean of the STS tasks (Spearman x100)"
+    return "test", f"{task}, {setting} pairs (Spearman x100)"
+
+
+def metric_rows(metrics: list[dict[str, Any]]) -> list[tuple[str, str, str, str, str]]:
+    """(task, split, protocol, metric, value) rows; dev first (the selection figures), then test."""
+    rows = []
+    for m in metrics:
+        if m["metric"] in _SECONDARY:
+            continue
+        split, proto = _split_protocol(str(m["task"]), str(m["setting"]))
+        value = float(m["value"])
+        rows.append((str(m["task"]), _SPLIT_NOTE.get(split, split), proto, str(m["metric"]),
+                     f"{value:.2f}" if abs(value) > 1.5 else f"{value:.4f}"))
+    order = {"dev (selection)": 0}
+    return sorted(rows, key=lambda r: (order.get(r[1], 1), r[0], r[2], r[3]))
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.2f}" if abs(value) > 1.5 else f"{value:.4g}"
+    return str(value)
+
+
+def markdown_table(header: list[str], rows: list[tuple]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(str(c).replace("|", "/") for c in r) + " |" for r in rows]
+
+
+def model_card(facts: dict[str, Any], *, pooling: str, max_seq_length: int, normalize: bool) -> str:
+    """The ``README.md`` of an exported model (see :func:`defsentflow.exports.model.model_facts`)."""
+    meta, row, pst, dic = facts["meta"], facts["row"] or {}, facts["pst"] or {}, facts["dictionary"] or {}
+    config = meta.get("config") or {}
+    base = meta.get("base_model") or row.get("base_model") or (None if meta else str(facts["path"]))
+    method = meta.get("method") or row.get("method") or "unknown"
+    dictionary = dic.get("name") or pst.get("dictionary")
+    sources = dic.get("sources") or []
+    if isinstance(sources, str):
+        sources = json.loads(sources)
+    licence = base_licence(base)
+    header = card_header({
+        "base_model": base_name(base), "library_name": "sentence-transformers",
+        "tags": ["sentence-transformers", "sentence-similarity", "feature-extraction", "defsentflow"]
+        + ([method] if meta or row else []),
+        "datasets": [dictionary] if dictionary else [], "pipeline_tag": "sentence-similarity",
+        "license": licence, "language": ["en"]})
+    title = facts["model_id"]
+    lines = [header, f"# {title}", "",
+             (f"A sentence encoder trained by defsentflow with **{method}** from `{base_name(base) or 'its base model'}`: "
+              "definition sentences are mapped to the vectors of the words they define." if meta or row else
+              f"`{base_name(base)}` exported by defsentflow as it is (not trained here), with the pooling and length "
+              "defsentflow evaluates it with."), "",
+             "## Training data", ""]
+    if dic:
+        lines += [f"Dictionary dataset `{dic.get('name')}` (variant {dic.get('variant')}): {dic.get('entries')} entries, "
+                  f"{dic.get('definitions')} definitions; train {dic.get('train')}, dev {dic.get('dev')}, "
+                  f"test {dic.get('test')} definitions, split by a hash of the entry (no entry in two splits).", ""]
+    elif meta.get("n_examples"):
+        lines += [f"{meta['n_examples']} training definitions.", ""]
+    else:
+        lines += ["Not recorded (the model was exported without a catalog entry).", ""]
+    lines += ["## Method", ""]
+    if pst:
+        lines += [f"Progressive Separate Training (PST): {pst.get('steps_run')} step(s) run; step "
+                  f"**{pst.get('winner_step')}** was selected by `{pst.get('selection_metric')}` on the dev split "
+                  f"(score {_fmt(pst.get('selection_score'))}).", ""]
+    lines += [f"Pooling: `{pooling}` over the last layer; `max_seq_length` {max_seq_length} (the evaluation's length); "
+              f"{'L2-normalised output (Normalize, as the base model)' if normalize else 'no output normalisation'}; "
+              "similarity: cosine.", ""]
+    hyper = {k: config[k] for k in ("method", "epochs", "batch_size", "lr", "max_length", "temperature", "seed",
+                                    "warmup_ratio", "use_pooler", "pooling", "entry_encoding") if k in config}
+    if hyper or meta.get("steps"):
+        lines += ["## Hyperparameters", ""]
+        lines += markdown_table(["setting", "value"], [(k, _fmt(v)) for k, v in hyper.items()]
+                        + [(k, _fmt(meta[k])) for k in ("steps", "final_loss", "n_targets") if k in meta])
+        lines += [""]
+    lines += ["## Evaluation", ""]
+    if facts["metrics"]:
+        lines += ["Dev figures chose the model; test figures were never used for a choice.", ""]
+        lines += markdown_table(["task", "split", "protocol", "metric", "value"], metric_rows(facts["metrics"])) + [""]
+    else:
+        lines += ["No evaluation is recorded for this model in the catalog yet: `defsentflow export model MODEL DIR` "
+                  "writes this card with the dev and test figures once it has been evaluated.", ""]
+    lines += ["## Why this model", "",
+              (str(pst.get("reason")) if pst.get("reason") else
+               f"It is the encoder this {method} run produced; see the evaluation above." if meta or row else
+               "The untrained baseline: compare it with the trained encoders."), "",
+              "## Usage", "", "```python", "from sentence_transformers import SentenceTransformer", "",
+              'model = SentenceTransformer("path/to/this/folder")',
+              'vectors = model.encode(["a young dog", "a domestic animal that barks"])',
+              "print(model.similarity(vectors, vectors))", "```", "",
+              "## Licences", "",
+              f"- Base model: {licence or 'see the base model card'}.",
+              *[f"- Training data, {x}." for x in (source_licences(sources) if sources else ["see the dictionary's sources"])],
+              "- STS/SICK evaluation data are used for evaluation only (SICK: CC BY-NC-SA 3.0).", ""]
+    return "\n".join(lines)

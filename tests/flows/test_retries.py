@@ -1,0 +1,42 @@
+"""Prefect retries: I/O tasks and harvest batches retry transient failures after a delay, not bad input."""
+
+from __future__ import annotations
+
+import pytest
+from prefect import flow, task
+
+from tasks.retries import IO_RETRIES, TRAIN_RETRIES
+
+
+def test_io_tasks_and_harvest_batches_retry_with_a_delay():
+    from tasks import corpus, dictionary, evaluation, harvest, pretrain, report, training
+
+    io = [harvest.harvest_pair_batch, harvest.prepare_corpus, harvest.finalize_pair_harvest, dictionary.build_dictionary,
+          dictionary.register_dictionary, corpus.ingest_corpus, corpus.build_index, evaluation.record_evaluation,
+          evaluation.resolve_model, report.write_run_report, pretrain.PRETRAIN_TASKS.ingest_corpus]
+    for t in io:
+        assert t.retries == 2 and t.retry_delay_seconds == [5, 30], t.name
+    for t in (training.PST_TASKS.train, training.DEFSENT_TASKS.train, pretrain.PRETRAIN_TASKS.train,
+              harvest.train_surrogate_encoder):
+        assert t.retries == 1 and t.retry_delay_seconds == 30, t.name
+
+
+@pytest.mark.parametrize("error, attempts", [(RuntimeError("catalog locked"), 2), (ValueError("bad record"), 1)])
+def test_transient_failures_are_retried_and_input_errors_are_not(error, attempts):
+    calls = []
+
+    @task(**{**IO_RETRIES, "retry_delay_seconds": 0, "retry_jitter_factor": None})
+    def flaky() -> int:
+        calls.append(1)
+        if len(calls) == 1:
+            raise error
+        return len(calls)
+
+    @flow
+    def run() -> int:
+        return flaky(return_state=True).result(raise_on_failure=False)
+
+    out = run()
+    assert len(calls) == attempts
+    assert (out == 2) if attempts == 2 else isinstance(out, ValueError)
+    assert TRAIN_RETRIES["retry_condition_fn"] is IO_RETRIES["retry_condition_fn"]
