@@ -32,7 +32,7 @@ import duckdb
 from defsentflow.storage.hashing import code_version, hash_path
 from defsentflow.storage.identifiers import check_identifier
 from defsentflow.storage.manifest import full_check, quick_check
-from defsentflow.storage.paths import data_root, from_root, to_root
+from defsentflow.storage.paths import data_root, from_root, resolved_tree, to_root
 from defsentflow.storage.schema import SANDBOX, migrate, parse_one_read_statement, pending_ddl
 from defsentflow.storage.schema import first_line as _first_line
 
@@ -357,7 +357,7 @@ class Catalog:
                 return None
         for col in ("input_hashes", "config", "meta"):
             if isinstance(row.get(col), str):
-                row[col] = json.loads(row[col])
+                row[col] = resolved_tree(self.root, json.loads(row[col]))
         row.pop("manifest", None)
         return row
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
-__all__ = ["data_root", "sql_dir", "repo_root", "sample_dir", "to_root", "from_root"]
+__all__ = ["data_root", "sql_dir", "repo_root", "sample_dir", "to_root", "from_root", "relative_tree", "resolved_tree"]
 
 _PACKAGE = Path(__file__).resolve().parents[1]
 
@@ -81,3 +82,27 @@ def from_root(root: str | os.PathLike, value: str | None) -> str | None:
     if first in (".", "..") or not (root / first).exists():
         return value
     return str(root / value)
+
+
+def relative_tree(root: str | os.PathLike, obj: Any) -> Any:
+    """``obj`` (JSON-like) with every string that is an absolute path inside ``root`` made relative."""
+    prefix = str(Path(root).resolve()) + "/"
+    if isinstance(obj, str):
+        return to_root(root, obj) if obj.startswith(prefix) else obj
+    if isinstance(obj, dict):
+        return {k: relative_tree(root, v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [relative_tree(root, v) for v in obj]
+    return obj
+
+
+def resolved_tree(root: str | os.PathLike, obj: Any) -> Any:
+    """The inverse of :func:`relative_tree` under the current root (strings holding a ``/`` whose
+    first component exists in the root)."""
+    if isinstance(obj, str):
+        return from_root(root, obj) if "/" in obj else obj
+    if isinstance(obj, dict):
+        return {k: resolved_tree(root, v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [resolved_tree(root, v) for v in obj]
+    return obj

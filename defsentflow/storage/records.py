@@ -28,7 +28,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from defsentflow.storage.atomic import TMP_PREFIX, atomic_path
 from defsentflow.storage.hashing import code_version
 from defsentflow.storage.manifest import artifact_manifest, manifest_hash
-from defsentflow.storage.paths import data_root, from_root, to_root
+from defsentflow.storage.paths import data_root, from_root, relative_tree, to_root
 
 __all__ = ["RECORD_NAME", "RECORD_FORMAT", "record_path", "make_record", "write_record", "read_record",
            "iter_records", "rebuild_catalog", "heal_catalog", "register_records", "amend_record"]
@@ -75,9 +75,9 @@ def make_record(root: str | os.PathLike, *, key: str, kind: str, path: str | os.
     return {
         "format": RECORD_FORMAT, "key": key, "kind": kind, "name": name, "path": to_root(root, path),
         "content_hash": content_hash, "input_hashes": dict(input_hashes) if input_hashes else None,
-        "config": json.loads(json.dumps(config, default=str)) if config is not None else None,
+        "config": relative_tree(root, json.loads(json.dumps(config, default=str))) if config is not None else None,
         "code_version": code_version(), "run_id": run_id,
-        "meta": json.loads(json.dumps(meta, default=str)) if meta is not None else None,
+        "meta": relative_tree(root, json.loads(json.dumps(meta, default=str))) if meta is not None else None,
         "size_bytes": sum(f["size"] for f in manifest.values()), "manifest": manifest,
         "manifest_hash": manifest_hash(manifest),
         "model": model_row, "metrics": [dict(m) for m in metrics] if metrics else None,
