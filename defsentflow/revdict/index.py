@@ -134,6 +134,9 @@ class RevdictIndex:
         self.path = Path(path)
         from defsentflow.storage.paths import from_root
 
+        from defsentflow.storage.integrity import verify_artifact_files
+
+        verify_artifact_files(self.path)  # full hashes against its record, once per process
         self.meta: dict[str, Any] = json.loads((self.path / "meta.json").read_text())
         for k in ("model", "entry_encoder"):  # stored relative to the data root (<root>/revdict/<key>)
             self.meta[k] = from_root(self.path.resolve().parents[1], self.meta.get(k))

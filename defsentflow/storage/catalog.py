@@ -321,7 +321,8 @@ class Catalog:
 
         rec = make_record(self.root, key=key, kind=kind, path=path, content_hash=content_hash, name=name,
                           input_hashes=input_hashes, config=config, run_id=run_id, meta=meta)
-        write_record(path, rec)
+        if not Path(rec["path"]).is_absolute():  # never write into a folder outside the data root
+            write_record(path, rec)
         if con is not None:
             register_records(con, self.root, [rec])
         else:

@@ -212,8 +212,8 @@ def amend_record(root: str | os.PathLike, artifact_path: str | os.PathLike, *, m
     model directory under the data root), so that a rebuilt catalog has them too. False (nothing
     written) when the path has no record, e.g. a base model outside the data root."""
     p = Path(str(artifact_path))
-    if not p.is_absolute() or not p.exists():
-        return False
+    if not p.is_absolute() or not p.exists() or Path(to_root(root, p)).is_absolute():
+        return False  # not a path, gone, or outside the data root (never written to)
     try:
         rec = read_record(p)
     except ValueError:
