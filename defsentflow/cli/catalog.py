@@ -39,7 +39,7 @@ def _positive_seconds(text: str) -> float:
 
 
 def _rebuild(args: argparse.Namespace) -> int:
-    from defsentflow.storage.records import rebuild_catalog
+    from defsentflow.storage.catalog import rebuild_catalog
 
     counts = rebuild_catalog()
     print(f"catalog rebuilt from {counts['records']} artifact records: {counts['artifacts']} artifacts, "

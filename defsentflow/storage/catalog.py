@@ -32,11 +32,12 @@ import duckdb
 from defsentflow.storage.hashing import code_version, hash_path
 from defsentflow.storage.identifiers import check_identifier
 from defsentflow.storage.manifest import full_check, quick_check
+import defsentflow.storage.records as records_module
 from defsentflow.storage.paths import data_root, from_root, resolved_tree, to_root
 from defsentflow.storage.schema import SANDBOX, migrate, parse_one_read_statement, pending_ddl
 from defsentflow.storage.schema import first_line as _first_line
 
-__all__ = ["Catalog", "CatalogAccessError", "CatalogError", "CatalogLockedError", "QueryTimeoutError", "SANDBOX",
+__all__ = ["Catalog", "CatalogAccessError", "heal_catalog", "rebuild_catalog", "CatalogError", "CatalogLockedError", "QueryTimeoutError", "SANDBOX",
            "migrate", "parse_one_read_statement", "pending_ddl"]
 
 log = logging.getLogger(__name__)
@@ -317,25 +318,21 @@ class Catalog:
         same row is written beside the artifact as its record (:mod:`defsentflow.storage.records`),
         from which a lost catalog is rebuilt.
         """
-        from defsentflow.storage.records import make_record, register_records, write_record
-
-        rec = make_record(self.root, key=key, kind=kind, path=path, content_hash=content_hash, name=name,
+        rec = records_module.make_record(self.root, key=key, kind=kind, path=path, content_hash=content_hash, name=name,
                           input_hashes=input_hashes, config=config, run_id=run_id, meta=meta)
         if not Path(rec["path"]).is_absolute():  # never write into a folder outside the data root
-            write_record(path, rec)
+            records_module.write_record(path, rec)
         if con is not None:
-            register_records(con, self.root, [rec])
+            records_module.register_records(con, self.root, [rec])
         else:
             with self.transaction() as tx:
-                register_records(tx, self.root, [rec])
+                records_module.register_records(tx, self.root, [rec])
 
     def register_records(self, records: Sequence[Mapping[str, Any]]) -> int:
         """Register artifact records (written by :func:`~defsentflow.storage.records.write_record`,
         e.g. on a worker) in one transaction; idempotent. The number of records."""
-        from defsentflow.storage.records import register_records
-
         with self.transaction() as con:
-            return register_records(con, self.root, list(records))
+            return records_module.register_records(con, self.root, list(records))
 
     def artifact(self, key: str) -> dict[str, Any] | None:
         """The artifact registered under ``key`` if its files are still the ones registered, else None.
@@ -395,10 +392,9 @@ class Catalog:
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [model_id, to_root(self.root, path), base_model, method, pooling, run_id, artifact_key, _json(meta)],
         )
-        from defsentflow.storage.records import amend_record
-
-        amend_record(self.root, path, model={"model_id": model_id, "path": path, "base_model": base_model, "method": method,
-                                             "pooling": pooling, "run_id": run_id, "artifact_key": artifact_key, "meta": meta})
+        records_module.amend_record(self.root, path, model={
+            "model_id": model_id, "path": path, "base_model": base_model, "method": method, "pooling": pooling,
+            "run_id": run_id, "artifact_key": artifact_key, "meta": meta})
 
     def record_metrics(self, model_id: str, rows: Sequence[Mapping[str, Any]], run_id: str | None = None) -> None:
         """Replace this model's metrics for the (task, setting, metric, pooling) keys given."""
@@ -415,8 +411,36 @@ class Catalog:
                     [model_id, r["task"], r["setting"], r["metric"], float(r["value"]), r.get("n"), r.get("n_excluded"),
                      r.get("pooling"), run_id],
                 )
-        from defsentflow.storage.records import amend_record
-
         found = self.query("SELECT path FROM models WHERE model_id = ?", [model_id])
         if found and found[0]["path"]:
-            amend_record(self.root, found[0]["path"], metrics=[{**r, "model_id": model_id, "run_id": run_id} for r in rows])
+            records_module.amend_record(self.root, found[0]["path"],
+                                        metrics=[{**r, "model_id": model_id, "run_id": run_id} for r in rows])
+
+
+def rebuild_catalog(root: str | os.PathLike | None = None) -> dict[str, int]:
+    """Register every record under the data root in its catalog (created if missing), in one
+    transaction: ``{"records", "artifacts", "models", "metrics"}`` (catalog rows after rebuilding).
+
+    Idempotent: a rebuild of a complete catalog changes nothing.
+    """
+    root = data_root(root, create=False)
+    if not root.is_dir():
+        raise ValueError(f"no data root at {root}")
+    records = [rec for _, rec in records_module.iter_records(root)]
+    cat = Catalog(root)
+    cat.register_records(records)
+    counts = {"records": len(records)}
+    for table in ("artifacts", "models", "metrics"):
+        counts[table] = cat.query(f"SELECT count(*) AS n FROM {table}")[0]["n"]
+    return counts
+
+
+def heal_catalog(root: str | os.PathLike | None = None) -> dict[str, int] | None:
+    """Rebuild a missing or emptied catalog from the records under the data root (what a run does
+    when it starts); None when the catalog has artifacts already or there are no records."""
+    root = data_root(root)
+    if next(records_module.iter_records(root), None) is None:
+        return None
+    if (root / "catalog.duckdb").exists() and Catalog(root).query("SELECT count(*) AS n FROM artifacts")[0]["n"]:
+        return None
+    return rebuild_catalog(root)

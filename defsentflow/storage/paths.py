@@ -48,6 +48,11 @@ def sample_dir() -> Path:
     return _PACKAGE / "sample"
 
 
+# The folders a data root holds (a stored relative path starts with one of them).
+ROOT_FOLDERS = frozenset({"models", "parquet", "cache", "revdict", "reports", "sweeps", "claims", "indexes", "logs",
+                          "locks", "prefect", "exports", "embeddings", "checkpoints", "corpora", "dictionaries"})
+
+
 def to_root(root: str | os.PathLike, path: str | os.PathLike) -> str:
     """``path`` as stored in the catalog, manifests and cache keys: relative to the data root
     (POSIX form) when it lies inside it, else unchanged (a model id, a file elsewhere).
@@ -72,14 +77,15 @@ def to_root(root: str | os.PathLike, path: str | os.PathLike) -> str:
 def from_root(root: str | os.PathLike, value: str | None) -> str | None:
     """The absolute path of a value stored by :func:`to_root`, under the CURRENT data root.
 
-    A relative value is taken as root-relative when its first component exists in the root (so a
-    model id such as ``bert-base-uncased`` stays as it is); absolute values are returned as stored.
+    A relative value is taken as root-relative when its first component is one of the data root's
+    folders (or exists in the root), so a model id such as ``bert-base-uncased`` stays as it is;
+    absolute values are returned as stored.
     """
     if not value or not isinstance(value, str) or value.startswith(("/", "~")) or "://" in value:
         return value
     first = value.split("/", 1)[0]
     root = Path(root)
-    if first in (".", "..") or not (root / first).exists():
+    if first in (".", "..") or (first not in ROOT_FOLDERS and not (root / first).exists()):
         return value
     return str(root / value)
 

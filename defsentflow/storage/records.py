@@ -5,8 +5,9 @@ artifact) holding its registration row: key, kind, name, its path relative to th
 content hash, inputs, config, its manifest, and optionally the model row and metrics it adds.
 The record is written last and atomically, after the artifact's files. So:
 
-- a lost, deleted or emptied catalog is rebuilt from the records (:func:`rebuild_catalog`,
-  ``defsentflow catalog rebuild``, and automatically when a run starts: :func:`heal_catalog`);
+- a lost, deleted or emptied catalog is rebuilt from the records
+  (:func:`~defsentflow.storage.catalog.rebuild_catalog`, ``defsentflow catalog rebuild``, and
+  automatically when a run starts: :func:`~defsentflow.storage.catalog.heal_catalog`);
 - a worker process that must not open the catalog (``DEFSENTFLOW_WORKER=1``) writes a record
   with :func:`make_record` and :func:`write_record`; the flow process registers the records in one
   transaction (:meth:`Catalog.register_records`).
@@ -28,10 +29,10 @@ from typing import Any, Iterator, Mapping, Sequence
 from defsentflow.storage.atomic import TMP_PREFIX, atomic_path
 from defsentflow.storage.hashing import code_version
 from defsentflow.storage.manifest import artifact_manifest, manifest_hash
-from defsentflow.storage.paths import data_root, from_root, relative_tree, to_root
+from defsentflow.storage.paths import from_root, relative_tree, to_root
 
 __all__ = ["RECORD_NAME", "RECORD_FORMAT", "record_path", "make_record", "write_record", "read_record",
-           "iter_records", "rebuild_catalog", "heal_catalog", "register_records", "amend_record"]
+           "iter_records", "register_records", "amend_record"]
 
 RECORD_NAME = ".defsentflow-record.json"
 RECORD_FORMAT = 1
@@ -136,39 +137,6 @@ def iter_records(root: str | os.PathLike) -> Iterator[tuple[Path, dict[str, Any]
         if not art.exists():
             continue
         yield art, _load(f)
-
-
-def rebuild_catalog(root: str | os.PathLike | None = None) -> dict[str, int]:
-    """Register every record under the data root in its catalog (created if missing), in one
-    transaction: ``{"records", "artifacts", "models", "metrics"}`` (catalog rows after rebuilding).
-
-    Idempotent: a rebuild of a complete catalog changes nothing.
-    """
-    from defsentflow.storage.catalog import Catalog
-
-    root = data_root(root, create=False)
-    if not root.is_dir():
-        raise ValueError(f"no data root at {root}")
-    records = [rec for _, rec in iter_records(root)]
-    cat = Catalog(root)
-    cat.register_records(records)
-    counts = {"records": len(records)}
-    for table in ("artifacts", "models", "metrics"):
-        counts[table] = cat.query(f"SELECT count(*) AS n FROM {table}")[0]["n"]
-    return counts
-
-
-def heal_catalog(root: str | os.PathLike | None = None) -> dict[str, int] | None:
-    """Rebuild a missing or emptied catalog from the records under the data root (what a run does
-    when it starts); None when the catalog has artifacts already or there are no records."""
-    from defsentflow.storage.catalog import Catalog
-
-    root = data_root(root)
-    if next(iter_records(root), None) is None:
-        return None
-    if (root / "catalog.duckdb").exists() and Catalog(root).query("SELECT count(*) AS n FROM artifacts")[0]["n"]:
-        return None
-    return rebuild_catalog(root)
 
 
 def register_records(con: Any, root: str | os.PathLike, records: Sequence[Mapping[str, Any]]) -> int:

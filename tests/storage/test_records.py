@@ -7,13 +7,12 @@ import json
 import pytest
 
 from defsentflow.storage import Catalog
-from defsentflow.storage.catalog import CatalogAccessError
+from defsentflow.storage.catalog import CatalogAccessError, rebuild_catalog
 from defsentflow.storage.records import (
     RECORD_NAME,
     iter_records,
     make_record,
     read_record,
-    rebuild_catalog,
     record_path,
     write_record,
 )
