@@ -63,6 +63,13 @@ def test_a_corrupt_catalog_is_one_line_naming_the_rebuild(home, capsys):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip()
         assert "catalog is corrupt" in err and "defsentflow catalog rebuild" in err and "\n" not in err
+    from fastapi.testclient import TestClient
+
+    from defsentflow.serve import create_app
+
+    with TestClient(create_app(max_batch=1, max_wait_ms=1)) as client:
+        res = client.get("/api/runs")
+    assert res.status_code == 503 and "defsentflow catalog rebuild" in res.json()["detail"]
 
 
 def test_a_run_rebuilds_an_emptied_catalog_from_records(filled):
