@@ -132,6 +132,9 @@ def _leaderboard(args: argparse.Namespace) -> int:
     from defsentflow.storage import Catalog
 
     cat = Catalog(reader=True)  # read-only: never creates the catalog or changes its schema
+    if not cat.path.is_file():
+        print(f"no evaluation results yet (no catalog at {cat.path}): run `defsentflow eval MODEL --tasks ...`")
+        return 0
     board = load_leaderboard(cat, run_id=args.run)
     if args.json:
         print(json.dumps(board.to_dict(), indent=2, default=str))

@@ -68,10 +68,11 @@ def measured_modes(model: str | os.PathLike, root: str | os.PathLike | None = No
         path = str(Path(resolve_model_path(model)).resolve())
     except (OSError, ValueError):
         pass
-    rows = Catalog(root).query(
+    cat = Catalog(root)
+    rows = cat.query(  # models.path is stored relative to the data root (Catalog.rel)
         "SELECT m.setting, arg_max(m.value, m.created_at) AS mrr FROM metrics AS m "
         "WHERE m.task = 'revdict-dev' AND m.metric = 'mrr' AND m.model_id IN "
-        "(SELECT model_id FROM models WHERE path = ? OR model_id = ?) GROUP BY m.setting", [path, str(model)])
+        "(SELECT model_id FROM models WHERE path = ? OR model_id = ?) GROUP BY m.setting", [cat.rel(path), str(model)])
     return {r["setting"]: float(r["mrr"]) for r in rows if r["setting"] in _MODES}
 
 
