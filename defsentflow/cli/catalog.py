@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("catalog", help="catalog maintenance: rebuild it from the artifact records on disk")
     csub = p.add_subparsers(dest="catalog_command", required=True)
     r = csub.add_parser("rebuild", help="register every artifact record under the data root (a lost, emptied or "
-                                        "corrupt catalog: move the corrupt file aside first)")
+                                        "corrupt catalog; a corrupt file is kept aside, never deleted)")
     r.set_defaults(func=_rebuild)
 
 
@@ -42,6 +42,8 @@ def _rebuild(args: argparse.Namespace) -> int:
     from defsentflow.storage.catalog import rebuild_catalog
 
     counts = rebuild_catalog()
+    if counts.get("corrupt_moved"):
+        print("the corrupt catalog was kept aside as catalog.duckdb.corrupt-<time>")
     print(f"catalog rebuilt from {counts['records']} artifact records: {counts['artifacts']} artifacts, "
           f"{counts['models']} models, {counts['metrics']} metrics")
     return 0

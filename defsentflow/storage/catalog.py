@@ -116,7 +116,7 @@ class Catalog:
                     if self.path.is_file() and ("not a valid DuckDB database" in str(exc) or "Corrupt" in str(exc)
                                                 or "corrupt" in str(exc)):
                         raise CatalogError(f"{self.path}: the catalog is corrupt ({_first_line(exc)[:120]}); "
-                                           f"move it aside and {_REBUILD_HINT}") from exc
+                                           f"{_REBUILD_HINT} (it keeps the corrupt file beside it)") from exc
                     raise
                 if time.monotonic() > deadline:
                     raise CatalogLockedError(f"{self.path}: locked by another process for {self.lock_timeout:.0f}s") from exc
@@ -418,20 +418,30 @@ class Catalog:
 
 
 def rebuild_catalog(root: str | os.PathLike | None = None) -> dict[str, int]:
-    """Register every record under the data root in its catalog (created if missing), in one
-    transaction: ``{"records", "artifacts", "models", "metrics"}`` (catalog rows after rebuilding).
+    """Register every record under the data root in its catalog, in one transaction:
+    ``{"records", "artifacts", "models", "metrics"}`` (catalog rows after rebuilding, plus
+    ``"corrupt_moved": 1`` when a corrupt catalog was kept aside as ``catalog.duckdb.corrupt-<time>``).
 
-    Idempotent: a rebuild of a complete catalog changes nothing.
+    A missing catalog is created. Idempotent: a rebuild of a complete catalog changes nothing.
     """
     root = data_root(root, create=False)
     if not root.is_dir():
         raise ValueError(f"no data root at {root}")
-    records = [rec for _, rec in records_module.iter_records(root)]
     cat = Catalog(root)
+    moved = 0
+    if cat.path.is_file():
+        try:
+            cat.query("SELECT 1")
+        except CatalogError:  # corrupt: kept for inspection, never deleted
+            os.replace(cat.path, cat.path.with_name(f"catalog.duckdb.corrupt-{time.strftime('%Y%m%dT%H%M%S')}"))
+            moved = 1
+    records = [rec for _, rec in records_module.iter_records(root)]
     cat.register_records(records)
     counts = {"records": len(records)}
     for table in ("artifacts", "models", "metrics"):
         counts[table] = cat.query(f"SELECT count(*) AS n FROM {table}")[0]["n"]
+    if moved:
+        counts["corrupt_moved"] = moved
     return counts
 
 
@@ -439,8 +449,8 @@ def heal_catalog(root: str | os.PathLike | None = None) -> dict[str, int] | None
     """Rebuild a missing or emptied catalog from the records under the data root (what a run does
     when it starts); None when the catalog has artifacts already or there are no records."""
     root = data_root(root)
-    if next(records_module.iter_records(root), None) is None:
-        return None
     if (root / "catalog.duckdb").exists() and Catalog(root).query("SELECT count(*) AS n FROM artifacts")[0]["n"]:
+        return None
+    if next(records_module.iter_records(root), None) is None:
         return None
     return rebuild_catalog(root)

@@ -73,6 +73,9 @@ def test_a_corrupt_catalog_is_one_line_naming_the_rebuild(home, capsys):
     with TestClient(create_app(max_batch=1, max_wait_ms=1)) as client:
         res = client.get("/api/runs")
     assert res.status_code == 503 and "defsentflow catalog rebuild" in res.json()["detail"]
+    assert main(["catalog", "rebuild"]) == 0
+    assert "kept aside" in capsys.readouterr().out
+    assert len(list(home.glob("catalog.duckdb.corrupt-*"))) == 1 and main(["leaderboard"]) == 0
 
 
 def test_a_run_rebuilds_an_emptied_catalog_from_records(filled):
