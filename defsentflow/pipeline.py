@@ -157,6 +157,9 @@ def selected_model_dir(config_path: str | os.PathLike, stage: str = "pst") -> st
         raise ValueError(f"stage must be one of {tuple(STAGE_METHODS)}, got {stage!r}")
     cfg = load_config(config_path)
     cat = Catalog(cfg.home, reader=True)  # read-only: never creates the catalog
+    if not cat.path.is_file():
+        raise FileNotFoundError(f"no completed run of config {cfg.name!r} (no catalog at {cat.path}); "
+                                f"run: defsentflow run {config_path}")
     rows = cat.query(
         "SELECT run_id FROM runs WHERE flow = 'pipeline' AND status IN ('completed', 'unchanged') "
         "AND json_extract_string(config, '$.name') = ? ORDER BY ended_at DESC", [cfg.name])

@@ -44,7 +44,8 @@ def _map_paths(ref: Any, fn: Callable[[str], Any], *, all_strings: bool = False)
         return {k: fn(v) if isinstance(v, str) and (all_strings or k == "path" or k.endswith(("_path", "_dir")))
                 else _map_paths(v, fn, all_strings=all_strings) for k, v in ref.items()}
     if isinstance(ref, (list, tuple)):
-        return [fn(v) if all_strings and isinstance(v, str) else _map_paths(v, fn, all_strings=all_strings) for v in ref]
+        out = [fn(v) if all_strings and isinstance(v, str) else _map_paths(v, fn, all_strings=all_strings) for v in ref]
+        return tuple(out) if isinstance(ref, tuple) else out
     return ref
 
 
@@ -136,7 +137,7 @@ def stage_task(fn: Callable | None = None, **task_kwargs: Any):
             # Two runs reaching the same stage at once: the second waits, then finds the
             # library's content-addressed artifact complete and skips the work.
             with artifact_lock(key):
-                ref = relative_ref(json.loads(json.dumps(func(*args, **kwargs), default=str)))
+                ref = relative_ref(func(*args, **kwargs))
             Catalog().execute(
                 "INSERT OR REPLACE INTO stage_cache (cache_key, task, ref) VALUES (?, ?, ?)",
                 [key, name, json.dumps(ref, default=str)],

@@ -37,8 +37,9 @@ from defsentflow.storage.paths import data_root, from_root, resolved_tree, to_ro
 from defsentflow.storage.schema import SANDBOX, migrate, parse_one_read_statement, pending_ddl
 from defsentflow.storage.schema import first_line as _first_line
 
-__all__ = ["Catalog", "CatalogAccessError", "heal_catalog", "rebuild_catalog", "CatalogError", "CatalogLockedError", "QueryTimeoutError", "SANDBOX",
-           "migrate", "parse_one_read_statement", "pending_ddl"]
+__all__ = ["Catalog", "CatalogAccessError", "CatalogError", "CatalogLockedError", "CatalogSchemaError",
+           "QueryTimeoutError", "SANDBOX", "heal_catalog", "migrate", "parse_one_read_statement", "pending_ddl",
+           "rebuild_catalog"]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,10 @@ class CatalogAccessError(RuntimeError):
 
 class CatalogError(ValueError):
     """The catalog is missing (for a reader) or unreadable; one line naming the file and the fix."""
+
+
+class CatalogSchemaError(CatalogError, duckdb.CatalogException):
+    """A reader met a table or view that its (older) catalog does not have yet."""
 
 
 class QueryTimeoutError(ValueError):
@@ -271,7 +276,15 @@ class Catalog:
 
     def query_table(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> tuple[list[str], list[tuple]]:
         with self.connect(read_only=True) as con, self._time_limit(con):
-            cur = con.execute(sql, params or [])
+            try:
+                cur = con.execute(sql, params or [])
+            except duckdb.CatalogException as exc:
+                if not self.reader:
+                    raise
+                # A reader never applies schema changes: an older catalog lacks what is not there yet.
+                raise CatalogSchemaError(f"{self.path}: {_first_line(exc)[:160]}; the catalog's schema is older than "
+                                         "this code: a writing command (a run, an ingest, `defsentflow catalog "
+                                         "rebuild`) brings it up to date") from exc
             cols = [d[0] for d in cur.description] if cur.description else []
             return cols, self._resolve(cols, cur.fetchall())
 

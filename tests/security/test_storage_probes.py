@@ -142,6 +142,13 @@ def test_a_reader_with_pending_schema_reads_what_is_there(home, tmp_path, monkey
     Catalog._ddl_applied.clear()
     before = _snapshot(home)
     assert main(["sql", "SELECT run_id FROM runs"]) == 0 and "r1" in capsys.readouterr().out
+    assert main(["sql", "SELECT * FROM later"]) == 2  # the table the pending file would make: one line
+    err = capsys.readouterr().err.strip()
+    assert "later" in err and "\n" not in err
+    from defsentflow.storage.catalog import CatalogSchemaError
+
+    with pytest.raises(CatalogSchemaError, match="schema is older than this code"):
+        Catalog(reader=True).query("SELECT * FROM later")
     assert _snapshot(home) == before  # no schema change applied by the reader
 
 
