@@ -21,7 +21,7 @@ from typing import Any
 
 from defsentflow.config import PipelineConfig, resolve_path
 from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config, hash_path
-from defsentflow.storage.catalog import heal_catalog
+from defsentflow.storage.rebuild import heal_catalog
 from defsentflow.storage.atomic import pid_alive
 
 __all__ = ["STAGE_METHODS", "PipelineSteps", "baseline_model_id", "best_trained", "evaluation_plan", "input_fingerprint",

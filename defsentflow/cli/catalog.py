@@ -39,7 +39,7 @@ def _positive_seconds(text: str) -> float:
 
 
 def _rebuild(args: argparse.Namespace) -> int:
-    from defsentflow.storage.catalog import rebuild_catalog
+    from defsentflow.storage.rebuild import rebuild_catalog
 
     counts = rebuild_catalog()
     if counts.get("corrupt_moved"):

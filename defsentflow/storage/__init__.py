@@ -10,7 +10,7 @@ from defsentflow.storage.atomic import (
     write_npy,
     write_parquet,
 )
-from defsentflow.storage.catalog import Catalog, CatalogLockedError, heal_catalog, rebuild_catalog
+from defsentflow.storage.catalog import Catalog, CatalogLockedError
 from defsentflow.storage.hashing import (
     code_version,
     combine_hashes,
@@ -22,6 +22,7 @@ from defsentflow.storage.hashing import (
 )
 from defsentflow.storage.identifiers import IDENTIFIER_PATTERN, check_identifier, under_root
 from defsentflow.storage.paths import data_root, repo_root, sample_dir, sql_dir
+from defsentflow.storage.rebuild import heal_catalog, rebuild_catalog
 
 __all__ = [
     "IDENTIFIER_PATTERN",

@@ -38,8 +38,7 @@ from defsentflow.storage.schema import SANDBOX, migrate, parse_one_read_statemen
 from defsentflow.storage.schema import first_line as _first_line
 
 __all__ = ["Catalog", "CatalogAccessError", "CatalogError", "CatalogLockedError", "CatalogSchemaError",
-           "QueryTimeoutError", "SANDBOX", "heal_catalog", "migrate", "parse_one_read_statement", "pending_ddl",
-           "rebuild_catalog"]
+           "QueryTimeoutError", "SANDBOX", "migrate", "parse_one_read_statement", "pending_ddl"]
 
 log = logging.getLogger(__name__)
 
@@ -428,42 +427,3 @@ class Catalog:
         if found and found[0]["path"]:
             records_module.amend_record(self.root, found[0]["path"],
                                         metrics=[{**r, "model_id": model_id, "run_id": run_id} for r in rows])
-
-
-def rebuild_catalog(root: str | os.PathLike | None = None) -> dict[str, int]:
-    """Register every record under the data root in its catalog, in one transaction:
-    ``{"records", "artifacts", "models", "metrics"}`` (catalog rows after rebuilding, plus
-    ``"corrupt_moved": 1`` when a corrupt catalog was kept aside as ``catalog.duckdb.corrupt-<time>``).
-
-    A missing catalog is created. Idempotent: a rebuild of a complete catalog changes nothing.
-    """
-    root = data_root(root, create=False)
-    if not root.is_dir():
-        raise ValueError(f"no data root at {root}")
-    cat = Catalog(root)
-    moved = 0
-    if cat.path.is_file():
-        try:
-            cat.query("SELECT 1")
-        except CatalogError:  # corrupt: kept for inspection, never deleted
-            os.replace(cat.path, cat.path.with_name(f"catalog.duckdb.corrupt-{time.strftime('%Y%m%dT%H%M%S')}"))
-            moved = 1
-    records = [rec for _, rec in records_module.iter_records(root)]
-    cat.register_records(records)
-    counts = {"records": len(records)}
-    for table in ("artifacts", "models", "metrics"):
-        counts[table] = cat.query(f"SELECT count(*) AS n FROM {table}")[0]["n"]
-    if moved:
-        counts["corrupt_moved"] = moved
-    return counts
-
-
-def heal_catalog(root: str | os.PathLike | None = None) -> dict[str, int] | None:
-    """Rebuild a missing or emptied catalog from the records under the data root (what a run does
-    when it starts); None when the catalog has artifacts already or there are no records."""
-    root = data_root(root)
-    if (root / "catalog.duckdb").exists() and Catalog(root).query("SELECT count(*) AS n FROM artifacts")[0]["n"]:
-        return None
-    if next(records_module.iter_records(root), None) is None:
-        return None
-    return rebuild_catalog(root)

@@ -6,8 +6,8 @@ content hash, inputs, config, its manifest, and optionally the model row and met
 The record is written last and atomically, after the artifact's files. So:
 
 - a lost, deleted or emptied catalog is rebuilt from the records
-  (:func:`~defsentflow.storage.catalog.rebuild_catalog`, ``defsentflow catalog rebuild``, and
-  automatically when a run starts: :func:`~defsentflow.storage.catalog.heal_catalog`);
+  (:func:`~defsentflow.storage.rebuild.rebuild_catalog`, ``defsentflow catalog rebuild``, and
+  automatically when a run starts: :func:`~defsentflow.storage.rebuild.heal_catalog`);
 - a worker process that must not open the catalog (``DEFSENTFLOW_WORKER=1``) writes a record
   with :func:`make_record` and :func:`write_record`; the flow process registers the records in one
   transaction (:meth:`Catalog.register_records`).

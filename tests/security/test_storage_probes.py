@@ -79,7 +79,7 @@ def test_a_corrupt_catalog_is_one_line_naming_the_rebuild(home, capsys):
 
 
 def test_a_run_rebuilds_an_emptied_catalog_from_records(filled):
-    from defsentflow.storage.catalog import heal_catalog
+    from defsentflow.storage.rebuild import heal_catalog
 
     home, model, _ = filled
     (home / "catalog.duckdb").unlink()

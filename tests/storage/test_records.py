@@ -7,7 +7,8 @@ import json
 import pytest
 
 from defsentflow.storage import Catalog
-from defsentflow.storage.catalog import CatalogAccessError, rebuild_catalog
+from defsentflow.storage.catalog import CatalogAccessError
+from defsentflow.storage.rebuild import rebuild_catalog
 from defsentflow.storage.records import (
     RECORD_NAME,
     iter_records,
@@ -98,3 +99,19 @@ def test_a_catalog_open_on_a_worker_raises(home, monkeypatch):
         Catalog().query("SELECT 1")
     with pytest.raises(CatalogAccessError):
         Catalog().start_run("x", run_id="r2")
+
+
+def test_a_rebuild_first_writes_the_records_of_artifacts_registered_before_records(home):
+    d, _ = _artifacts(home)
+    cat = Catalog()
+    cat.register_artifact("k-old", "model", d, "h1", name="old")
+    cat.register_model("old", d, method="pst", artifact_key="k-old")
+    record_path(d).unlink()  # as registered by older code
+    before = _rows(cat)
+    counts = rebuild_catalog(home)
+    assert counts["records_written"] == 1 and read_record(d)["model"]["model_id"] == "old"
+    (home / "catalog.duckdb").unlink()
+    Catalog._ddl_applied.clear()
+    rebuild_catalog(home)
+    assert _rows(Catalog()) == before
+
