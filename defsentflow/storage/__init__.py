@@ -22,6 +22,7 @@ from defsentflow.storage.hashing import (
 )
 from defsentflow.storage.identifiers import IDENTIFIER_PATTERN, check_identifier, under_root
 from defsentflow.storage.paths import data_root, repo_root, sample_dir, sql_dir
+from defsentflow.storage.rebuild import heal_catalog, rebuild_catalog
 
 __all__ = [
     "IDENTIFIER_PATTERN",
@@ -34,11 +35,13 @@ __all__ = [
     "code_version",
     "combine_hashes",
     "data_root",
+    "rebuild_catalog",
     "hash_bytes",
     "hash_config",
     "hash_file",
     "hash_path",
     "hash_text",
+    "heal_catalog",
     "repo_root",
     "sample_dir",
     "sql_dir",
