@@ -41,13 +41,13 @@ def portable(value: Any) -> Any:
 def _model_row(model: str, root: str | os.PathLike | None) -> dict[str, Any] | None:
     from defsentflow.storage import Catalog
 
-    cat = Catalog(root, create=False)
+    cat = Catalog(root, reader=True)
     if not cat.path.is_file():
         return None
     rows = cat.query("SELECT * FROM models WHERE model_id = ?", [model])
     if not rows and Path(model).expanduser().is_dir():  # a folder, e.g. what `best-model` prints
         rows = cat.query("SELECT * FROM models WHERE path = ? ORDER BY method = 'pst' DESC, created_at DESC LIMIT 1",
-                         [str(Path(model).expanduser().resolve())])
+                         [cat.rel(Path(model).expanduser().resolve())])
     return rows[0] if rows else None
 
 
@@ -73,7 +73,7 @@ def model_facts(model: str, *, root: str | os.PathLike | None = None) -> ModelFa
     local = str(model).startswith(("/", "~", ".")) or Path(model).exists()
     facts: ModelFacts = {"model_id": row["model_id"] if row else (path.name if local else str(model)), "path": path, "meta": meta, "row": row,
                          "metrics": [], "pst": None, "dictionary": None}
-    cat = Catalog(root, create=False)
+    cat = Catalog(root, reader=True)
     if not cat.path.is_file():
         return facts
     ids = [facts["model_id"]] + ([row["model_id"]] if row else [])

@@ -25,6 +25,8 @@ import uuid
 from pathlib import Path
 from typing import Iterator
 
+from defsentflow.storage.paths import RECORD_NAME
+
 __all__ = [
     "OUTPUT_MARKER",
     "OutputRefusedError",
@@ -103,7 +105,8 @@ def _own_dir(final: Path, command: str, *, at_default: bool) -> bool:
                                       f"(no {OUTPUT_MARKER}); choose a new or empty folder")
     if marker.get("command") != command:
         raise _refuse(final, command, f"the folder holds the output of `defsentflow {marker.get('command')}`")
-    listed = set(marker.get("files") or []) | {OUTPUT_MARKER}
+    # The artifact record (storage.records) that the catalog writes beside a registered output is ours too.
+    listed = set(marker.get("files") or []) | {OUTPUT_MARKER, RECORD_NAME}
     extra = sorted(present - listed)
     if "files" in marker and extra:
         raise _refuse(final, command, f"the folder holds files defsentflow did not write: {extra[0]}"

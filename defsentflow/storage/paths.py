@@ -8,6 +8,10 @@ from typing import Any
 
 __all__ = ["data_root", "sql_dir", "repo_root", "sample_dir", "to_root", "from_root", "relative_tree", "resolved_tree"]
 
+# The on-disk record beside every artifact (defsentflow.storage.records); here so that modules
+# below records (outputs, atomic) can recognise it without an import cycle.
+RECORD_NAME = ".defsentflow-record.json"
+
 _PACKAGE = Path(__file__).resolve().parents[1]
 
 

@@ -29,12 +29,11 @@ from typing import Any, Iterator, Mapping, Sequence
 from defsentflow.storage.atomic import TMP_PREFIX, atomic_path
 from defsentflow.storage.hashing import code_version
 from defsentflow.storage.manifest import artifact_manifest, manifest_hash
-from defsentflow.storage.paths import from_root, relative_tree, to_root
+from defsentflow.storage.paths import RECORD_NAME, from_root, relative_tree, to_root
 
 __all__ = ["RECORD_NAME", "RECORD_FORMAT", "record_path", "make_record", "write_record", "read_record",
            "iter_records", "register_records", "amend_record"]
 
-RECORD_NAME = ".defsentflow-record.json"
 RECORD_FORMAT = 1
 _FILE_SUFFIX = ".defsentflow-record.json"
 
