@@ -80,14 +80,19 @@ LEFT JOIN models AS m ON m.model_id = w.model_id;
 
 -- Per PST run and step: every candidate with its selection score, the geometry of the entry
 -- matrix it was trained against (matched by path, else by seed) and its STS-B dev score.
+-- chosen: the one candidate the run returned (its winning step's best); step_best: the best
+-- candidate of each step (pst_steps.chosen), which the next step continues from.
 CREATE OR REPLACE VIEW pst_progress AS
 WITH matched AS (
     SELECT
-        p.run_id, p.step, p.seed, p.model_id, p.chosen, p.selection_metric, p.selection_score, p.lr,
+        p.run_id, p.step, p.seed, p.model_id,
+        coalesce(p.chosen AND p.step = r.winner_step AND p.model_id = r.winner_model_id, FALSE) AS chosen,
+        p.chosen AS step_best, p.selection_metric, p.selection_score, p.lr,
         p.pooling, p.entry_encoding, p.use_pooler, p.entry_matrix_path, p.note, p.created_at,
         e.matrix_key, e.n_entries, e.dim, e.avg_cosine, e.top1_var_share, e.isoscore,
         e.partition_isotropy, e.effective_rank, e.plot_path
     FROM pst_steps AS p
+    LEFT JOIN pst_runs AS r ON r.run_id = p.run_id
     LEFT JOIN entry_space_stats AS e
         ON e.run_id = p.run_id AND e.step = p.step
        AND (e.matrix_path = p.entry_matrix_path OR e.seed IS NOT DISTINCT FROM p.seed)
@@ -103,4 +108,4 @@ SELECT
 FROM matched AS x
 LEFT JOIN leaderboard AS lb
     ON lb.model_id = x.model_id AND coalesce(lb.pooling, '') = coalesce(x.pooling, '')
-ORDER BY x.run_id, x.step, x.chosen DESC, x.selection_score DESC NULLS LAST;
+ORDER BY x.run_id, x.step, x.step_best DESC, x.selection_score DESC NULLS LAST;
