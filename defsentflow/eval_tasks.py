@@ -68,7 +68,7 @@ DICTIONARY_TASKS: tuple[str, ...] = ("revdict", "wordpred")
 EVAL_TASKS: tuple[str, ...] = (*STS_TASKS, *DICTIONARY_TASKS)
 DEFAULT_TASKS: tuple[str, ...] = tuple(t.name for t in _TABLE if t.default)
 AVERAGE_TASKS: tuple[str, ...] = tuple(t.name for t in _TABLE if t.in_average)
-AVERAGE_COLUMN = "sts_avg_test_spearman"   # the mean over the AVERAGE_TASKS present; sts_avg_n says how many
+AVERAGE_COLUMN = "sts7_test_spearman"   # the mean over the AVERAGE_TASKS present; sts7_test_n: how many
 
 _SPLITS = ("train", "dev", "trial", "test")
 

@@ -1,4 +1,4 @@
--- Evaluation: entry-space statistics per PST step, and the leaderboard / PST progress views.
+-- Evaluation: entry-space statistics per PST step, per-id headline scores and the PST progress view.
 -- Idempotent: applied on every open.
 
 -- pst_steps is created by 030_training.sql (files are applied in order); the views below read it.
@@ -23,11 +23,13 @@ CREATE TABLE IF NOT EXISTS entry_space_stats (
     PRIMARY KEY (run_id, step, matrix_key)
 );
 
--- One row per (model, pooling): the newest value of each headline metric, one column per task.
+-- model_headline: fixed columns for pst_progress and sweep_results (one row per model id as filed,
+-- not merged). The leaderboard (one row per model, a column per figure run) is 100_leaderboard.sql.
+-- One row per (model id, pooling): the newest value of each headline metric, one column per task.
 -- STS columns are Spearman x 100 in the 'all' setting; revdict columns are MRR in [0, 1].
 -- avg_sts is the mean over the 7-task columns present (sts12-16, stsb_test, sickr); n_avg says
 -- how many that is, so a partial average is never mistaken for the 7-task one.
-CREATE OR REPLACE VIEW leaderboard AS
+CREATE OR REPLACE VIEW model_headline AS
 WITH latest AS (
     SELECT * FROM metrics
     QUALIFY row_number() OVER (
@@ -106,6 +108,6 @@ SELECT
     lb.stsb_dev,
     lb.avg_sts
 FROM matched AS x
-LEFT JOIN leaderboard AS lb
+LEFT JOIN model_headline AS lb
     ON lb.model_id = x.model_id AND coalesce(lb.pooling, '') = coalesce(x.pooling, '')
 ORDER BY x.run_id, x.step, x.step_best DESC, x.selection_score DESC NULLS LAST;

@@ -23,6 +23,7 @@ import duckdb
 from defsentflow.storage.hashing import code_version, hash_path, hash_text
 from defsentflow.storage.identifiers import check_identifier
 from defsentflow.storage.manifest import artifact_manifest, full_check, manifest_hash, quick_check
+from defsentflow.storage.leaderboard_view import refresh_leaderboard_view
 from defsentflow.storage.paths import data_root, sql_dir
 
 __all__ = ["Catalog", "CatalogLockedError", "SANDBOX", "migrate", "parse_one_read_statement", "pending_ddl"]
@@ -109,6 +110,8 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
             con.execute("ROLLBACK")
             raise
         done.append(name)
+    if done:
+        refresh_leaderboard_view(con)  # the view lists the figures present (defsentflow/storage/leaderboard_view.py)
     return done
 
 
@@ -375,3 +378,4 @@ class Catalog:
                     [model_id, r["task"], r["setting"], r["metric"], float(r["value"]), r.get("n"), r.get("n_excluded"),
                      r.get("pooling"), run_id],
                 )
+            refresh_leaderboard_view(con)

@@ -129,10 +129,11 @@ def test_report_from_a_fabricated_run(home):
     assert f"`{home / 'models' / 'pst'}`" in md  # where the selected model is
     # headline figures: untrained (step 0 'minilm', mean pooling) against the selected model, with deltas
     head = {r["score"]: r for r in _table(md, "## Headline figures")}
-    assert set(head) >= {"`sts12`", "`stsb_dev`", "`revdict_head_mrr`"}
-    assert head["`sts12`"]["untrained (minilm)"] == "72.37" and head["`sts12`"][f"selected (pst-{RUN})"] == "65.00"
-    assert head["`sts12`"]["delta (selected - untrained)"] == "-7.37" and head["`stsb_dev`"]["split"] == "dev"
-    assert head["`revdict_head_mrr`"]["untrained (minilm)"] == ""
+    sts12, stsb, revdict = "`sts12_test_spearman`", "`stsb_dev_spearman`", "`revdict_test_unseen_head_mrr`"
+    assert set(head) >= {sts12, stsb, revdict}
+    assert head[sts12]["untrained (minilm)"] == "72.37" and head[sts12][f"selected (pst-{RUN})"] == "65.00"
+    assert head[sts12]["delta (selected - untrained)"] == "-7.37" and head[stsb]["split"] == "dev"
+    assert head[revdict]["untrained (minilm)"] == ""
     assert "2 stage records, 1 taken from the cache." in md and "| harvest-pairs | cached |" in md
     assert "corpus:abcdef01" in md  # artifact inputs with their hashes
     assert "steps: 2" in md and md.rstrip().endswith("```")  # the config as YAML, last
