@@ -146,6 +146,16 @@ def _details_config(run: dict[str, Any], text: str | None) -> str:
             f'<pre><code class="language-yaml">{escape_html(text)}</code></pre>\n</details>\n')
 
 
+def _section_tasks(ctx: _Ctx) -> list[str]:
+    """Every evaluation task the run was asked for and what became of it (the ``run_tasks`` table,
+    where this catalog has it): evaluated, evaluated on a fallback file, or skipped with the reason."""
+    rows = ctx.rows("SELECT * FROM run_tasks WHERE run_id = $run_id")
+    if not rows:
+        return []
+    cols = [c for c in ("task", "status", "reason") if c in rows[0]]
+    return ["## Requested tasks", "", markdown_table(cols, [[r.get(c) for c in cols] for r in rows]), ""]
+
+
 def _section_lineage(ctx: _Ctx) -> list[str]:
     lines = ["## Lineage", "", "### Stages", ""]
     stages = ctx.rows("SELECT stage, status, seconds, cache_key, started_at, note FROM stages "
@@ -352,6 +362,7 @@ def build_report(run_id: str, *, out_dir: str | os.PathLike | None = None, catal
         ctx = _Ctx(cat, run_id, tmp)
         board = load_leaderboard(cat, run_id=run_id)
         lines = summary_section(run_facts(ctx.rows, runs[0], status), board, ctx.image, markdown_table)
+        lines += _section_tasks(ctx)
         lines += claims_section(ctx.rows, markdown_table, ctx.image)
         lines += _section_models(ctx, board)
         lines += _section_pst(ctx, analyse_missing)

@@ -247,3 +247,16 @@ def test_strings_from_the_config_and_the_error_are_escaped(home):
     assert not chk.images and not chk.errors  # the probe is text, not an element
     assert "<img" not in page and "&lt;img src=x onerror=alert(document.domain)&gt;" in page
     assert page.count("<script") == 0 and "onerror=alert" in page  # shown, inert
+
+
+def test_requested_tasks_shown_where_the_catalog_records_them(home):
+    from defsentflow.report import build_report
+    from defsentflow.storage import Catalog
+
+    cat = Catalog()
+    cat.start_run("pipeline", config={"name": "t"}, run_id="tasks")
+    assert "## Requested tasks" not in build_report("tasks").markdown  # a catalog without run_tasks
+    cat.execute("CREATE TABLE IF NOT EXISTS run_tasks (run_id VARCHAR, task VARCHAR, status VARCHAR, reason VARCHAR)")
+    cat.execute("INSERT INTO run_tasks VALUES ('tasks', 'sickr', 'fallback', 'SICK test missing: trial used')")
+    md = build_report("tasks").markdown
+    assert "## Requested tasks" in md and "| sickr | fallback | SICK test missing: trial used |" in md
