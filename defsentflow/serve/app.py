@@ -197,7 +197,8 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
             groups: dict[str, list[dict[str, str]]] = {}
             for c in board.columns:  # dev figures, then test, then train: one column group each
                 split = board.splits.get(c, "test")
-                short = " ".join(w for w in c.split("_") if w != split)  # the group says the split
+                # the group says the split; Spearman is what an STS heading without a metric shows
+                short = " ".join(w for w in c.split("_") if w not in (split, "spearman")) or c
                 groups.setdefault(split, []).append({"name": c, "short": short})
             ctx["groups"] = [{"name": g, "columns": cols} for g, cols in groups.items()]
             reports = {r["run_id"] for r in catalog.runs() if r.get("has_report")}

@@ -26,12 +26,13 @@ body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0;
 header { background: #1f3b57; color: #fff; padding: 0.6rem 1.5rem; display: flex; gap: 1.5rem; align-items: baseline; }
 header a { color: #dbe8f5; text-decoration: none; } header a.here { color: #fff; font-weight: 600; }
 header .brand { font-weight: 700; color: #fff; margin-right: 1rem; }
-main { max-width: 72rem; margin: 1.5rem auto; padding: 0 1.5rem; }
+main { max-width: 80rem; margin: 1.5rem auto; padding: 0 1rem; }
 table { border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.9rem; }
 th, td { border: 1px solid #ccc; padding: 0.25rem 0.6rem; text-align: left; white-space: nowrap; }
 th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .wide { overflow-x: auto; max-width: 100%; }
 table.board { font-size: 0.8rem; } table.board th { white-space: normal; vertical-align: bottom; }
+table.board th, table.board td { padding: 0.2rem 0.3rem; }
 table.board th.group { text-align: center; } th.dev, td.dev { background-color: #f2f7ee; } th.test, td.test { background-color: #fff; }
 .side-by-side { display: flex; flex-wrap: wrap; gap: 1.5rem; } .side-by-side .hits { flex: 1 1 30rem; min-width: 0; }
 td.definition { white-space: normal; min-width: 14rem; }
@@ -100,7 +101,7 @@ places closest. Pick a second model to see both side by side (the base encoder b
 _LEADERBOARD = """{% extends "base.html" %}{% block content %}
 {% if rows %}<p class="muted">One row per model (its other ids in the last column); {{ note }}. Figures are named
 task, protocol, mode, metric under their split; STS: Spearman x 100 ('all' setting); <code>mrr</code>: reverse-dictionary
-mean reciprocal rank (0 to 1). Hover a heading for the figure's full name.</p>
+mean reciprocal rank (0 to 1). A heading without a metric is STS's Spearman; hover a heading for the figure's full name.</p>
 <div class="wide"><table id="leaderboard" class="board">
 <thead><tr><th colspan="{{ ident|length }}"></th>{% for g in groups %}<th colspan="{{ g.columns|length }}" class="group {{ g.name }}">{{ g.name }}</th>{% endfor %}<th></th></tr>
 <tr>{% for c in ident %}<th>{{ c }}</th>{% endfor %}{% for g in groups %}{% for c in g.columns %}<th class="{{ g.name }}" title="{{ c.name }}">{{ c.short }}</th>{% endfor %}{% endfor %}<th>also known as</th></tr></thead>

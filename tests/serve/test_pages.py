@@ -48,5 +48,5 @@ def test_revdict_opens_with_an_example_shows_definitions_and_a_model_beside_and_
     # the leaderboard: dev and test column groups, short headings under them, a link to each run
     page = client.get("/leaderboard").text
     assert page.index('class="group dev"') < page.index('class="group test"')
-    assert 'title="stsb_dev_spearman">stsb spearman</th>' in page and 'title="sts12_test_spearman">sts12 spearman' in page
+    assert 'title="stsb_dev_spearman">stsb</th>' in page and 'title="sts12_test_spearman">sts12</th>' in page
     assert 'href="/runs#run-run-1">run-1</a>' in page and 'id="run-run-1"' in client.get("/runs").text
