@@ -62,7 +62,7 @@ class Leaderboard:
     Example:
         >>> board = load_leaderboard(Catalog())
         >>> board.sort_by, [r["model_id"] for r in board.rows][:2]
-        ('stsb_dev', ['pst-demo-78a6f724', 'base:all-MiniLM-L6-v2'])
+        ('stsb_dev_spearman', ['pst-demo-78a6f724', 'base:all-MiniLM-L6-v2'])
     """
 
     columns: tuple[str, ...]
