@@ -50,6 +50,8 @@ def _prepare(args: argparse.Namespace) -> list[str]:
     """Ingest the dictionary and build the index if missing; return the query definitions."""
     from defsentflow.dictionary.tables import load_dictionary_table
     from defsentflow.revdict import build_revdict_index
+    from defsentflow.evaluation.suite import known_model
+    from defsentflow.storage import Catalog
 
     try:
         table = load_dictionary_table(args.dictionary)
@@ -62,7 +64,11 @@ def _prepare(args: argparse.Namespace) -> list[str]:
                         args.dictionary, "--source", "oewn", args.oewn], check=True)
         table = load_dictionary_table(args.dictionary)
     t0 = time.perf_counter()
-    index = build_revdict_index(args.model, args.dictionary, mode="cosine", device="cpu")
+    try:  # a catalog id (pst-...) is its directory; a name this machine has no model for is refused here
+        model_path = known_model(Catalog(create=False), args.model)[1]
+    except ValueError as exc:
+        raise SystemExit(f"bench/serve.py: {exc}") from None
+    index = build_revdict_index(model_path, args.dictionary, mode="cosine", device="cpu")
     took = time.perf_counter() - t0
     print(f"index: {index.meta['n_entries']:,} entries of {args.dictionary!r}, {index.meta['mode']} mode "
           f"(ready in {took:.0f}s) at {index.path}", flush=True)

@@ -231,7 +231,10 @@ def resolve_path(path: str | os.PathLike, *, must_exist: bool = True, what: str 
     if must_exist:
         if what:
             raise FileNotFoundError(f"{what}: not found: {path}")
-        raise FileNotFoundError(f"not found: {path} (looked in {', '.join(str(c.parent) for c in candidates)})")
+        if len(candidates) == 1:  # an absolute path: naming its folder again says nothing new
+            raise FileNotFoundError(f"not found: {path}")
+        bases = list(dict.fromkeys(str(b) for b in (Path.cwd(), repo_root())))
+        raise FileNotFoundError(f"not found: {path} (relative to {' or '.join(bases)})")
     return candidates[0]
 
 

@@ -209,8 +209,8 @@ class PipelineSteps:
     ``train_surrogate(harvest_config, pairs, run_id) -> {"path", "model_id"}``;
     ``pretrain(section, run_id) -> PretrainOutcome``; ``pst(section, run_id) -> PstResult``;
     ``defsent(section, run_id) -> DefSentResult``; ``evaluate(section, run_id) -> {"model_id", "average"}``;
-    ``index(model_dir, dictionary) -> {...}`` (the selected model's reverse-dictionary index, which
-    ``defsentflow serve`` serves); ``report(run_id) -> {...}``.
+    ``index(model_dir, dictionary) -> {...}`` (the reverse-dictionary index of the selected model and
+    of the untrained one, which ``defsentflow serve`` serves side by side); ``report(run_id) -> {...}``.
     """
 
     ingest_dictionary: Callable[[dict[str, Any]], Any]
@@ -314,6 +314,8 @@ def run_pipeline(config_path: str | os.PathLike, *, steps: PipelineSteps, only_i
         scores = [steps.evaluate(s, run_id) for s in plan]
         if "revdict" in config["eval"]["tasks"]:  # serve the selected model (mode auto: its best dev mode)
             steps.index(selected["model_dir"], config["dictionary"]["name"])
+            if section["base_model"] != selected["model_dir"]:  # the untrained encoder, beside it on /revdict
+                steps.index(section["base_model"], config["dictionary"]["name"])
         report = steps.report(run_id) if config["report"] else None
     except BaseException as exc:
         Catalog().end_run(run_id, "failed", note=json.dumps({"error": f"{type(exc).__name__}: {exc}"})[:4000],

@@ -1,4 +1,4 @@
--- Evaluation: entry-space statistics per PST step, and the leaderboard / PST progress views.
+-- Evaluation: entry-space statistics per PST step, per-id headline scores and the PST progress view.
 -- Idempotent: applied on every open.
 
 -- pst_steps is created by 030_training.sql (files are applied in order); the views below read it.
@@ -23,11 +23,13 @@ CREATE TABLE IF NOT EXISTS entry_space_stats (
     PRIMARY KEY (run_id, step, matrix_key)
 );
 
--- One row per (model, pooling): the newest value of each headline metric, one column per task.
+-- model_headline: fixed columns for pst_progress and sweep_results (one row per model id as filed,
+-- not merged). The leaderboard (one row per model, a column per figure run) is 100_leaderboard.sql.
+-- One row per (model id, pooling): the newest value of each headline metric, one column per task.
 -- STS columns are Spearman x 100 in the 'all' setting; revdict columns are MRR in [0, 1].
 -- avg_sts is the mean over the 7-task columns present (sts12-16, stsb_test, sickr); n_avg says
 -- how many that is, so a partial average is never mistaken for the 7-task one.
-CREATE OR REPLACE VIEW leaderboard AS
+CREATE OR REPLACE VIEW model_headline AS
 WITH latest AS (
     SELECT * FROM metrics
     QUALIFY row_number() OVER (
@@ -80,14 +82,19 @@ LEFT JOIN models AS m ON m.model_id = w.model_id;
 
 -- Per PST run and step: every candidate with its selection score, the geometry of the entry
 -- matrix it was trained against (matched by path, else by seed) and its STS-B dev score.
+-- chosen: the one candidate the run returned (its winning step's best); step_best: the best
+-- candidate of each step (pst_steps.chosen), which the next step continues from.
 CREATE OR REPLACE VIEW pst_progress AS
 WITH matched AS (
     SELECT
-        p.run_id, p.step, p.seed, p.model_id, p.chosen, p.selection_metric, p.selection_score, p.lr,
+        p.run_id, p.step, p.seed, p.model_id,
+        coalesce(p.chosen AND p.step = r.winner_step AND p.model_id = r.winner_model_id, FALSE) AS chosen,
+        p.chosen AS step_best, p.selection_metric, p.selection_score, p.lr,
         p.pooling, p.entry_encoding, p.use_pooler, p.entry_matrix_path, p.note, p.created_at,
         e.matrix_key, e.n_entries, e.dim, e.avg_cosine, e.top1_var_share, e.isoscore,
         e.partition_isotropy, e.effective_rank, e.plot_path
     FROM pst_steps AS p
+    LEFT JOIN pst_runs AS r ON r.run_id = p.run_id
     LEFT JOIN entry_space_stats AS e
         ON e.run_id = p.run_id AND e.step = p.step
        AND (e.matrix_path = p.entry_matrix_path OR e.seed IS NOT DISTINCT FROM p.seed)
@@ -101,6 +108,6 @@ SELECT
     lb.stsb_dev,
     lb.avg_sts
 FROM matched AS x
-LEFT JOIN leaderboard AS lb
+LEFT JOIN model_headline AS lb
     ON lb.model_id = x.model_id AND coalesce(lb.pooling, '') = coalesce(x.pooling, '')
-ORDER BY x.run_id, x.step, x.chosen DESC, x.selection_score DESC NULLS LAST;
+ORDER BY x.run_id, x.step, x.step_best DESC, x.selection_score DESC NULLS LAST;

@@ -1,6 +1,5 @@
--- One model, one row: which catalog ids name the same model, and its headline scores in long
--- form. `defsentflow leaderboard` pivots model_scores into one column per task present
--- (sql/queries/leaderboard.sql), so a new task or protocol needs no new column here.
+-- One model, one row: which catalog ids name the same model. Its headline scores in long form
+-- (model_scores) and the leaderboard are in 100_leaderboard.sql.
 -- Idempotent: applied on every open. models and metrics come from 001_core.sql.
 
 -- Every id a model is known by (models rows, and ids metrics were filed under) with the model it
@@ -27,44 +26,3 @@ SELECT
     method,
     path
 FROM keyed;
-
--- Headline scores, one row per (model, pooling, score): the newest value over all of the model's
--- ids. A task's headline metric is Spearman ('all' setting) for STS tasks, MRR (every mode) for
--- reverse-dictionary tasks, else each of its metrics; per-subset rows (task 'sts12/MSRpar') and
--- the 'mean' setting stay out. column: the task, then the setting unless 'all', then the metric
--- unless 'spearman' ('stsb_dev', 'revdict_head_mrr', 'revdict_dev_cosine_mrr'); split: dev for
--- tasks named *-dev or *-dev-<protocol> (what a selection may read), train likewise, else test.
-CREATE OR REPLACE VIEW model_scores AS
-WITH tagged AS (
-    SELECT a.display_id, a.aliases, x.*,
-           bool_or(x.metric = 'spearman') OVER (PARTITION BY x.task) AS task_has_spearman,
-           bool_or(x.metric = 'mrr') OVER (PARTITION BY x.task) AS task_has_mrr
-    FROM metrics AS x
-    JOIN model_aliases AS a USING (model_id)
-    WHERE NOT contains(x.task, '/') AND x.setting <> 'mean'
-), headline AS (
-    SELECT * FROM tagged
-    WHERE CASE WHEN task_has_spearman THEN metric = 'spearman' AND setting = 'all'
-               WHEN task_has_mrr THEN metric = 'mrr'
-               ELSE TRUE END
-    QUALIFY row_number() OVER (PARTITION BY display_id, coalesce(pooling, ''), task, setting, metric
-                               ORDER BY created_at DESC) = 1
-)
-SELECT
-    display_id AS model_id,
-    aliases,
-    pooling,
-    task,
-    setting,
-    metric,
-    regexp_replace(task || CASE WHEN setting = 'all' THEN '' ELSE '_' || setting END
-                        || CASE WHEN metric = 'spearman' THEN '' ELSE '_' || metric END, '[^A-Za-z0-9]+', '_', 'g')
-        AS "column",
-    CASE WHEN ends_with(task, '-dev') OR contains(task, '-dev-') THEN 'dev'
-         WHEN ends_with(task, '-train') OR contains(task, '-train-') THEN 'train'
-         ELSE 'test' END AS split,
-    value,
-    n,
-    run_id,
-    created_at
-FROM headline;

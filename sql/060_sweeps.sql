@@ -1,5 +1,5 @@
 -- Sweeps (defsentflow/sweep.py): one row per sweep, one per expanded point, and the results view.
--- Idempotent: applied on every open. pst_runs/pst_steps (030), leaderboard (040) and runs (001)
+-- Idempotent: applied on every open. pst_runs/pst_steps (030), model_headline (040) and runs (001)
 -- are created by the earlier files.
 CREATE TABLE IF NOT EXISTS sweeps (
     sweep        VARCHAR PRIMARY KEY,
@@ -39,7 +39,7 @@ WITH trained AS (
     QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY selection_score DESC NULLS LAST, step) = 1
 ), untrained AS (
     SELECT run_id, max(selection_score) AS selection_score FROM pst_steps WHERE step = 0 GROUP BY run_id
-), hybrid AS (       -- the leaderboard has head and cosine; hybrid (headword added) is read from metrics
+), hybrid AS (       -- model_headline has head and cosine; hybrid (headword added) is read from metrics
     SELECT model_id, coalesce(pooling, '') AS pooling, arg_max(value, created_at) AS mrr
     FROM metrics WHERE task = 'revdict' AND setting = 'hybrid' AND metric = 'mrr'
     GROUP BY ALL
@@ -89,7 +89,7 @@ LEFT JOIN trained AS t ON t.run_id = sp.run_id
 LEFT JOIN untrained AS u ON u.run_id = sp.run_id
 LEFT JOIN defsent AS ds ON ds.run_id = sp.run_id AND t.model_id IS NULL
 LEFT JOIN wordpred_dev AS wd ON wd.model_id = ds.model_id
-LEFT JOIN leaderboard AS lb
+LEFT JOIN model_headline AS lb
     ON lb.model_id = coalesce(t.model_id, ds.model_id)
    AND coalesce(lb.pooling, '') = coalesce(json_extract_string(r.config, '$.eval.pooling'), 'mean')
 LEFT JOIN hybrid AS h

@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    for noisy in ("httpx", "httpcore", "urllib3", "filelock"):
+    for noisy in ("httpx", "httpcore", "urllib3", "filelock", "faiss", "faiss.loader", "matplotlib", "PIL"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     _quiet_transformers()
     if args.home:

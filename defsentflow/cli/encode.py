@@ -207,12 +207,12 @@ def read_entries(path: Path) -> pa.Table:
 
 
 def _catalog_model(model: str) -> str:
-    """A model id registered in the catalog (e.g. ``pst-demo-...``) as its directory; else as given."""
-    from defsentflow.evaluation.suite import resolve_model
+    """A model id registered in the catalog (e.g. ``pst-demo-...``) as its directory; else as given,
+    when it names a model this machine has (``unknown model 'x'`` otherwise, not a hub error)."""
+    from defsentflow.evaluation.suite import known_model
     from defsentflow.storage import Catalog
 
-    cat = Catalog()
-    return resolve_model(cat, model)[1] if cat.path.is_file() else model
+    return known_model(Catalog(create=False), model)[1]
 
 
 def _revdict(args: argparse.Namespace) -> int:

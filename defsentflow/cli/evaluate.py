@@ -6,7 +6,9 @@ import argparse
 import os
 from pathlib import Path
 
-_DEFAULT_TASKS = "sts12,sts13,sts14,sts15,sts16,stsb-dev,sickr"
+from defsentflow.eval_tasks import DEFAULT_TASKS, EVAL_TASKS
+
+_DEFAULT_TASKS = ",".join(DEFAULT_TASKS)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,8 +16,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "eval", help="evaluate an encoder on STS tasks and the reverse dictionary; records to the catalog",
         description="Evaluate MODEL (directory, Hugging Face id, 'minilm', or a registered model id). "
                     "STS: Spearman x 100 of cosine similarity vs gold, 'all' and 'mean' settings. "
-                    "Tasks: sts12..sts16, stsb-train, stsb-dev, stsb-test, sickr (SICK-R test; trial when "
-                    "the test split is absent, reported as sickr-trial), sickr-trial, sickr-train, revdict, wordpred.")
+                    f"Tasks: {', '.join(EVAL_TASKS)} (sickr: SICK-R test; trial when the test split is absent, "
+                    "reported as sickr-trial).")
     p.add_argument("model")
     p.add_argument("--tasks", default=_DEFAULT_TASKS, help=f"comma-separated (default: {_DEFAULT_TASKS})")
     p.add_argument("--pooling", default=None,

@@ -1,4 +1,4 @@
-"""``defsentflow harvest CONFIG`` (contextual pair harvest) and ``defsentflow train-surrogate CONFIG``."""
+"""``defsentflow harvest CONFIG`` (contextual pair harvest) and the runner of ``defsentflow train surrogate CONFIG``."""
 
 from __future__ import annotations
 
@@ -19,16 +19,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--local-workers", type=int, metavar="N",
                    help="run the batches on a local Dask cluster of N workers (implies --prefect)")
     p.set_defaults(func=_harvest)
-
-    p = sub.add_parser("train-surrogate", help="train the surrogate encoder on a config's harvested pairs",
-                       description="Harvest (cached stages are skipped), then train a Siamese encoder whose cosine "
-                                   "regresses the pair labels; registered in the catalog's models table.")
-    p.add_argument("config", help="YAML config")
-    p.add_argument("--base-encoder", metavar="MODEL",
-                   help="start from this encoder instead of the config's surrogate.base_encoder: a directory or a "
-                        "catalog model id (e.g. the raw encoder id `defsentflow pretrain CONFIG` prints)")
-    _common(p)
-    p.set_defaults(func=train_surrogate)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -115,7 +105,7 @@ def _print_harvest(cat, result: dict, seconds: float, run_id: str) -> None:
 
 
 def train_surrogate(args: argparse.Namespace) -> int:
-    """``train-surrogate`` (and its alias ``train surrogate``)."""
+    """``train surrogate CONFIG [--base-encoder MODEL]``."""
     from defsentflow.cli.stage import run_stage
     from defsentflow.training.surrogate import run_surrogate_config
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import time
 from pathlib import Path
 
 
@@ -22,42 +24,73 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _prepare_env(config_path: str):
+    """Validate the config before starting anything; the validated config."""
     from defsentflow.config import load_config, resolve_path
 
-    cfg = load_config(resolve_path(config_path))  # validate before starting anything
+    cfg = load_config(resolve_path(config_path))
     if cfg.home and not os.environ.get("DEFSENTFLOW_HOME"):
         os.environ["DEFSENTFLOW_HOME"] = str(Path(cfg.home).resolve())
     return cfg
 
 
+def _failed_stage(run_id: str) -> str | None:
+    from defsentflow.storage import Catalog
+
+    try:
+        rows = Catalog().query("SELECT stage FROM stages WHERE run_id = ? AND status = 'failed' "
+                               "ORDER BY started_at DESC LIMIT 1", [run_id])
+    except Exception:  # noqa: BLE001 - the error line goes out without the stage
+        return None
+    return rows[0]["stage"] if rows else None
+
+
 def _run(args: argparse.Namespace) -> int:
+    import uuid
+
+    from defsentflow.cli import UserError
+    from defsentflow.cli.run_log import elapsed, run_log
     from defsentflow.preflight import preflight
+    from defsentflow.storage import Catalog, check_identifier, clean_stale_temporaries, data_root, under_root
 
-    preflight(_prepare_env(args.config), args.config)  # paths exist and are of their kind
-    from flows.pipeline import pipeline
-    from flows.runtime import local_api
-    from defsentflow.storage import Catalog, clean_stale_temporaries, data_root
-
-    clean_stale_temporaries(data_root())
-    with local_api():
-        state = pipeline(args.config, only_if_changed=args.only_if_changed, return_state=True)
-        result = state.result()
-        _print_task_states(state.state_details.flow_run_id)
+    cfg = _prepare_env(args.config)
+    preflight(cfg, args.config)  # paths exist and are of their kind, before anything starts
+    name = cfg.name
+    run_id = check_identifier(f"{name}-{uuid.uuid4().hex[:8]}", "run id")
     root = data_root()
-    print()
-    print(f"run:      {result['run_id']} ({result['status']})")
-    if result.get("selected"):
-        sel = result["selected"]
-        print(f"selected: {sel['model_dir']} (step {sel['winner_step']}: {sel['reason']})")
-    if result.get("report"):
-        rep = result["report"]
-        print(f"report:   {rep.get('html_path') or rep.get('markdown_path') or rep}")
-    print(f"catalog:  {Catalog().path}   scores: defsentflow leaderboard")
-    print(f"data:     {root}")
+    log_path = under_root(root, "logs", f"{run_id}.log")
+    with run_log(log_path, verbose=getattr(args, "verbose", False)) as log:
+        log.info(f"run {run_id}: {args.config}; full log: {log_path}")
+        from flows.pipeline import pipeline
+        from flows.runtime import local_api
+
+        clean_stale_temporaries(root)
+        try:
+            with local_api():
+                state = pipeline(args.config, only_if_changed=args.only_if_changed, run_id=run_id, return_state=True)
+                _print_task_states(state.state_details.flow_run_id, log)
+                result = state.result()
+        except Exception as exc:  # noqa: BLE001 - one line here, the traceback is in the log (and with -v above)
+            stage = _failed_stage(run_id) or log.failed_task
+            cause = " ".join(str(exc).split()) or type(exc).__name__
+            where = f"stage {stage}: " if stage else ""
+            message = (f"run {run_id} failed after {elapsed(time.monotonic() - log.started)}: {where}"
+                       f"{type(exc).__name__}: {cause}; full log: {log_path}")
+            logging.getLogger("defsentflow.run").error(message, exc_info=exc, extra={"terminal": False})
+            raise UserError(message) from exc
+        log.info("")
+        log.info(f"run:      {result['run_id']} ({result['status']}) in {elapsed(time.monotonic() - log.started)}")
+        if result.get("selected"):
+            sel = result["selected"]
+            log.info(f"selected: {sel['model_dir']} (step {sel['winner_step']})")
+        if result.get("report"):
+            rep = result["report"]
+            log.info(f"report:   {rep.get('html_path') or rep.get('markdown_path') or rep}")
+        log.info(f"scores:   defsentflow leaderboard   (catalog: {Catalog().path}; defsentflow sql \"SELECT ...\")")
+        log.info(f"log:      {log_path}")
     return 0
 
 
-def _print_task_states(flow_run_id) -> None:
+def _print_task_states(flow_run_id, log) -> None:
     """List every stage of this run with its final state, so the log says what was cached."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
@@ -78,15 +111,17 @@ def _print_task_states(flow_run_id) -> None:
                 ids += frontier
         runs = task_runs(ids)
     except Exception as exc:  # noqa: BLE001 - the listing is informational
-        print(f"(could not list task states: {exc})")
+        log.info(f"(could not list task states: {exc})")
         return
     runs = [r for r in runs if r.state is not None]
     runs.sort(key=lambda r: r.start_time or r.expected_start_time or r.created)
     cached = sum(1 for r in runs if r.state.name == "Cached")
-    print(f"\nstages: {len(runs)} task runs, {cached} cached, {len(runs) - cached} ran "
-          "(run records, plans and subflow runs always run; work stages show Cached when reused)")
+    log.info(f"\nstages: {len(runs)} task runs, {cached} cached, {len(runs) - cached} ran "
+             "(run records, plans and subflow runs always run; work stages show Cached when reused)")
     for r in runs:
-        print(f"  {r.state.name:<10} {r.name}")
+        log.info(f"  {r.state.name:<10} {r.name}")
+    failed = [r.name for r in runs if r.state.name == "Failed"]
+    log.failed_task = failed[-1] if failed else None  # the innermost: it started last
 
 
 def _best_model(args: argparse.Namespace) -> int:

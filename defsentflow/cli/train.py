@@ -22,8 +22,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(q)
     q.set_defaults(func=_defsent)
 
-    q = tsub.add_parser("surrogate", help="train the surrogate encoder on harvested pairs (alias of train-surrogate)")
+    q = tsub.add_parser("surrogate", help="train the surrogate encoder on a config's harvested pairs",
+                        description="Harvest (cached stages are skipped), then train a Siamese encoder whose cosine "
+                                    "regresses the pair labels; registered in the catalog's models table.")
     _common(q)
+    q.add_argument("--base-encoder", metavar="MODEL",
+                   help="start from this encoder instead of the config's surrogate.base_encoder: a directory or a "
+                        "catalog model id (e.g. the raw encoder id `defsentflow pretrain CONFIG` prints)")
     q.set_defaults(func=_surrogate)
 
 

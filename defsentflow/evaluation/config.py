@@ -20,14 +20,12 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from defsentflow.config_tools import (LIMITS, Autocast, CandidateSet, ConfigSection, DictionarySplit, EvalPooling,
                                       Pooling, RevdictMode, RevdictProtocol, SickSplit)
-from defsentflow.evaluation.sts_data import TASKS as STS_TASKS
+from defsentflow.eval_tasks import DEFAULT_TASKS, DICTIONARY_TASKS, EVAL_TASKS
 
 __all__ = ["DICTIONARY_TASKS", "EVAL_TASKS", "EvalConfig", "EvalSection", "EvaluateSection", "default_data_dir",
            "validate_eval_tasks"]
 
-EVAL_TASKS: tuple[str, ...] = (*STS_TASKS, "revdict", "wordpred")
-DICTIONARY_TASKS: tuple[str, ...] = ("revdict", "wordpred")
-SEVEN_STS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb-dev", "sickr")
+SEVEN_STS = DEFAULT_TASKS   # the STS tasks evaluated by default (defsentflow/eval_tasks.py)
 
 
 def validate_eval_tasks(tasks: str | Sequence[str]) -> tuple[str, ...]:
@@ -126,8 +124,8 @@ class EvaluateSection(EvalConfig):
 
 class EvalSection(EvalConfig):
     """A pipeline config's ``eval:`` section: the selected encoder and the baselines, with the
-    pipeline's defaults. The dictionary is the pipeline's ``dictionary.name``; the evaluation plan
-    keeps the tasks it can run (known names whose data is present, revdict, wordpred)."""
+    pipeline's defaults. The dictionary is the pipeline's ``dictionary.name``. An unknown task name
+    is refused here with the valid list; the evaluation plan keeps the tasks whose data is present."""
 
     tasks: tuple[str, ...] = (*SEVEN_STS, "revdict")
     data_dir: str | None = Field("../shared/data", description="STS/SICK data; tasks whose files are missing are skipped and listed")
@@ -142,13 +140,6 @@ class EvalSection(EvalConfig):
         False, description="also evaluate the best trained PST candidate when the untrained encoder was selected")
 
     _baselines = field_validator("baselines", mode="before")(_as_tuple)
-
-    @field_validator("tasks", mode="before")
-    @classmethod
-    def _tasks(cls, v: Any) -> Any:
-        """As before this model was shared: a name the evaluation does not know is skipped with the
-        tasks whose data files are missing (:func:`defsentflow.pipeline.evaluation_plan`), not refused."""
-        return _as_tuple(v)
 
     def _check_dictionary(self) -> None:
         if self.dictionary is not None:

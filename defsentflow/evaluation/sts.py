@@ -20,11 +20,12 @@ import numpy as np
 
 from defsentflow.evaluation.metrics import paired_cosine, spearman
 from defsentflow.evaluation.sts_data import SickSplit, StsTask, load_task, validate_tasks
+from defsentflow.eval_tasks import AVERAGE_TASKS
 
 __all__ = ["SEVEN_TASKS", "average_row", "evaluate_sts", "score_tasks", "spearman_rows"]
 
-# The 7-task STS average of SimCSE/DefSent tables.
-SEVEN_TASKS: tuple[str, ...] = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb-test", "sickr")
+# The 7-task STS average of SimCSE/DefSent tables (defsentflow/eval_tasks.py).
+SEVEN_TASKS: tuple[str, ...] = AVERAGE_TASKS
 
 
 def spearman_rows(task: StsTask, sims: Sequence[np.ndarray], *, pooling: str | None = None,

@@ -26,6 +26,7 @@ from typing import get_args
 import numpy as np
 
 from defsentflow.config_tools import SickSplit
+from defsentflow.eval_tasks import STS_TASKS as TABLE
 
 __all__ = [
     "SickSplit",
@@ -44,21 +45,17 @@ __all__ = [
     "validate_tasks",
 ]
 
-# SentEval's subsets per year (STS13 without the licensed SMT subset, as in SentEval).
+# Folder and file names, read off the one task table (defsentflow/eval_tasks.py).
 STS_YEARS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "sts12": ("STS12-en-test", ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews")),
-    "sts13": ("STS13-en-test", ("FNWN", "headlines", "OnWN")),
-    "sts14": ("STS14-en-test", ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news")),
-    "sts15": ("STS15-en-test", ("answers-forums", "answers-students", "belief", "headlines", "images")),
-    "sts16": ("STS16-en-test", ("answer-answer", "headlines", "plagiarism", "postediting", "question-question")),
-}
-STSB_FILES = {"stsb-train": "sts-train.csv", "stsb-dev": "sts-dev.csv", "stsb-test": "sts-test.csv"}
-SICK_FILES = {"test": "SICK_test_annotated.txt", "trial": "SICK_trial.txt", "train": "SICK_train.txt"}
+    t.name: (t.files[0].split("/", 1)[1], t.subsets) for t in TABLE.values() if t.subsets}
+STSB_FILES = {t.name: t.files[0].rsplit("/", 1)[1] for t in TABLE.values() if t.name.startswith("stsb-")}
+SICK_FILES = {t.split: t.files[0].rsplit("/", 1)[1]
+              for t in TABLE.values() if t.name.startswith("sickr-")}
 
 # Every task name the evaluator accepts. ``sickr`` is SICK-R test; when the test split is absent
 # (it is held back on the development machine) ``sick_split="auto"`` falls back to trial and the
 # result is reported under the split actually used (``sickr-trial``).
-TASKS: tuple[str, ...] = (*STS_YEARS, *STSB_FILES, "sickr", "sickr-test", "sickr-trial", "sickr-train")
+TASKS: tuple[str, ...] = tuple(TABLE)
 
 
 class StsFormatError(ValueError):

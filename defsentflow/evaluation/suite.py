@@ -21,7 +21,7 @@ from defsentflow.evaluation.config import (DICTIONARY_TASKS, EVAL_TASKS, EvalCon
 from defsentflow.evaluation.sts import average_row, evaluate_sts
 
 __all__ = ["EVAL_TASKS", "EvalConfig", "EvalResult", "EvaluateSection", "default_data_dir", "default_pooling",
-           "evaluation_inputs_hash", "record_evaluation", "resolve_model", "run_evaluation", "validate_eval_tasks"]
+           "evaluation_inputs_hash", "known_model", "record_evaluation", "resolve_model", "run_evaluation", "validate_eval_tasks"]
 
 
 @dataclass(frozen=True)
@@ -128,6 +128,35 @@ def resolve_model(catalog: Any, model: str) -> tuple[str, str]:
         if rows:
             return rows[0]["model_id"], rows[0]["path"]
     return model, path
+
+
+def known_model(catalog: Any, model: str) -> tuple[str, str]:
+    """:func:`resolve_model`, refusing a name that is nothing this machine has: not a catalog id, an
+    existing directory, a bundled alias, nor a Hugging Face id in the local cache (asked offline,
+    or without an ``org/`` prefix, it would only end in a hub connection error).
+
+    Raises:
+        ValueError: ``unknown model 'x'``, with the catalog ids it could have meant.
+    """
+    from defsentflow.encoders.loading import BUNDLED_ALIASES
+
+    model_id, path = resolve_model(catalog, model) if catalog.path.is_file() else (model, model)
+    if path != model or Path(path).exists() or model in BUNDLED_ALIASES:
+        return model_id, path
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = isinstance(try_to_load_from_cache(model, "config.json"), str)
+    except Exception:  # noqa: BLE001 - a malformed id is no cached model
+        cached = False
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+    if cached or ("/" in model and not offline):
+        return model_id, path
+    ids = [r["model_id"] for r in catalog.query("SELECT model_id FROM models ORDER BY created_at DESC LIMIT 5")] \
+        if catalog.path.is_file() else []
+    raise ValueError(f"unknown model {model!r}: not a model id in the catalog, a directory, a bundled name "
+                     f"({', '.join(BUNDLED_ALIASES)}) or a cached Hugging Face id"
+                     + (f"; newest ids: {', '.join(ids)}" if ids else ""))
 
 
 def record_evaluation(catalog: Any, model_id: str, result: EvalResult, *, run_id: str | None = None) -> int:

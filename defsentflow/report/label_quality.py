@@ -22,15 +22,15 @@ def label_quality_section(rows: Callable[[str], list[dict[str, Any]]],
         table: formats a markdown table from columns and rows.
     """
     found = rows(_SQL)
-    if not found:
-        return []
+    if not any(r["method"] == "origin" for r in found):
+        return []   # no harvest labels measured in this run: baseline rows alone are no label quality
     tasks = list(dict.fromkeys(r["task"] for r in found))
     models: dict[str, dict[str, Any]] = {}
     for r in found:
         meta = r["meta"] if isinstance(r["meta"], dict) else json.loads(r["meta"] or "{}")
         m = models.setdefault(r["model_id"], {"label": meta.get("label", r["model_id"]), "method": r["method"]})
         m[r["task"]] = r["value"]
-    body = [[m["label"], m["method"], *(m.get(t) for t in tasks)] for m in models.values()]
+    body = [[m["label"], m["method"], *(m.get(t) for t in tasks)] for m in models.values()]   # cells escaped by table
     return ["## Label quality (Origin)", "",
             "Spearman x 100 against STS gold of the harvest labeller's pair similarity (Sun et al.'s Origin) "
             "for each context-set setting, beside TF-IDF cosine, averaged word vectors and the scorer's encoder.",

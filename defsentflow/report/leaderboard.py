@@ -1,11 +1,11 @@
-"""The leaderboard: one row per model, one column per headline score that some model has.
+"""The leaderboard: one row per model, one column per headline figure that some model has.
 
 A model is one directory, whatever ids it was filed under (PST's ``pst-<run>`` and the
-``dsp-<key>`` it selected; ``base-<hash>`` and the baseline's ``base:<name>``): the catalog view
-``model_aliases`` groups them and ``model_scores`` gives their newest headline scores in long
-form (``sql/045_leaderboard.sql``). This module pivots those rows, so a task or protocol added
-later gets its column without any change here, and ranks models by a run's selection figure: a
-dev-split score (STS-B dev, reverse-dictionary dev MRR), never a test score.
+``dsp-<key>`` it selected; ``base-<hash>`` and the baseline's ``base:<name>``). The rows and
+columns come from the one definition in :mod:`defsentflow.storage.leaderboard_view`, the SELECT
+the catalog keeps as its ``leaderboard`` view: figures named ``<family>_<split>[_<protocol>]
+[_<mode>]_<metric>`` (:func:`defsentflow.eval_tasks.metric_column`), dev figures first, ranked by a
+run's selection figure (a dev-split score, never a test score), rounded for display.
 
 Used by ``defsentflow leaderboard``, the run report and the web app.
 """
@@ -13,15 +13,15 @@ Used by ``defsentflow leaderboard``, the run report and the web app.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
+from defsentflow.eval_tasks import AVERAGE_TASKS, metric_column
+
 __all__ = ["Leaderboard", "STS7", "format_delta", "format_number", "load_leaderboard", "selection_column"]
 
-# The seven tasks of the STS average (SentEval's 'all' setting); STS-B dev is a selection set.
-STS7 = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb_test", "sickr")
-_ORDER = ("stsb_dev", *STS7, "avg_sts", "n_avg")
+# The columns of the seven tasks of the STS average (SentEval's 'all' setting), from the task table.
+STS7 = tuple(metric_column(t, "all", "spearman") for t in AVERAGE_TASKS)
 
 
 def format_number(v: Any) -> str:
@@ -62,7 +62,7 @@ class Leaderboard:
     Example:
         >>> board = load_leaderboard(Catalog())
         >>> board.sort_by, [r["model_id"] for r in board.rows][:2]
-        ('stsb_dev', ['pst-demo-78a6f724', 'base:all-MiniLM-L6-v2'])
+        ('stsb_dev_spearman', ['pst-demo-78a6f724', 'base:all-MiniLM-L6-v2'])
     """
 
     columns: tuple[str, ...]
@@ -96,52 +96,14 @@ class Leaderboard:
                           if k not in ("path",)} for r in self.rows]}
 
 
-def _column_order(cols: Iterable[str]) -> list[str]:
-    cols = set(cols)
-    return [c for c in _ORDER if c in cols] + sorted(cols - set(_ORDER))
-
-
 def selection_column(catalog: Any, run_id: str | None = None,
                      dev_columns: Sequence[str] = ()) -> tuple[str | None, str]:
-    """The dev-split column a run selected by, and a sentence saying so.
+    """The dev-split column a run selected by, and a sentence saying so
+    (:func:`defsentflow.storage.leaderboard_view.selection_column`)."""
+    from defsentflow.storage.leaderboard_view import selection_column as select
 
-    ``run_id``: a run with a PST record (default: the newest one). PST's ``stsb-dev`` is the
-    ``stsb_dev`` column; ``revdict-mrr`` is the dev MRR in the run's selection mode
-    (``revdict_dev_<mode>_mrr``). Without a PST run, STS-B dev, else the first dev column.
-    """
-    sql = ("SELECT p.run_id, p.selection_metric, coalesce(json_extract_string(r.config, '$.pst.selection_revdict_mode'), "
-           "json_extract_string(r.config, '$.selection_revdict_mode')) AS mode FROM pst_runs AS p "
-           "LEFT JOIN runs AS r USING (run_id) ")
-    rows = _query(catalog, sql + ("WHERE p.run_id = ?" if run_id else "ORDER BY p.created_at DESC LIMIT 1"),
-                  [run_id] if run_id else None)
-    dev = list(dev_columns)
-    if rows and rows[0]["selection_metric"]:
-        r = rows[0]
-        metric = r["selection_metric"]
-        norm = re.sub(r"[^A-Za-z0-9]+", "_", metric)   # stsb_dev, revdict_mrr, wordpred_dev_mrr
-        wanted = [norm]
-        if metric.startswith("revdict"):
-            wanted.append(f"revdict_dev_{r['mode'] or 'cosine'}_mrr")
-        # else a dev column of the same task family and metric (wordpred_dev_mrr -> wordpred_dev_head_mrr)
-        family, last = norm.split("_")[0], norm.rsplit("_", 1)[-1]
-        wanted += [c for c in dev if c.startswith(family + "_") and c.endswith("_" + last)]
-        for c in wanted:
-            if c in dev:
-                return c, f"sorted by {c} (dev split), the figure run {r['run_id']} selected by ({metric})"
-    if "stsb_dev" in dev:
-        return "stsb_dev", "sorted by stsb_dev (dev split)" + ("" if rows else "; no PST run in the catalog")
-    if dev:
-        return dev[0], f"sorted by {dev[0]} (dev split)"
-    return None, "no dev-split score recorded: sorted by model id"
-
-
-def _query(catalog: Any, sql: str, params: Any = None) -> list[dict[str, Any]]:
-    import duckdb
-
-    try:
-        return catalog.query(sql, params)
-    except duckdb.CatalogException:  # a catalog from before the view or table existed, opened read-only
-        return []
+    with catalog.connect(read_only=catalog.path.is_file()) as con:
+        return select(con, dev_columns, run_id)
 
 
 def load_leaderboard(catalog: Any, *, run_id: str | None = None) -> Leaderboard:
@@ -151,31 +113,20 @@ def load_leaderboard(catalog: Any, *, run_id: str | None = None) -> Leaderboard:
         catalog: a :class:`~defsentflow.storage.Catalog`.
         run_id: whose selection figure ranks the rows (default: the newest PST run's).
     """
-    scores = _query(catalog, 'SELECT model_id, aliases, pooling, "column", split, value FROM model_scores')
-    # the display id's own method, path and run; a method of another of its ids when it has none
-    meta = {r["model_id"]: r for r in _query(
-        catalog, "SELECT a.display_id AS model_id, "
-                 "coalesce(max(a.method) FILTER (WHERE a.model_id = a.display_id), max(a.method)) AS method, "
-                 "max(a.path) FILTER (WHERE a.model_id = a.display_id) AS path, "
-                 "max(m.run_id) FILTER (WHERE a.model_id = a.display_id) AS run_id "
-                 "FROM model_aliases AS a LEFT JOIN models AS m USING (model_id) GROUP BY a.display_id")}
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
-    splits: dict[str, str] = {}
-    for s in scores:
-        key = (s["model_id"], s["pooling"] or "")
-        m = meta.get(s["model_id"], {})
-        row = rows.setdefault(key, {"model_id": s["model_id"], "pooling": s["pooling"], "method": m.get("method"),
-                                    "run_id": m.get("run_id"), "path": m.get("path"), "aliases": list(s["aliases"])})
-        row[s["column"]] = float(s["value"])
-        splits[s["column"]] = s["split"]
-    for row in rows.values():
-        present = [row[c] for c in STS7 if row.get(c) is not None]
-        if present:
-            row["avg_sts"], row["n_avg"] = sum(present) / len(present), len(present)
-    if any("avg_sts" in r for r in rows.values()):
-        splits.update(avg_sts="test", n_avg="test")
-    columns = tuple(_column_order(splits))
-    sort_by, note = selection_column(catalog, run_id, [c for c in columns if splits[c] == "dev"])
-    ordered = sorted(rows.values(), key=lambda r: (r.get(sort_by) is None, -(r.get(sort_by) or 0.0), r["model_id"],
-                                                   r["pooling"] or ""))
-    return Leaderboard(columns, tuple(ordered), sort_by, note, splits)
+    from defsentflow.storage.leaderboard_view import leaderboard_select
+
+    if not catalog.path.is_file():
+        return Leaderboard((), (), None, "no catalog yet", {})
+    with catalog.connect(read_only=True) as con:
+        sql, columns, splits, sort_by, note = leaderboard_select(con, run_id)
+        cur = con.execute(sql)
+        names = [d[0] for d in cur.description]
+        found = [dict(zip(names, r)) for r in cur.fetchall()]
+    rows = []
+    for r in found:
+        r["aliases"] = sorted([r["model_id"], *(a for a in (r.pop("also_known_as") or "").split(", ") if a)])
+        if not any(r.get(c) is not None for c in columns):
+            continue  # a model with no figure (placeholder rows of the view)
+        rows.append({k: (float(v) if k in columns and v is not None and not k.endswith("_n") else v)
+                     for k, v in r.items()})
+    return Leaderboard(columns, tuple(rows), sort_by, note, splits)

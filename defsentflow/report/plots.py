@@ -210,16 +210,21 @@ def plot_pst_progress(rows: Sequence[Mapping[str, Any]], out_png: str | os.PathL
         return _save(fig, out_png)
     ax.scatter(steps, [r["selection_score"] for r in rows if r.get("selection_score") is not None],
                s=14, color="#7f7f7f", label="candidates")
-    chosen = sorted((r["step"], r["selection_score"]) for r in rows if r.get("chosen") and r.get("selection_score") is not None)
+    best = lambda r: r.get("step_best", r.get("chosen"))  # noqa: E731  (rows from pst_steps have only 'chosen')
+    chosen = sorted((r["step"], r["selection_score"]) for r in rows if best(r) and r.get("selection_score") is not None)
     if chosen:
-        ax.plot(*zip(*chosen), marker="o", color="#1f77b4", label="chosen")
+        ax.plot(*zip(*chosen), marker="o", color="#1f77b4", label="best of each step")
+    won = [(r["step"], r["selection_score"]) for r in rows if r.get("step_best") is not None and r.get("chosen")
+           and r.get("selection_score") is not None]
+    if won:
+        ax.scatter(*zip(*won), s=80, facecolors="none", edgecolors="#d62728", linewidths=1.5, label="returned", zorder=3)
     metric = next((r.get("selection_metric") for r in rows if r.get("selection_metric")), None) or "selection score"
     ax.set_xlabel("PST step")
     ax.set_ylabel(metric)
-    iso = sorted({(r["step"], r["isoscore"]) for r in rows if r.get("isoscore") is not None and r.get("chosen")})
+    iso = sorted({(r["step"], r["isoscore"]) for r in rows if r.get("isoscore") is not None and best(r)})
     if iso:
         ax2 = ax.twinx()
-        ax2.plot(*zip(*iso), marker="s", linestyle="--", color="#ff7f0e", label="IsoScore (chosen)")
+        ax2.plot(*zip(*iso), marker="s", linestyle="--", color="#ff7f0e", label="IsoScore (best of step)")
         ax2.set_ylabel("IsoScore")
         ax2.set_ylim(0, 1)
         ax2.legend(loc="lower right", fontsize=7)

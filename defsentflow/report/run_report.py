@@ -32,6 +32,7 @@ from defsentflow.report.summary import run_facts, summary_section
 from defsentflow.report.claims_report import claims_section
 from defsentflow.report.seed_stats import seed_stats_section
 from defsentflow.report.label_quality import label_quality_section
+from defsentflow.report.markup import Markdown, escape_html, md_code, md_text, render_html
 
 __all__ = ["RunReport", "build_report", "markdown_table", "report_dir"]
 
@@ -72,18 +73,19 @@ def _cell(v: Any) -> str:
         return "yes" if v else ""
     if isinstance(v, (int, float)):
         return format_number(v)
-    return str(v).replace("|", "\\|").replace("\n", " ")
+    return v if isinstance(v, Markdown) else md_text(v)
 
 
 _SIGNED = re.compile(r"^[+-]\d")  # a delta such as '+0.10': right-aligned like the numbers
 
 
 def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A GitHub/python-markdown table (cells escaped: ``|`` and newlines)."""
+    """A GitHub/CommonMark table; cells are escaped (:func:`~defsentflow.report.markup.md_text`)
+    unless they are :class:`~defsentflow.report.markup.Markdown` already."""
     num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) or bool(_SIGNED.match(str(v)))  # noqa: E731
     numeric = [bool(rows) and all(num(r[i]) or r[i] in (None, "") for r in rows) and any(num(r[i]) for r in rows)
                for i in range(len(columns))]
-    out = ["| " + " | ".join(columns) + " |", "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
+    out = ["| " + " | ".join(_cell(c) for c in columns) + " |", "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
     out += ["| " + " | ".join(_cell(v) for v in r) + " |" for r in rows]
     return "\n".join(out)
 
@@ -114,16 +116,45 @@ class _Ctx:
         return p
 
 
-def _section_config(run: dict[str, Any]) -> list[str]:
+def _config_yaml(run: dict[str, Any]) -> str | None:
+    """The run's config as YAML (as a person wrote it), or None."""
+    import yaml
+
     config = run.get("config")
     if not config:
-        return []
+        return None
     try:
-        text = json.dumps(json.loads(config) if isinstance(config, str) else config, indent=2, sort_keys=True)
+        data = json.loads(config) if isinstance(config, str) else config
     except (TypeError, ValueError):
-        text = str(config)
-    return ["## Configuration", "", f"Config hash `{_short(run.get('config_hash'), 16)}`.", "", "```json", text,
-            "```", ""]
+        return str(config)
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False).rstrip()
+
+
+def _section_config(run: dict[str, Any], text: str | None) -> list[str]:
+    """The Markdown's last section (the HTML page has it as a collapsible block instead)."""
+    if text is None:
+        return []
+    fence = "~~~~" if "```" in text else "```"
+    return ["## Configuration", "", f"Config hash {md_code(_short(run.get('config_hash'), 16))}.", "",
+            f"{fence}yaml", text, fence, ""]
+
+
+def _details_config(run: dict[str, Any], text: str | None) -> str:
+    if text is None:
+        return ""
+    return (f'<details class="config">\n<summary>Configuration (config hash '
+            f'<code>{escape_html(_short(run.get("config_hash"), 16))}</code>)</summary>\n'
+            f'<pre><code class="language-yaml">{escape_html(text)}</code></pre>\n</details>\n')
+
+
+def _section_tasks(ctx: _Ctx) -> list[str]:
+    """Every evaluation task the run was asked for and what became of it (the ``run_tasks`` table,
+    where this catalog has it): evaluated, evaluated on a fallback file, or skipped with the reason."""
+    rows = ctx.rows("SELECT * FROM run_tasks WHERE run_id = $run_id")
+    if not rows:
+        return []
+    cols = [c for c in ("task", "status", "reason") if c in rows[0]]
+    return ["## Requested tasks", "", markdown_table(cols, [[r.get(c) for c in cols] for r in rows]), ""]
 
 
 def _section_lineage(ctx: _Ctx) -> list[str]:
@@ -152,7 +183,7 @@ def _section_lineage(ctx: _Ctx) -> list[str]:
                     pass
             inp = ", ".join(f"{k}:{_short(v, 8)}" for k, v in inputs.items()) if isinstance(inputs, dict) else _cell(inputs)
             rows.append([a["kind"], a["name"], _short(a["artifact_key"], 16), _short(a["content_hash"], 16), inp,
-                         f"`{a['path']}`"])
+                         md_code(a["path"])])
         lines += [markdown_table(["kind", "name", "key", "content hash", "inputs", "path"], rows), ""]
     else:
         lines += ["No artifacts registered by this run.", ""]
@@ -201,8 +232,9 @@ def _section_pst(ctx: _Ctx, analyse_missing: bool) -> list[str]:
     summary = ctx.rows("SELECT * FROM pst_runs WHERE run_id = $run_id")
     if summary:
         s = summary[0]
-        lines += [f"Winner: step {s.get('winner_step')} (`{s.get('winner_model_id')}`), "
-                  f"{s.get('selection_metric')} = {_cell(s.get('selection_score'))}. {s.get('reason') or ''}", ""]
+        lines += [f"Returned: step {md_text(s.get('winner_step'))} ({md_code(s.get('winner_model_id'))}), "
+                  f"{md_text(s.get('selection_metric'))} = {_cell(s.get('selection_score'))}. "
+                  "*chosen*: the candidate the run returned; *step best*: the best candidate of each step.", ""]
     if analyse_missing:
         from defsentflow.report.entry_space import analyse_entry_matrix
 
@@ -214,7 +246,7 @@ def _section_pst(ctx: _Ctx, analyse_missing: bool) -> list[str]:
                 analyse_entry_matrix(path, run_id=ctx.run_id, step=r["step"], seed=r.get("seed"), catalog=ctx.cat)
         if done:
             steps = ctx.rows("SELECT * FROM pst_progress WHERE run_id = $run_id")
-    cols = ["step", "seed", "model_id", "chosen", "selection_metric", "selection_score", "lr", "n_entries",
+    cols = ["step", "seed", "model_id", "chosen", "step_best", "selection_metric", "selection_score", "lr", "n_entries",
             "avg_cosine", "top1_var_share", "isoscore", "partition_isotropy", "stsb_dev"]
     lines += [markdown_table(cols, [[r.get(c) for c in cols] for r in steps]), ""]
     if any(r.get("selection_score") is not None for r in steps):
@@ -283,18 +315,21 @@ _HTML = """<!DOCTYPE html>
 <style>
 body {{ font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 72rem;
        padding: 0 1rem; color: #222; line-height: 1.45; }}
-table {{ border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.85rem; display: block; overflow-x: auto; }}
+.table-box {{ max-width: 100%; overflow-x: auto; margin: 0.5rem 0 1rem; }}
+table {{ border-collapse: collapse; font-size: 0.85rem; }}
 th, td {{ border: 1px solid #ccc; padding: 0.2rem 0.5rem; text-align: left; }}
 th {{ background: #f3f3f3; }}
 td {{ font-variant-numeric: tabular-nums; white-space: nowrap; }}
 img {{ max-width: 100%; height: auto; }}
 pre {{ background: #f6f8fa; padding: 0.75rem; overflow-x: auto; font-size: 0.8rem; }}
 code {{ font-size: 0.85em; }}
+details.config {{ margin-top: 2rem; }}
+details.config summary {{ cursor: pointer; font-weight: 600; }}
 </style>
 </head>
 <body>
 {body}
-</body>
+{config}</body>
 </html>
 """
 
@@ -315,8 +350,6 @@ def build_report(run_id: str, *, out_dir: str | os.PathLike | None = None, catal
     Example:
         >>> build_report("3f2a9c1b0d4e").html_path
     """
-    import markdown
-
     from defsentflow.storage import Catalog, hash_path
     from defsentflow.storage.outputs import output_dir
 
@@ -334,6 +367,7 @@ def build_report(run_id: str, *, out_dir: str | os.PathLike | None = None, catal
         ctx = _Ctx(cat, run_id, tmp)
         board = load_leaderboard(cat, run_id=run_id)
         lines = summary_section(run_facts(ctx.rows, runs[0], status), board, ctx.image, markdown_table)
+        lines += _section_tasks(ctx)
         lines += claims_section(ctx.rows, markdown_table, ctx.image)
         lines += seed_stats_section(ctx.rows, markdown_table)
         lines += _section_models(ctx, board)
@@ -341,12 +375,13 @@ def build_report(run_id: str, *, out_dir: str | os.PathLike | None = None, catal
         lines += _section_harvest(ctx)
         lines += label_quality_section(ctx.rows, markdown_table)
         lines += _section_lineage(ctx)
-        lines += _section_config(runs[0])
-        text = "\n".join(lines).rstrip() + "\n"
+        config = _config_yaml(runs[0])
+        body = "\n".join(lines).rstrip() + "\n"
+        text = "\n".join([*lines, *_section_config(runs[0], config)]).rstrip() + "\n"
         (tmp / "report.md").write_text(text, encoding="utf-8")
-        body = markdown.markdown(text, extensions=["tables", "fenced_code"], output_format="html")
-        (tmp / "report.html").write_text(_HTML.format(title=html.escape(f"Run report {run_id}"), body=body),
-                                         encoding="utf-8")
+        page = _HTML.format(title=html.escape(f"Run report {run_id}"), body=render_html(body),
+                            config=_details_config(runs[0], config))
+        (tmp / "report.html").write_text(page, encoding="utf-8")
         images = tuple(ctx.images)
     if register and not cat.reader:
         content = hash_path(final)

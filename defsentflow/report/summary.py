@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from defsentflow.report.leaderboard import Leaderboard, format_delta, format_number
+from defsentflow.report.markup import md_code, md_text
 
-__all__ = ["RunFacts", "run_facts", "summary_section", "trained_sentence"]
+__all__ = ["RunFacts", "run_facts", "summary_section", "trained_sentence", "why_sentence"]
 
 _METHODS = {"defsent": "DefSent", "defsent_plus": "DefSent+"}
 
@@ -31,6 +32,7 @@ class RunFacts:
     untrained_ids: tuple[str, ...]          # ids the untrained encoder is known by
     best_trained_id: str | None             # PST's best trained candidate (when the untrained one was kept)
     selected_path: str | None
+    steps: tuple[dict[str, Any], ...] = ()  # pst_steps rows of the run: each step's best candidate
 
 
 def _config(run: dict[str, Any]) -> dict[str, Any]:
@@ -83,8 +85,42 @@ def run_facts(rows: Callable[..., list[dict[str, Any]]], run: dict[str, Any], st
         best = next((r["model_id"] for r in rows(
             "SELECT model_id FROM pst_steps WHERE run_id = $run_id AND step >= 1 AND chosen "
             "ORDER BY selection_score DESC NULLS LAST LIMIT 1")), None)
+    steps = tuple(rows("SELECT step, selection_metric, max(selection_score) AS score FROM pst_steps "
+                       "WHERE run_id = $run_id AND chosen GROUP BY step, selection_metric ORDER BY step")) if pst else ()
     return RunFacts(run, config, final, error, pst, tuple(dict.fromkeys(selected)), tuple(dict.fromkeys(untrained)),
-                    best, path)
+                    best, path, steps)
+
+
+_METRIC_WORDS = {"stsb-dev": "STS-B dev Spearman", "revdict-mrr": "reverse-dictionary dev MRR",
+                 "wordpred-dev-mrr": "word-prediction dev MRR"}
+
+
+def why_sentence(pst: dict[str, Any], steps: Sequence[dict[str, Any]]) -> str | None:
+    """Why the run returned its model, as a person would say it (Markdown, strings escaped).
+
+    Example:
+        >>> why_sentence({"winner_step": 1, "selection_metric": "stsb-dev"},
+        ...              [{"step": 0, "score": 75.0}, {"step": 1, "score": 80.0}, {"step": 2, "score": 79.0}])
+        'Step 1 scored best on STS-B dev Spearman (80.00), ahead of the untrained encoder (75.00) and step 2 (79.00).'
+    """
+    win = pst.get("winner_step")
+    if win is None:
+        return md_text(pst["reason"]) if pst.get("reason") else None
+    metric = pst.get("selection_metric") or next((s.get("selection_metric") for s in steps), None)
+    words = md_text(_METRIC_WORDS.get(metric, metric or "the selection figure"))
+    if pst.get("selection_rule") == "mean_over_seeds":   # steps compared by a mean the rows do not hold
+        return md_text(pst["reason"]) if pst.get("reason") else None
+    scores = {s["step"]: s.get("score") for s in steps}
+    if not scores or win not in scores:
+        return md_text(pst["reason"]) if pst.get("reason") else None
+    name = lambda k: "the untrained encoder" if k == 0 else f"step {k}"  # noqa: E731
+    others = [f"{name(k)} ({format_number(v)})" for k, v in sorted(scores.items()) if k != win and v is not None]
+    rivals = ", ".join(others[:-1]) + (" and " if len(others) > 1 else "") + (others[-1] if others else "")
+    if win == 0:
+        return (f"No trained step beat the untrained encoder on {words} ({format_number(scores[0])}"
+                + (f"; {rivals}" if rivals else "") + "), so the untrained encoder was kept.")
+    return (f"Step {win} scored best on {words} ({format_number(scores[win])})"
+            + (f", ahead of {rivals}" if rivals else "") + ".")
 
 
 def trained_sentence(facts: RunFacts) -> str:
@@ -92,24 +128,25 @@ def trained_sentence(facts: RunFacts) -> str:
     c = facts.config
     section = c.get("pst") or (c if "grid" in c and "steps" in c else None)
     if section:
-        grid = ", ".join(f"{g.get('pooling')}/{g.get('entry_encoding')}" for g in section.get("grid") or [])
+        grid = md_text(", ".join(f"{g.get('pooling')}/{g.get('entry_encoding')}" for g in section.get("grid") or []))
         parts = [f"{section.get('steps')} steps", f"grid {grid}" if grid else None,
                  f"lr {format_number(section.get('lr'))}" if section.get("lr") is not None else None,
                  f"temperature {section['temperature']:g}" if section.get("temperature") else None,
                  f"batch {section.get('batch_size')}" if section.get("batch_size") else None,
                  f"at most {section['max_train_entries']:,} training entries" if section.get("max_train_entries") else None,
-                 f"seeds {section.get('seeds')}" if section.get("seeds") else None,
-                 f"selection by {section.get('selection')}" if section.get("selection") else None]
-        head = (f"DefSent+ with Progressive Separate Training (PST) from `{section.get('base_model')}` "
-                f"on the dictionary `{section.get('dictionary')}`")
+                 f"seeds {md_text(section.get('seeds'))}" if section.get("seeds") else None,
+                 f"selection by {md_text(section.get('selection'))}" if section.get("selection") else None]
+        head = (f"DefSent+ with Progressive Separate Training (PST) from {md_code(section.get('base_model'))} "
+                f"on the dictionary {md_code(section.get('dictionary'))}")
     elif c.get("defsent"):
         d = c["defsent"]
-        parts = [f"{d.get('pooling')} pooling", f"{d.get('entry_encoding')} entries",
-                 f"lr {format_number(d.get('lr'))}", f"{d.get('epochs')} epoch(s)"]
-        head = f"{_METHODS.get(d.get('method'), d.get('method'))} from `{d.get('base_model')}` on `{d.get('dictionary')}`"
+        parts = [f"{md_text(d.get('pooling'))} pooling", f"{md_text(d.get('entry_encoding'))} entries",
+                 f"lr {md_text(format_number(d.get('lr')))}", f"{md_text(d.get('epochs'))} epoch(s)"]
+        head = (f"{md_text(_METHODS.get(d.get('method'), d.get('method')))} from {md_code(d.get('base_model'))} "
+                f"on {md_code(d.get('dictionary'))}")
     else:
         model = c.get("model") or c.get("model_id")
-        return f"Nothing trained: a `{facts.run.get('flow')}` run" + (f" of `{model}`." if model else ".")
+        return f"Nothing trained: a {md_code(facts.run.get('flow'))} run" + (f" of {md_code(model)}." if model else ".")
     start = {"surrogate": " (starting from the surrogate trained on harvested pairs)",
              "pretrain": " (starting from the encoder it pretrained)"}.get(c.get("pst_from"), "")
     return head + start + ": " + ", ".join(p for p in parts if p) + "."
@@ -136,24 +173,26 @@ def summary_section(facts: RunFacts, board: Leaderboard, image: Callable[[str], 
     from defsentflow.report.plots import plot_scores
 
     run, name = facts.run, facts.config.get("name")
-    lines = [f"# {name + ': ' if name else ''}run `{run['run_id']}`", ""]
+    lines = [f"# {md_text(name) + ': ' if name else ''}run {md_code(run['run_id'])}", ""]
     ended = run.get("ended_at")
     when = f"started {str(run.get('started_at'))[:19]}" + (f", ended {str(ended)[:19]}" if ended else "")
-    lines += [f"**Status: {facts.status}** ({run.get('flow')} run, {when}, code {run.get('code_version')})", ""]
+    lines += [f"**Status: {md_text(facts.status)}** ({md_text(run.get('flow'))} run, {md_text(when)}, "
+              f"code {md_text(run.get('code_version'))})", ""]
     if facts.error:
-        lines += [f"**Error:** {facts.error}", ""]
+        lines += [f"**Error:** {md_text(facts.error)}", ""]
     lines += [f"**Trained:** {trained_sentence(facts)}", ""]
     pst = facts.pst or {}
     if facts.selected_ids:
         sel = facts.selected_ids[0]
         others = [a for r in board.rows if sel in r["aliases"] for a in r["aliases"] if a != sel]
-        aka = f" (also `{'`, `'.join(others)}`)" if others else ""
-        lines += [f"**Selected model:** `{sel}`{aka}" + (f", step {pst['winner_step']}" if pst.get("winner_step")
-                                                        is not None else ""), ""]
+        aka = f" (also {', '.join(md_code(o) for o in others)})" if others else ""
+        lines += [f"**Selected model:** {md_code(sel)}{aka}" + (f", step {md_text(pst['winner_step'])}"
+                                                               if pst.get("winner_step") is not None else ""), ""]
         if facts.selected_path:
-            lines += [f"**Where:** `{facts.selected_path}`", ""]
-        if pst.get("reason"):
-            lines += [f"**Why:** {pst['reason']}", ""]
+            lines += [f"**Where:** {md_code(facts.selected_path)}", ""]
+        why = why_sentence(pst, facts.steps)
+        if why:
+            lines += [f"**Why:** {why}", ""]
     eval_pooling = (facts.config.get("eval") or {}).get("pooling")
     selected = _merged(board, facts.selected_ids, eval_pooling) if facts.selected_ids else None
     untrained = _merged(board, facts.untrained_ids, eval_pooling) if facts.untrained_ids else None
@@ -167,7 +206,7 @@ def summary_section(facts: RunFacts, board: Leaderboard, image: Callable[[str], 
     header = ["score", "split", *(f"{label} ({r['model_id']})" for label, r in series)]
     table = []
     for c in cols:
-        row = [f"`{c}`", board.splits.get(c, ""), *(r.get(c) for _, r in series)]
+        row = [md_code(c), board.splits.get(c, ""), *(r.get(c) for _, r in series)]
         if selected and untrained:
             row.append(format_delta(untrained.get(c), selected.get(c)))
         table.append(row)

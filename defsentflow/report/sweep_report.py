@@ -53,7 +53,7 @@ def _baseline(cat: Any, results: list[dict[str, Any]]) -> dict[str, Any] | None:
     if not runs or not runs[0]["base"]:
         return None
     key = [baseline_model_id(runs[0]["base"]), runs[0]["pooling"] or "mean"]
-    rows = cat.query("SELECT * FROM leaderboard WHERE model_id = ? AND coalesce(pooling, '') = ?", key)
+    rows = cat.query("SELECT * FROM model_headline WHERE model_id = ? AND coalesce(pooling, '') = ?", key)
     if not rows:
         return None
     def mrr(task: str, mode: str) -> float | None:

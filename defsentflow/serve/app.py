@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -64,6 +65,7 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+EXAMPLE_QUERY = "a domesticated carnivorous mammal that barks"   # what /revdict opens with
 
 
 class RevdictHit(BaseModel):
@@ -191,11 +193,36 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
     def home() -> RedirectResponse:
         return RedirectResponse("/revdict")
 
+    def definitions(served: Any) -> dict[str, str]:
+        """Entry -> one of its definitions, from the index's dictionary dataset ({} for a bare table)."""
+        if not served.dictionary:
+            return {}
+        if served.dictionary not in definitions_cache:
+            from defsentflow.dictionary.tables import load_dictionary_table
+
+            try:
+                t = load_dictionary_table(served.dictionary, root=catalog.catalog.root)
+                found: dict[str, str] = {}
+                for e, d in zip(t.column("entry").to_pylist(), t.column("definition").to_pylist()):
+                    found.setdefault(e, d)
+            except (KeyError, LookupError, OSError, ValueError):
+                found = {}
+            definitions_cache[served.dictionary] = found
+        return definitions_cache[served.dictionary]
+
+    definitions_cache: dict[str, dict[str, str]] = {}
+
     @app.get("/revdict", response_class=HTMLResponse, include_in_schema=False)
-    async def page_revdict(q: str | None = None, model: str | None = None, k: str = "10") -> HTMLResponse:
+    async def page_revdict(q: str | None = None, model: str | None = None, k: str = "10",
+                           beside: str | None = None) -> HTMLResponse:
         indexes = catalog.indexes()
+        example = q is None and bool(indexes)
+        if example:  # the page opens with a look-up, not an empty box
+            q = EXAMPLE_QUERY
         ctx: dict[str, Any] = {"indexes": indexes, "q": q, "model": model, "k": k, "hits": None, "error": None,
-                               "served": None, "max_query": MAX_QUERY_CHARS, "max_k": MAX_K}
+                               "served": None, "max_query": MAX_QUERY_CHARS, "max_k": MAX_K, "example": example,
+                               "beside": beside or None, "beside_hits": None, "beside_served": None,
+                               "definitions": {}, "beside_definitions": {}}
         status = 200
         if q is not None and indexes:
             try:
@@ -211,6 +238,10 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
                 else:
                     try:
                         ctx["served"], ctx["hits"] = await revdict(q, model or indexes[0].model_id, kk, None)
+                        ctx["definitions"] = definitions(ctx["served"])
+                        if beside:
+                            ctx["beside_served"], ctx["beside_hits"] = await revdict(q, beside, kk, None)
+                            ctx["beside_definitions"] = definitions(ctx["beside_served"])
                     except HTTPException as exc:
                         ctx["error"], status = exc.detail, exc.status_code
         return HTMLResponse(render("revdict.html", here="/revdict", title="Reverse dictionary", **ctx), status)
@@ -219,11 +250,21 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
     def page_leaderboard() -> HTMLResponse:
         from defsentflow.report.leaderboard import load_leaderboard
 
-        ctx: dict[str, Any] = {"rows": [], "columns": [], "numeric": (), "note": ""}
+        ctx: dict[str, Any] = {"rows": [], "groups": [], "ident": ("model", "pooling", "method", "run"), "note": ""}
         if catalog.catalog.path.is_file():
             board = load_leaderboard(catalog.catalog)
-            ctx["columns"], ctx["rows"] = board.table()
-            ctx["numeric"], ctx["note"] = board.columns, board.sort_note
+            groups: dict[str, list[dict[str, str]]] = {}
+            for c in board.columns:  # dev figures, then test, then train: one column group each
+                split = board.splits.get(c, "test")
+                # the group says the split; Spearman is what an STS heading without a metric shows
+                short = " ".join(w for w in c.split("_") if w not in (split, "spearman")) or c
+                groups.setdefault(split, []).append({"name": c, "short": short})
+            ctx["groups"] = [{"name": g, "columns": cols} for g, cols in groups.items()]
+            reports = {r["run_id"] for r in catalog.runs() if r.get("has_report")}
+            ctx["rows"] = [{**r, "run_href": (f"/runs/{quote(r['run_id'])}/report/report.html" if r["run_id"] in reports
+                                              else f"/runs#run-{quote(r['run_id'])}") if r.get("run_id") else None}
+                           for r in board.rows]
+            ctx["note"] = board.sort_note
         return HTMLResponse(render("leaderboard.html", here="/leaderboard", title="Leaderboard", **ctx))
 
     @app.get("/runs", response_class=HTMLResponse, include_in_schema=False)

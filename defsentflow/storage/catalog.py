@@ -33,6 +33,7 @@ from defsentflow.storage.hashing import code_version, hash_path
 from defsentflow.storage.identifiers import check_identifier
 from defsentflow.storage.manifest import full_check, quick_check
 import defsentflow.storage.records as records_module
+from defsentflow.storage.leaderboard_view import refresh_leaderboard_view
 from defsentflow.storage.paths import data_root, from_root, resolved_tree, to_root
 from defsentflow.storage.schema import SANDBOX, migrate, parse_one_read_statement, pending_ddl
 from defsentflow.storage.schema import first_line as _first_line
@@ -423,6 +424,7 @@ class Catalog:
                     [model_id, r["task"], r["setting"], r["metric"], float(r["value"]), r.get("n"), r.get("n_excluded"),
                      r.get("pooling"), run_id],
                 )
+            refresh_leaderboard_view(con)
         found = self.query("SELECT path FROM models WHERE model_id = ?", [model_id])
         if found and found[0]["path"]:
             records_module.amend_record(self.root, found[0]["path"],

@@ -7,6 +7,7 @@ from typing import Any
 import duckdb
 
 from defsentflow.storage.hashing import hash_text
+from defsentflow.storage.leaderboard_view import refresh_leaderboard_view
 from defsentflow.storage.paths import sql_dir
 
 __all__ = ["SANDBOX", "migrate", "parse_one_read_statement", "pending_ddl", "first_line"]
@@ -86,4 +87,6 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
             con.execute("ROLLBACK")
             raise
         done.append(name)
+    if done:
+        refresh_leaderboard_view(con)  # the view lists the figures present (defsentflow/storage/leaderboard_view.py)
     return done

@@ -1,7 +1,5 @@
--- The leaderboard for the DuckDB shell: one row per model (the ids of one model directory merged,
--- see model_aliases) and pooling, one column per headline score some model has (STS Spearman x 100,
--- reverse-dictionary MRR per mode, ...; see model_scores). `defsentflow leaderboard` shows the same
--- rows with the 7-task STS average, ranked by the newest PST run's selection figure (a dev score).
-PIVOT (SELECT model_id, pooling, "column", value FROM model_scores)
-ON "column" USING first(value)
-ORDER BY model_id, pooling;
+-- The leaderboard: one row per model (its other ids in also_known_as) and pooling, one column per
+-- figure some model has, named <family>_<split>[_<protocol>][_<mode>]_<metric>, dev figures first,
+-- rounded for display, sorted by the newest PST run's dev selection figure. The same SELECT as
+-- `defsentflow leaderboard` and the web page (defsentflow/storage/leaderboard_view.py).
+SELECT * FROM leaderboard;

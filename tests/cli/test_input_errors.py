@@ -48,7 +48,7 @@ def _one_line_error(capsys) -> str:
     ["best-model", "{missing}"],
     ["train", "defsent", "{missing}"],
     ["train", "surrogate", "{missing}"],
-    ["train-surrogate", "{missing}"],
+    ["train", "surrogate", "{missing}"],
     ["pretrain", "{missing}"],
     ["sweep", "run", "{missing}"],
     ["sweep", "table", "{missing}"],

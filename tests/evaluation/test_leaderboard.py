@@ -30,6 +30,8 @@ def _rows(con, sql, params=None):
 
 
 def test_leaderboard_one_row_per_model_and_pooling_with_labelled_average():
+    from defsentflow.storage.leaderboard_view import refresh_leaderboard_view
+
     con = _catalog()
     seven = {"sts12": 70.0, "sts13": 80.0, "sts14": 75.0, "sts15": 85.0, "sts16": 79.0, "stsb-test": 82.0, "sickr": 77.0}
     for t, v in seven.items():
@@ -47,29 +49,51 @@ def test_leaderboard_one_row_per_model_and_pooling_with_labelled_average():
     _metric(con, "stale", "sts12", "all", "spearman", 10.0, created="2026-01-01 00:00:00")
     _metric(con, "stale", "sts12", "all", "spearman", 20.0, created="2026-02-01 00:00:00")  # newest wins
     con.execute("INSERT INTO models (model_id, path, method, run_id) VALUES ('full', '/m/full', 'pst', 'r1')")
-    rows = {(r["model_id"], r["pooling"]): r for r in _rows(con, "SELECT * FROM leaderboard")}
+    con.execute("INSERT INTO models (model_id, path, method) VALUES ('full-alias', '/m/full', 'defsent_plus')")
+    refresh_leaderboard_view(con)  # what Catalog.record_metrics does
+    table = _rows(con, "SELECT * FROM leaderboard")
+    rows = {(r["model_id"], r["pooling"]): r for r in table}
     assert set(rows) == {("full", "mean"), ("partial", "mean"), ("partial", "sbert_wk"), ("stale", "mean")}
     full = rows[("full", "mean")]
-    assert [full[c] for c in ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb_test", "sickr")] == list(seven.values())
-    assert full["avg_sts"] == pytest.approx(sum(seven.values()) / 7) and full["n_avg"] == 7
-    assert full["stsb_dev"] == 86.0 and full["revdict_mrr"] == 0.31 and full["revdict_mrr_cosine"] == 0.22
-    assert full["method"] == "pst" and full["run_id"] == "r1"
+    assert [full[f"{t.split('-')[0]}_test_spearman"] for t in seven] == list(seven.values())
+    assert full["sts7_test_spearman"] == pytest.approx(sum(seven.values()) / 7, abs=0.005) and full["sts7_test_n"] == 7
+    assert full["stsb_dev_spearman"] == 86.0 and full["revdict_test_unseen_head_mrr"] == 0.31
+    assert full["revdict_test_unseen_cosine_mrr"] == 0.22
+    assert full["method"] == "pst" and full["run_id"] == "r1" and full["also_known_as"] == "full-alias"
     part = rows[("partial", "mean")]
-    assert part["avg_sts"] == pytest.approx(65.0) and part["n_avg"] == 2 and part["sts14"] is None
-    assert rows[("partial", "sbert_wk")]["sts12"] == 40.0 and rows[("partial", "sbert_wk")]["n_avg"] == 1
-    assert rows[("stale", "mean")]["sts12"] == 20.0
-    # the named query: one column per headline score present (no 'mean' setting, no subsets, no top1)
-    pivot = _rows(con, (sql_dir() / "queries" / "leaderboard.sql").read_text())
-    assert [(r["model_id"], r["pooling"]) for r in pivot] == sorted(rows)
-    assert set(pivot[0]) == {"model_id", "pooling", "sts12", "sts13", "sts14", "sts15", "sts16", "stsb_test", "sickr",
-                             "stsb_dev", "revdict_head_mrr", "revdict_cosine_mrr"}
+    assert part["sts7_test_spearman"] == pytest.approx(65.0) and part["sts7_test_n"] == 2
+    assert part["sts14_test_spearman"] is None
+    assert rows[("partial", "sbert_wk")]["sts12_test_spearman"] == 40.0 and rows[("partial", "sbert_wk")]["sts7_test_n"] == 1
+    assert rows[("stale", "mean")]["sts12_test_spearman"] == 20.0
+    # only the figures run (no 'mean' setting, no subsets, no top1), none all NULL; dev first; sorted by STS-B dev
+    cols = list(table[0])
+    assert cols[:6] == ["model_id", "pooling", "method", "run_id", "also_known_as", "stsb_dev_spearman"]
+    assert not any("top1" in c or "mean" in c for c in cols)
+    assert all(any(r[c] is not None for r in table) for c in cols[5:])
+    assert [r["model_id"] for r in table][:2] == ["partial", "full"]
+    # the named query is the view
+    assert _rows(con, (sql_dir() / "queries" / "leaderboard.sql").read_text()) == table
 
 
-def test_leaderboard_without_any_sts_row_has_null_average():
+def test_the_catalog_names_figures_as_the_task_table_does():
+    from defsentflow.eval_tasks import EVAL_TASKS, metric_column, split_group
+
+    con = _catalog()
+    tasks = [*EVAL_TASKS, "revdict-dev", "revdict-papers", "revdict-dev-papers", "wordpred-dev", "sts7"]
+    for task in tasks:
+        for setting, metric in (("all", "spearman"), ("hybrid", "mrr"), ("head", "top10")):
+            got = con.execute("SELECT metric_column(?, ?, ?), split_group(?)", [task, setting, metric, task]).fetchone()
+            assert got == (metric_column(task, setting, metric), split_group(task)), task
+
+
+def test_leaderboard_without_any_sts_row_has_no_average():
+    from defsentflow.storage.leaderboard_view import refresh_leaderboard_view
+
     con = _catalog()
     _metric(con, "m", "revdict", "head", "mrr", 0.5)
+    refresh_leaderboard_view(con)
     (row,) = _rows(con, "SELECT * FROM leaderboard")
-    assert row["avg_sts"] is None and row["n_avg"] == 0 and row["revdict_mrr"] == 0.5
+    assert "sts7_test_spearman" not in row and row["revdict_test_unseen_head_mrr"] == 0.5
 
 
 def test_pst_progress_joins_steps_with_entry_space_stats_and_dev_scores():
@@ -112,10 +136,11 @@ def test_views_work_through_the_catalog_class(home):
     cat = Catalog()
     cat.record_metrics("m", [{"task": "sts12", "setting": "all", "metric": "spearman", "value": 71.5, "n": 3,
                               "pooling": "mean"}])
-    assert cat.query("SELECT model_id, sts12, n_avg FROM leaderboard") == [{"model_id": "m", "sts12": 71.5, "n_avg": 1}]
+    assert cat.query("SELECT model_id, sts12_test_spearman AS s, sts7_test_n AS n FROM leaderboard") == [
+        {"model_id": "m", "s": 71.5, "n": 1}]
     # a second process's view of the file (read-only), as `duckdb storage/catalog.duckdb` would see it
     con = duckdb.connect(str(cat.path), read_only=True)
     try:
-        assert con.execute("SELECT sts12 FROM leaderboard").fetchall() == [(71.5,)]
+        assert con.execute("SELECT sts12_test_spearman FROM leaderboard").fetchall() == [(71.5,)]
     finally:
         con.close()

@@ -4,7 +4,7 @@
 the discriminative context scorer, diverse ``C_s``, centred Eq. 4) for sentence pairs of the
 STS-B *train* split (its sentences only: ``pairs.source: file`` never reads the gold column),
 then trains the surrogate (CoSENT) from the raw encoder of ``configs/raw-ci.yaml``, all through
-the CLI (``pretrain``, ``best-model``, ``train-surrogate --base-encoder``, ``eval``). The same
+the CLI (``pretrain``, ``best-model``, ``train surrogate --base-encoder``, ``eval``). The same
 surrogate trained on the same pairs with the labels shuffled (``surrogate.shuffle_labels``, the
 broken-on-purpose variant) is the negative control. The test fails unless the real labels gain
 ``MARGIN`` points of STS-B dev (mean pooling) over the raw encoder and the shuffled ones do not.
@@ -55,7 +55,7 @@ def _stsb_dev(home: Path, model: str, data: Path) -> float:
 
 
 def _train(home: Path, config: Path, raw: str) -> str:
-    res = run_cli(["train-surrogate", str(config), "--base-encoder", raw], home, timeout=900, env=ENV)
+    res = run_cli(["train", "surrogate", str(config), "--base-encoder", raw], home, timeout=900, env=ENV)
     assert res.returncode == 0, res.stderr[-4000:]
     return next(line.split()[1] for line in res.stdout.splitlines() if line.startswith("model: "))
 

@@ -70,8 +70,8 @@ def _fabricate(root: Path) -> None:
     cat.execute(ins, [RUN, 2, 0, "s2-seed0", 79.0, True, str(mats[2])])
     analyse_entry_matrix(mats[1], run_id=RUN, step=1, catalog=cat)
     cat.execute("INSERT INTO pst_runs (run_id, base_model, winner_step, winner_model_id, model_id, selection_metric, "
-                "selection_score, reason) VALUES (?, 'minilm', 1, 's1-seed1', ?, 'stsb-dev', 80.0, 'step 1 wins')",
-                [RUN, f"pst-{RUN}"])
+                "selection_score, reason) VALUES (?, 'minilm', 1, ?, ?, 'stsb-dev', 80.0, 'step 1 wins')",
+                [RUN, f"pst-{RUN}", f"pst-{RUN}"])
 
 
 def _table(md: str, section: str) -> list[dict[str, str]]:
@@ -129,13 +129,14 @@ def test_report_from_a_fabricated_run(home):
     assert f"`{home / 'models' / 'pst'}`" in md  # where the selected model is
     # headline figures: untrained (step 0 'minilm', mean pooling) against the selected model, with deltas
     head = {r["score"]: r for r in _table(md, "## Headline figures")}
-    assert set(head) >= {"`sts12`", "`stsb_dev`", "`revdict_head_mrr`"}
-    assert head["`sts12`"]["untrained (minilm)"] == "72.37" and head["`sts12`"][f"selected (pst-{RUN})"] == "65.00"
-    assert head["`sts12`"]["delta (selected - untrained)"] == "-7.37" and head["`stsb_dev`"]["split"] == "dev"
-    assert head["`revdict_head_mrr`"]["untrained (minilm)"] == ""
+    sts12, stsb, revdict = "`sts12_test_spearman`", "`stsb_dev_spearman`", "`revdict_test_unseen_head_mrr`"
+    assert set(head) >= {sts12, stsb, revdict}
+    assert head[sts12]["untrained (minilm)"] == "72.37" and head[sts12][f"selected (pst-{RUN})"] == "65.00"
+    assert head[sts12]["delta (selected - untrained)"] == "-7.37" and head[stsb]["split"] == "dev"
+    assert head[revdict]["untrained (minilm)"] == ""
     assert "2 stage records, 1 taken from the cache." in md and "| harvest-pairs | cached |" in md
     assert "corpus:abcdef01" in md  # artifact inputs with their hashes
-    assert '"steps": 2' in md
+    assert "steps: 2" in md and md.rstrip().endswith("```")  # the config as YAML, last
     assert "| 1e-05 |" in md and "0.0000" not in md  # numbers written for their scale
     # the run's models beside the baselines, one row each; another run's model stays out
     models = {(r["model_id"], r["pooling"]): r for r in _table(md, "## All models of this run")}
@@ -163,7 +164,15 @@ def test_report_from_a_fabricated_run(home):
     assert not chk.errors and not chk.stack
     assert {i["src"] for i in chk.images} == set(rep.images)
     assert all(not Path(i["src"]).is_absolute() and i.get("alt") for i in chk.images)
-    assert "<table>" in html and "<pre><code" in html
+    assert "<table>" in html and '<div class="table-box">' in html  # wide tables scroll in their box
+    assert html.index("<details") > html.index("## Lineage".replace("## ", "")) and "steps: 2" in html.split("<details")[1]
+    # chosen: only the candidate the run returned; step_best: the best of each step
+    pst = _table(md, "## PST progress")
+    assert [(r["step"], r["model_id"]) for r in pst if r["chosen"] == "yes"] == [("1", f"pst-{RUN}")]
+    assert sum(r["step_best"] == "yes" for r in pst) == 3
+    assert "**Why:** Step 1 scored best on STS-B dev Spearman (80.00), ahead of the untrained encoder (75.00) " \
+           "and step 2 (79.00)." in md
+    assert "Label quality" not in md  # no harvest labels measured in this run
     # registered as an artifact of the run; regenerating replaces it
     build_report(RUN)
     assert len(Catalog().query("SELECT * FROM artifacts WHERE kind = 'report' AND run_id = ?", [RUN])) == 1
@@ -208,3 +217,46 @@ def test_markdown_cells(value, cell):
     from defsentflow.report import markdown_table
 
     assert markdown_table(["x"], [[value]]).splitlines()[2] == f"| {cell} |"
+
+
+PROBE = "<img src=x onerror=alert(document.domain)>"
+
+
+def test_strings_from_the_config_and_the_error_are_escaped(home):
+    """Issue 22's stored-script probe: a failed run whose config and error carry a tag; the report
+    shows it as text and no live tag reaches report.html."""
+    from defsentflow.report import build_report
+    from defsentflow.storage import Catalog
+
+    cat = Catalog()
+    cat.start_run("pipeline", config={"name": PROBE, "pst": {"base_model": PROBE, "dictionary": "a`|b", "steps": 1}},
+                  run_id="xss")
+    cat.end_run("xss", "failed", note=json.dumps({"error": f"stage pst: base_model {PROBE!r}: not found"}), flow="pipeline")
+    rep = build_report("xss")
+    md, page = rep.markdown, rep.html_path.read_text()
+    text, config = md.split("## Configuration")
+    import re
+
+    outside_code = re.sub(r"`[^`]*`", "", text)  # a code span's content is literal in every renderer
+    assert "<img" not in outside_code.replace("\\<img", "")
+    assert "**Error:** stage pst: base_model '\\<img src=x onerror=alert(document.domain)\\>'" in text
+    assert "```yaml" in config  # inside a fenced block, which every renderer writes as text
+    chk = _Checker()
+    chk.feed(page)
+    chk.close()
+    assert not chk.images and not chk.errors  # the probe is text, not an element
+    assert "<img" not in page and "&lt;img src=x onerror=alert(document.domain)&gt;" in page
+    assert page.count("<script") == 0 and "onerror=alert" in page  # shown, inert
+
+
+def test_requested_tasks_shown_where_the_catalog_records_them(home):
+    from defsentflow.report import build_report
+    from defsentflow.storage import Catalog
+
+    cat = Catalog()
+    cat.start_run("pipeline", config={"name": "t"}, run_id="tasks")
+    assert "## Requested tasks" not in build_report("tasks").markdown  # a catalog without run_tasks
+    cat.execute("CREATE TABLE IF NOT EXISTS run_tasks (run_id VARCHAR, task VARCHAR, status VARCHAR, reason VARCHAR)")
+    cat.execute("INSERT INTO run_tasks VALUES ('tasks', 'sickr', 'fallback', 'SICK test missing: trial used')")
+    md = build_report("tasks").markdown
+    assert "## Requested tasks" in md and "| sickr | fallback | SICK test missing: trial used |" in md

@@ -48,17 +48,21 @@ def test_one_row_per_model_with_only_the_columns_of_tasks_run(home):
     assert by["base:all-MiniLM-L6-v2"]["aliases"] == ["base-abc", "base:all-MiniLM-L6-v2"]
     assert by["base:all-MiniLM-L6-v2"]["method"] == "base" and by["pst-demo-1"]["method"] == "pst"
     # the scores of every id of a model, in one row
-    assert by["pst-demo-1"]["revdict_cosine_mrr"] == 0.60 and by["pst-demo-1"]["revdict_head_mrr"] == 0.90
-    assert by["base:all-MiniLM-L6-v2"]["stsb_dev"] == 86.70 and by["base:all-MiniLM-L6-v2"]["revdict_cosine_mrr"] == 0.48
+    pst, base = by["pst-demo-1"], by["base:all-MiniLM-L6-v2"]
+    assert pst["revdict_test_unseen_cosine_mrr"] == 0.60 and pst["revdict_test_unseen_head_mrr"] == 0.90
+    assert base["stsb_dev_spearman"] == 86.70 and base["revdict_test_unseen_cosine_mrr"] == 0.48
     # headline metrics only: no 'mean' setting, no per-subset task, MRR not top1; no STS average without STS
-    assert board.columns == ("stsb_dev", "revdict_cosine_mrr", "revdict_dev_cosine_mrr", "revdict_head_mrr")
-    assert board.splits["stsb_dev"] == "dev" and board.splits["revdict_cosine_mrr"] == "test"
+    # named <family>_<split>[_<protocol>][_<mode>]_<metric>; dev figures first
+    assert board.columns == ("stsb_dev_spearman", "revdict_dev_unseen_cosine_mrr", "revdict_test_unseen_cosine_mrr",
+                             "revdict_test_unseen_head_mrr")
+    assert board.splits["stsb_dev_spearman"] == "dev" and board.splits["revdict_test_unseen_cosine_mrr"] == "test"
     # ranked by the run's selection figure on dev: STS-B dev
-    assert board.sort_by == "stsb_dev" and ids == ["dsp-222", "pst-demo-1", "base:all-MiniLM-L6-v2"]
+    assert board.sort_by == "stsb_dev_spearman" and ids == ["dsp-222", "pst-demo-1", "base:all-MiniLM-L6-v2"]
     assert "demo-1" in board.sort_note
     # restricted to some models: the columns they have
     only = board.restrict(["base-abc"])
-    assert [r["model_id"] for r in only.rows] == ["base:all-MiniLM-L6-v2"] and "revdict_head_mrr" not in only.columns
+    assert [r["model_id"] for r in only.rows] == ["base:all-MiniLM-L6-v2"]
+    assert "revdict_test_unseen_head_mrr" not in only.columns
 
 
 def test_ranked_by_the_dev_mrr_when_the_run_selected_by_reverse_dictionary(home):
@@ -69,12 +73,12 @@ def test_ranked_by_the_dev_mrr_when_the_run_selected_by_reverse_dictionary(home)
     _demo_like(cat, selection="revdict-mrr")
     board = load_leaderboard(cat)
     # never the test MRR (where pst-demo-1 leads), the dev one in the run's mode
-    assert board.sort_by == "revdict_dev_cosine_mrr"
+    assert board.sort_by == "revdict_dev_unseen_cosine_mrr"
     assert [r["model_id"] for r in board.rows] == ["pst-demo-1", "dsp-222", "base:all-MiniLM-L6-v2"]
     # the papers' protocol on dev is a dev figure too, but not the one this run selected by
     cat.record_metrics("dsp-222", [_m("revdict-dev-papers", 0.99, "cosine", "mrr")])
     board = load_leaderboard(cat)
-    assert board.splits["revdict_dev_papers_cosine_mrr"] == "dev" and board.sort_by == "revdict_dev_cosine_mrr"
+    assert board.splits["revdict_dev_papers_cosine_mrr"] == "dev" and board.sort_by == "revdict_dev_unseen_cosine_mrr"
 
 
 def test_a_selection_by_word_prediction_ranks_by_its_dev_column(home):
@@ -87,7 +91,7 @@ def test_a_selection_by_word_prediction_ranks_by_its_dev_column(home):
     cat.record_metrics("y", [_m("wordpred-dev", 0.3, "head", "mrr"), _m("wordpred", 0.1, "head", "mrr")])
     cat.execute("INSERT INTO pst_runs (run_id, selection_metric) VALUES ('d-1', 'wordpred-dev-mrr')")
     board = load_leaderboard(cat)
-    assert board.sort_by == "wordpred_dev_head_mrr" and [r["model_id"] for r in board.rows] == ["y", "x"]
+    assert board.sort_by == "wordpred_dev_unseen_head_mrr" and [r["model_id"] for r in board.rows] == ["y", "x"]
 
 
 def test_sts_average_and_a_new_task_get_columns_without_code_changes(home):
@@ -102,11 +106,13 @@ def test_sts_average_and_a_new_task_get_columns_without_code_changes(home):
                              _m("revdict-unseen", 0.1, "cosine", "top1")])
     board = load_leaderboard(cat)
     by = {r["model_id"]: r for r in board.rows}
-    assert by["a"]["avg_sts"] == pytest.approx(sum(seven.values()) / 7) and by["a"]["n_avg"] == 7
-    assert by["b"]["avg_sts"] == 60.0 and by["b"]["n_avg"] == 1
-    assert by["a"]["wordpred_dev_acc"] == 0.3 and by["a"]["wordpred_dev_top10"] == 0.6  # no MRR: every metric
-    assert by["b"]["revdict_unseen_cosine_mrr"] == 0.2 and "revdict_unseen_cosine_top1" not in board.columns
-    assert board.columns[:9] == ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb_test", "sickr", "avg_sts", "n_avg")
+    assert by["a"]["sts7_test_spearman"] == pytest.approx(sum(seven.values()) / 7, abs=0.005) and by["a"]["sts7_test_n"] == 7
+    assert by["b"]["sts7_test_spearman"] == 60.0 and by["b"]["sts7_test_n"] == 1
+    # no MRR: every metric (here a mode named 'dev')
+    assert by["a"]["wordpred_test_unseen_dev_acc"] == 0.3 and by["a"]["wordpred_test_unseen_dev_top10"] == 0.6
+    assert by["b"]["revdict_test_unseen_cosine_mrr"] == 0.2 and "revdict_test_unseen_cosine_top1" not in board.columns
+    assert board.columns[:9] == (*(f"{t}_test_spearman" for t in ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb",
+                                                                  "sickr", "sts7")), "sts7_test_n")
     # no dev score at all: nothing to rank by, and the board says so
     assert board.sort_by is None and "model id" in board.sort_note
 
@@ -118,13 +124,13 @@ def test_leaderboard_command_prints_one_row_per_model(home, capsys):
     assert main(["leaderboard"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0].split()[:4] == ["model_id", "pooling", "method", "stsb_dev"]
+    assert lines[0].split()[:4] == ["model_id", "pooling", "method", "stsb_dev_spearman"]
     body = [ln for ln in lines[2:] if ln.strip() and not ln.startswith("sorted")][:3]
     assert [ln.split()[0] for ln in body] == ["dsp-222", "pst-demo-1", "base:all-MiniLM-L6-v2"]
-    assert "sorted by stsb_dev (dev split)" in out and "0.6000" not in out and "0.6" in out
+    assert "sorted by stsb_dev_spearman (dev split)" in out and "0.6000" not in out and "0.6" in out
     assert main(["leaderboard", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["sort_by"] == "stsb_dev" and len(data["rows"]) == 3 and "path" not in data["rows"][0]
+    assert data["sort_by"] == "stsb_dev_spearman" and len(data["rows"]) == 3 and "path" not in data["rows"][0]
 
 
 @pytest.mark.parametrize("before,after,text", [(86.72, 86.82, "+0.10"), (0.5529, 0.4809, "-0.0720"), (None, 1.0, "")])

@@ -121,11 +121,11 @@ def test_cli_train_surrogate_from_a_catalog_model_on_file_pairs(corpus_dir, tiny
     path = tmp_path / "h.yaml"
     path.write_text(yaml.safe_dump(cfg.model_dump(mode="json")))
     Catalog(home).register_model("raw-test", tiny_bert_dir, method="pretrain", pooling="mean")
-    assert main(["--quiet", "train-surrogate", str(path), "--base-encoder", "raw-test"]) == 0
+    assert main(["--quiet", "train", "surrogate", str(path), "--base-encoder", "raw-test"]) == 0
     assert "4 pairs" in capsys.readouterr().out
     row = Catalog(home).query("SELECT base_model, meta FROM models WHERE method = 'surrogate'")
     assert len(row) == 1 and row[0]["base_model"] == str(tiny_bert_dir)
-    assert main(["train-surrogate", str(path), "--base-encoder", str(tmp_path / "missing")]) == 2
+    assert main(["train", "surrogate", str(path), "--base-encoder", str(tmp_path / "missing")]) == 2
 
 
 @pytest.mark.slow

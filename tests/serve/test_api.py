@@ -86,7 +86,7 @@ def test_pages_and_json_views(client):
     assert client.get("/revdict", params={"q": "a dog", "k": "many"}).status_code == 422
     assert client.get("/").url.path == "/revdict"
     board = client.get("/api/leaderboard").json()
-    assert [r["model_id"] for r in board["rows"]] == ["tiny-pst"] and board["columns"] == ["stsb_dev"]
+    assert [r["model_id"] for r in board["rows"]] == ["tiny-pst"] and board["columns"] == ["stsb_dev_spearman"]
     assert "tiny-pst" in client.get("/leaderboard").text
     runs = client.get("/api/runs").json()
     assert runs[0]["run_id"] == "run-1" and runs[0]["has_report"] and runs[0]["status"] == "completed"

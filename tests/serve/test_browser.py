@@ -63,7 +63,7 @@ def server(served):
             proc.kill()
 
 
-def test_typing_a_definition_shows_its_entry_first(server, tmp_path):
+def test_typing_a_definition_shows_its_entry_first(server, served, tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
     with sync_api.sync_playwright() as pw:
         # the system Chromium; --no-sandbox: CI containers run as root, where Chromium's sandbox refuses to start
@@ -86,7 +86,29 @@ def test_typing_a_definition_shows_its_entry_first(server, tmp_path):
             # an unknown model is a clear message on the page, not a stack trace
             page.goto(server + "/revdict?q=a+dog&model=nobody")
             assert "served models: tiny-pst" in page.inner_text("#error")
+            # the page opens with an example look-up; a second model shows beside the first
+            page.goto(server + "/revdict")
+            assert page.is_visible("#example") and page.locator("#results td.entry").count() == 10
+            page.select_option("#beside", "tiny-pst")
+            page.click("#lookup")
+            page.wait_for_selector("#beside-results")
+            left, right = (page.locator(sel).bounding_box() for sel in ("#results", "#beside-results"))
+            assert right["x"] > left["x"] + left["width"] - 1  # side by side at 1100 px
+            # the leaderboard fits 1280 px with a realistic set of figures (STS12-16, STS-B, SICK-R, the
+            # reverse dictionary in three modes on dev and test): no sideways scroll of the page or the table
+            from defsentflow.storage import Catalog
+
+            fig = lambda t, s, m, v: {"task": t, "setting": s, "metric": m, "value": v, "n": 3, "pooling": "mean"}  # noqa: E731
+            Catalog(served).record_metrics("dsp-tiny", [
+                *(fig(t, "all", "spearman", 70.123) for t in ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb-test",
+                                                              "sickr")),
+                *(fig(t, mode, "mrr", 0.12345) for t in ("revdict", "revdict-dev") for mode in ("head", "cosine", "hybrid"))])
+            page.set_viewport_size({"width": 1280, "height": 800})
             page.goto(server + "/leaderboard")
-            assert "tiny-pst" in page.inner_text("table")
+            assert "tiny-pst" in page.inner_text("#leaderboard")
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+            assert page.evaluate("(t => t.parentElement.scrollWidth <= t.parentElement.clientWidth)"
+                                 "(document.querySelector('#leaderboard'))")
+            assert page.inner_text("th.group.dev") == "dev" and page.get_attribute("a.run", "href").startswith("/runs")
         finally:
             browser.close()

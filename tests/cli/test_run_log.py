@@ -1,0 +1,57 @@
+"""The run log: every line with time, level and flow/task name in <root>/logs/RUN_ID.log; the
+terminal without API links, tracebacks only with -v."""
+
+from __future__ import annotations
+
+import io
+import logging
+
+import pytest
+
+from defsentflow.cli.run_log import elapsed, run_log
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_file_keeps_everything_terminal_is_brief(tmp_path, verbose):
+    logger, stream = logging.getLogger("prefect"), io.StringIO()
+    terminal = logging.StreamHandler(stream)
+    logger.addHandler(terminal)
+    old_level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        with run_log(tmp_path / "logs" / "r-1.log", verbose=verbose) as log:
+            runs = logging.getLogger("prefect.task_runs")
+            runs.info("Finished in state Completed()", extra={"task_run_name": "build-dictionary-22f"})
+            logging.getLogger("prefect.flow_runs").info("View at http://127.0.0.1:4321/runs/flow-run/x",
+                                                        extra={"flow_name": "pipeline", "flow_run_name": "quartz-terrier"})
+            logging.getLogger("prefect.flow_runs").info("step done", extra={"flow_name": "pst-step",
+                                                                            "flow_run_name": "pst-step-1"})
+            try:
+                raise ValueError("bad key 'x'\nsecond line")
+            except ValueError:
+                runs.exception("Task run failed", extra={"task_run_name": "pst-score-candidate-b48"})
+            log.info("report:   /r/report.html")
+    finally:
+        logger.removeHandler(terminal)
+        logger.setLevel(old_level)
+    shown, kept = stream.getvalue(), (tmp_path / "logs" / "r-1.log").read_text()
+    assert "View at" not in shown and "View at" not in kept  # the temporary API is gone after the run
+    for text in (shown, kept):
+        assert " INFO  [build-dictionary-22f] Finished in state Completed()" in text
+        assert "[pst-step-1] step done" in text and "quartz-terrier" not in text
+    assert ("Traceback" in shown) is verbose and "Traceback" in kept and "second line" in kept
+    assert "report:   /r/report.html" in kept and "report:" not in shown  # printed by log.info, not logged twice
+    assert all(line[:4].isdigit() for line in kept.splitlines() if line.startswith("20"))
+
+
+def test_elapsed():
+    assert [elapsed(s) for s in (4.2, 185, 3725)] == ["4 s", "3 min 05 s", "1 h 02 min"]
+
+
+def test_an_unknown_model_is_named_as_such_without_a_hub_call(home, capsys, monkeypatch):
+    from defsentflow.cli import main
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["revdict", "nosuchmodel", "a dog"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("defsentflow: error: unknown model 'nosuchmodel'") and len(err.splitlines()) == 1
