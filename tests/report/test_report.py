@@ -255,8 +255,8 @@ def test_requested_tasks_shown_where_the_catalog_records_them(home):
 
     cat = Catalog()
     cat.start_run("pipeline", config={"name": "t"}, run_id="tasks")
-    assert "## Requested tasks" not in build_report("tasks").markdown  # a catalog without run_tasks
-    cat.execute("CREATE TABLE IF NOT EXISTS run_tasks (run_id VARCHAR, task VARCHAR, status VARCHAR, reason VARCHAR)")
-    cat.execute("INSERT INTO run_tasks VALUES ('tasks', 'sickr', 'fallback', 'SICK test missing: trial used')")
+    assert "## Requested tasks" not in build_report("tasks").markdown  # no run_tasks rows for this run
+    cat.execute("INSERT INTO run_tasks (run_id, task, status, reason, evaluated_as) "
+                "VALUES ('tasks', 'sickr', 'fallback', 'SICK test missing: trial used', 'sickr-trial')")
     md = build_report("tasks").markdown
     assert "## Requested tasks" in md and "| sickr | fallback | SICK test missing: trial used |" in md
