@@ -9,6 +9,16 @@ from defsentflow.storage import Catalog
 from tests.training.test_pst_schedule import section, toy_dictionary
 
 
+def _scored_steps():
+    from defsentflow.evaluation.selection import selection_score
+    from defsentflow.training.pst import PstSteps
+
+    return PstSteps(scorer=selection_score)
+
+
+SCORED = _scored_steps()  # the real selection scorer (PST's training code is handed it)
+
+
 def _task_states(flow_run_id) -> dict[str, set[str]]:
     """Task name prefix -> states, over the flow run and its subflow runs."""
     from prefect import get_client
@@ -51,7 +61,7 @@ def test_cli_and_flow_run_the_same_sequencer(prefect_test_harness, tiny_bert_dir
     real = revdict.load_dictionary_table
     monkeypatch.setattr(revdict, "load_dictionary_table", lambda d, **kw: table if d == "toy" else real(d, **kw))
     sec = section(tiny_bert_dir, steps=2, seeds=[0, 1])
-    local = run_pst(sec, run_id="same")
+    local = run_pst(sec, run_id="same", steps=SCORED)
     local_rows = _rows("same")
     monkeypatch.setenv("DEFSENTFLOW_HOME", str(tmp_path / "other-home"))
     (tmp_path / "other-home").mkdir()
