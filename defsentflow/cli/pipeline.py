@@ -6,12 +6,15 @@ import argparse
 import os
 from pathlib import Path
 
+from defsentflow.cli.compute import add_compute_flags
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run the whole pipeline for a config (no Prefect server needed)")
     p.add_argument("config", help="pipeline YAML, e.g. configs/demo.yaml")
     p.add_argument("--only-if-changed", action="store_true",
                    help="end at once as 'unchanged' when the inputs match the last completed run of this config")
+    add_compute_flags(p)
     p.set_defaults(func=_run)
     p = sub.add_parser("best-model", help="print the encoder directory a finished run of CONFIG selected")
     p.add_argument("config")
@@ -36,7 +39,10 @@ def _run(args: argparse.Namespace) -> int:
     from defsentflow.storage import Catalog, clean_stale_temporaries, data_root
 
     clean_stale_temporaries(data_root())
-    with local_api():
+    from defsentflow.cli.compute import command_cluster
+    from defsentflow.config import load_config, resolve_path
+
+    with local_api(), command_cluster(args, load_config(resolve_path(args.config)).compute):
         state = pipeline(args.config, only_if_changed=args.only_if_changed, return_state=True)
         result = state.result()
         _print_task_states(state.state_details.flow_run_id)
