@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 __all__ = ["FanOut", "KILL_AFTER_STEPS_ENV", "KILL_MARKER_ENV", "WORKER_ENV", "CandidateLostError", "call_one",
-           "kill_hook_steps", "kill_this_worker", "on_worker", "sequential", "worker_threads"]
+           "kill_hook_steps", "kill_this_worker", "on_worker", "sequential", "worker_device", "worker_threads"]
 
 T = TypeVar("T")
 Call = "tuple[Any, ...] | dict[str, Any]"
@@ -76,6 +76,25 @@ def worker_threads(threads: int | None) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(before)
+
+
+def worker_device(device: str | None) -> str | None:
+    """``auto`` on a Dask worker that sees several GPUs: the worker's own one (``cuda:<worker index mod
+    GPUs>``; workers pinned with ``CUDA_VISIBLE_DEVICES``, as dask-cuda starts them, see one and keep
+    ``auto``). Anything else is returned unchanged."""
+    if device not in (None, "auto") or not on_worker() or os.environ.get("CUDA_VISIBLE_DEVICES"):
+        return device
+    import torch
+
+    if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
+        return device
+    try:
+        from distributed import get_worker
+
+        name = get_worker().name
+    except (ImportError, ValueError):
+        return device
+    return f"cuda:{int(name) % torch.cuda.device_count()}" if str(name).isdigit() else device
 
 
 def kill_hook_steps() -> int | None:

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from defsentflow.fanout import FanOut, kill_hook_steps, kill_this_worker, sequential, worker_threads
+from defsentflow.fanout import FanOut, kill_hook_steps, kill_this_worker, sequential, worker_device, worker_threads
 from defsentflow.training.data import TrainingData
 from defsentflow.training.pst_config import GridPoint, PstSection
 from defsentflow.training.pst_records import Candidate, MatrixRef, ScoreRequest, SelectionPlan
@@ -146,6 +146,7 @@ def _train(spec: dict[str, Any]) -> dict[str, Any]:
 
     t, cand, root = spec["train"], spec["candidate"], Path(spec["root"])
     cfg = TrainConfig.model_validate(t["config"])
+    cfg = cfg.model_copy(update={"device": worker_device(cfg.device)})  # device is not part of any key
     out = Path(cand.model_dir)
     ckpt = root / "checkpoints" / "pst" / cand.artifact_key
     if not (out / "defsentflow.json").is_file():  # a finished but unrecorded model is kept
@@ -199,6 +200,7 @@ def run_candidate(spec: dict[str, Any], scorer: Scorer) -> dict[str, Any]:
             write_record(cand.model_dir, model_record)
             records.append(model_record)
         req: ScoreRequest = spec["request"]
+        req = dataclasses.replace(req, device=worker_device(req.device) or req.device)
         with _own_rng():
             value, rows = scorer(req)
         rows = [{**r, "model_id": cand.model_id} for r in rows]
