@@ -21,6 +21,7 @@ from typing import Any
 
 from defsentflow.config import PipelineConfig, resolve_path
 from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config, hash_path
+from defsentflow.storage.catalog import heal_catalog
 from defsentflow.storage.atomic import pid_alive
 
 __all__ = ["STAGE_METHODS", "PipelineSteps", "baseline_model_id", "best_trained", "evaluation_plan", "input_fingerprint",
@@ -70,6 +71,9 @@ def start_run(config: dict[str, Any], fingerprint: dict[str, Any], *, only_if_ch
     With ``only_if_changed`` (the scheduled retraining), a completed or unchanged run of the same
     config name that saw the same fingerprint ends this run at once as 'unchanged'.
     """
+    healed = heal_catalog()  # a lost or emptied catalog is rebuilt from the artifact records first
+    if healed:
+        print(f"catalog rebuilt from {healed['records']} artifact records")
     cat = Catalog()
     mark_interrupted_runs(cat)
     name = config["name"]
@@ -152,7 +156,7 @@ def selected_model_dir(config_path: str | os.PathLike, stage: str = "pst") -> st
     if stage not in STAGE_METHODS:
         raise ValueError(f"stage must be one of {tuple(STAGE_METHODS)}, got {stage!r}")
     cfg = load_config(config_path)
-    cat = Catalog(cfg.home)
+    cat = Catalog(cfg.home, reader=True)  # read-only: never creates the catalog
     rows = cat.query(
         "SELECT run_id FROM runs WHERE flow = 'pipeline' AND status IN ('completed', 'unchanged') "
         "AND json_extract_string(config, '$.name') = ? ORDER BY ended_at DESC", [cfg.name])

@@ -1,4 +1,5 @@
-"""``defsentflow sql`` (read-only queries), ``defsentflow verify`` and ``defsentflow datasets``."""
+"""``defsentflow sql`` (read-only queries), ``defsentflow verify``, ``defsentflow datasets`` and
+``defsentflow catalog rebuild``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from defsentflow.cli.table import print_table
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sql", help="run one read-only SQL statement against the catalog (no file access)")
     p.add_argument("query")
+    p.add_argument("--timeout", type=_positive_seconds, default=30.0, metavar="S",
+                   help="interrupt the query after S seconds (default 30), so it never holds the catalog from a run")
     p.set_defaults(func=_sql)
     p = sub.add_parser("verify", help="re-hash every registered artifact and report those that changed",
                        description="Compare each artifact's files with the manifest recorded when it was registered "
@@ -18,6 +21,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_verify)
     p = sub.add_parser("datasets", help="dictionary datasets with entry, definition and split counts")
     p.set_defaults(func=_datasets)
+    p = sub.add_parser("catalog", help="catalog maintenance: rebuild it from the artifact records on disk")
+    csub = p.add_subparsers(dest="catalog_command", required=True)
+    r = csub.add_parser("rebuild", help="register every artifact record under the data root (a lost, emptied or "
+                                        "corrupt catalog: move the corrupt file aside first)")
+    r.set_defaults(func=_rebuild)
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError(f"a time limit must be in (0, 86400] seconds: {text!r}")
+    return value
+
+
+def _rebuild(args: argparse.Namespace) -> int:
+    from defsentflow.storage.catalog import rebuild_catalog
+
+    counts = rebuild_catalog()
+    print(f"catalog rebuilt from {counts['records']} artifact records: {counts['artifacts']} artifacts, "
+          f"{counts['models']} models, {counts['metrics']} metrics")
+    return 0
 
 
 def _sql(args: argparse.Namespace) -> int:
@@ -25,7 +52,7 @@ def _sql(args: argparse.Namespace) -> int:
     from defsentflow.storage import Catalog
 
     try:
-        cols, rows = Catalog(create=False).user_query(args.query)
+        cols, rows = Catalog(reader=True, query_timeout=args.timeout).user_query(args.query)
     except ValueError as exc:
         raise UserError(str(exc)) from exc
     print_table(cols, rows)
@@ -36,7 +63,7 @@ def _verify(args: argparse.Namespace) -> int:
     from defsentflow.cli import UserError
     from defsentflow.storage import Catalog
 
-    cat = Catalog(create=False)
+    cat = Catalog(reader=True)
     if not cat.path.is_file():
         raise UserError(f"no catalog at {cat.path}")
     rows = cat.verify_artifacts(full=not args.quick)
@@ -50,7 +77,7 @@ def _verify(args: argparse.Namespace) -> int:
 def _datasets(args: argparse.Namespace) -> int:
     from defsentflow.storage import Catalog
 
-    cols, rows = Catalog().query_table((_sql_file("datasets.sql")))
+    cols, rows = Catalog(reader=True).query_table((_sql_file("datasets.sql")))
     print_table(cols, rows)
     return 0
 

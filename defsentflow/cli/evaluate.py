@@ -131,9 +131,10 @@ def _leaderboard(args: argparse.Namespace) -> int:
     from defsentflow.report.leaderboard import load_leaderboard
     from defsentflow.storage import Catalog
 
-    cat = Catalog()
-    with cat.connect():  # a writable open applies the DDL: a catalog from older code gains the views
-        pass
+    cat = Catalog(reader=True)  # read-only: never creates the catalog or changes its schema
+    if not cat.path.is_file():
+        print(f"no evaluation results yet (no catalog at {cat.path}): run `defsentflow eval MODEL --tasks ...`")
+        return 0
     board = load_leaderboard(cat, run_id=args.run)
     if args.json:
         print(json.dumps(board.to_dict(), indent=2, default=str))

@@ -24,7 +24,8 @@ def _report(args: argparse.Namespace) -> int:
     from defsentflow.report import build_report
     from defsentflow.storage import Catalog
 
-    cat = Catalog()
+    # With --out elsewhere, a reader: a read-only data root works, nothing is registered.
+    cat = Catalog(reader=args.out is not None)
     if not cat.query("SELECT 1 FROM runs WHERE run_id = ?", [args.run_id]):
         recent = [r["run_id"] for r in cat.query("SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 5")]
         raise UserError(f"no run {args.run_id!r} in {cat.path}" + (f"; recent runs: {', '.join(recent)}" if recent else ""))

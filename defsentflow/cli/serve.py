@@ -25,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="exact top-k of a batch: auto (default) scores it on a bf16 copy of the index first where "
                         "the CPU has bf16 dot products and rescores the candidates exactly, falling back to faiss "
                         "for any query it cannot prove exact; faiss: faiss's flat search only")
+    p.add_argument("--query-timeout", type=float, default=30.0, metavar="S",
+                   help="interrupt a catalog read after S seconds (default 30): no page holds the catalog from a run")
     p.set_defaults(func=_serve)
 
 
@@ -37,6 +39,8 @@ def _serve(args: argparse.Namespace) -> int:
         raise UserError("--max-batch must be >= 1")
     if args.threads is not None and args.threads < 1:
         raise UserError(f"--threads must be >= 1, got {args.threads}")
+    if not 0 < args.query_timeout <= 86400:
+        raise UserError(f"--query-timeout must be in (0, 86400] seconds, got {args.query_timeout}")
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port must be 0..65535, got {args.port}")
     os.environ["DEFSENTFLOW_QUIET"] = "1"  # no progress bars per request
@@ -45,13 +49,10 @@ def _serve(args: argparse.Namespace) -> int:
     from defsentflow.serve import create_app
     from defsentflow.storage import Catalog
 
-    cat = Catalog()
-    if cat.path.is_file():
-        with cat.connect():  # a writable open applies the DDL: a catalog from older code gains the views
-            pass
-    else:
+    cat = Catalog(reader=True)  # read-only: never creates the catalog or changes its schema
+    if not cat.path.is_file():
         print(f"no catalog at {cat.path} yet: the pages stay empty until a run writes one")
-    app = create_app(max_batch=args.max_batch, max_wait_ms=args.max_wait_ms, device=args.device, threads=args.threads,
+    app = create_app(query_timeout=args.query_timeout, max_batch=args.max_batch, max_wait_ms=args.max_wait_ms, device=args.device, threads=args.threads,
                      prefilter=None if args.search == "auto" else False)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}: anyone who can reach it can read the catalog")

@@ -56,7 +56,8 @@ def require_safetensors(name_or_path: str | os.PathLike) -> str:
 
     Raises:
         FileNotFoundError: a local path (absolute, ``./``, ``~``) that does not exist.
-        ValueError: a directory without ``*.safetensors`` weights (naming what it has instead).
+        ValueError: a directory without ``*.safetensors`` weights (naming what it has instead), or a
+            registered model whose files differ from its manifest (checked once per process).
     """
     path = resolve_model_path(name_or_path)
     p = Path(path).expanduser()
@@ -72,6 +73,9 @@ def require_safetensors(name_or_path: str | os.PathLike) -> str:
         found = f"found only {', '.join(pickled[:3])}" if pickled else "no weights found"
         raise ValueError(f"{path}: no *.safetensors weights ({found}); pickled weights are refused, "
                          "convert them to safetensors first")
+    from defsentflow.storage.integrity import verify_artifact_files
+
+    verify_artifact_files(p)  # a registered model: full hashes against its record, once per process
     return path
 
 

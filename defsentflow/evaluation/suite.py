@@ -118,8 +118,9 @@ def resolve_model(catalog: Any, model: str) -> tuple[str, str]:
     if Path(path).exists():
         absolute = str(Path(path).resolve())
         # a properly registered id (with a method) before one that scores were merely filed under
+        # the catalog stores paths relative to the data root (Catalog.rel)
         rows = catalog.query("SELECT model_id, path FROM models WHERE path = ? OR path = ? "
-                             "ORDER BY method IS NULL, created_at", [path, absolute])
+                             "ORDER BY method IS NULL, created_at", [path, catalog.rel(absolute)])
         if rows:
             return rows[0]["model_id"], rows[0]["path"]
     return model, path
@@ -134,5 +135,5 @@ def record_evaluation(catalog: Any, model_id: str, result: EvalResult, *, run_id
         # An id scores are filed under names a directory: the leaderboard then merges it with the
         # other ids of that directory (a baseline's base:<name> with PST's base-<hash>).
         catalog.execute("INSERT INTO models (model_id, path) VALUES (?, ?) ON CONFLICT (model_id) DO NOTHING",
-                        [model_id, str(result.model)])
+                        [model_id, catalog.rel(result.model)])
     return len(rows)

@@ -319,8 +319,9 @@ def build_report(run_id: str, *, out_dir: str | os.PathLike | None = None, catal
     from defsentflow.storage import Catalog, atomic_dir, hash_path
 
     cat = catalog if catalog is not None else Catalog()
-    with cat.connect():  # a writable open applies the DDL: a catalog from older code gains the views
-        pass
+    if not cat.reader:
+        with cat.connect():  # a writable open applies the DDL: a catalog from older code gains the views
+            pass
     runs = cat.query("SELECT * FROM runs WHERE run_id = ?", [run_id])
     if not runs:
         raise ValueError(f"no run {run_id!r} in the catalog {cat.path}")
@@ -342,7 +343,7 @@ def build_report(run_id: str, *, out_dir: str | os.PathLike | None = None, catal
         (tmp / "report.html").write_text(_HTML.format(title=html.escape(f"Run report {run_id}"), body=body),
                                          encoding="utf-8")
         images = tuple(ctx.images)
-    if register:
+    if register and not cat.reader:
         content = hash_path(final)
         # one key per run: a regenerated report replaces the record of the previous one
         cat.register_artifact(f"report-{run_id}", "report", final, content, name=f"report-{run_id}",

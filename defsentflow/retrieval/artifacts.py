@@ -121,4 +121,7 @@ def load_index(key: str, *, root: str | os.PathLike | None = None, encoder: Enco
     art = Catalog(root).artifact(key)
     if art is None or art["kind"] != "index":
         raise LookupError(f"no index artifact {key!r}")
+    from defsentflow.storage.integrity import verify_artifact_files
+
+    verify_artifact_files(art["path"])  # full hashes against its record, once per process
     return _open(art["meta"]["kind"], Path(art["path"]), encoder)

@@ -68,10 +68,11 @@ def measured_modes(model: str | os.PathLike, root: str | os.PathLike | None = No
         path = str(Path(resolve_model_path(model)).resolve())
     except (OSError, ValueError):
         pass
-    rows = Catalog(root).query(
+    cat = Catalog(root)
+    rows = cat.query(  # models.path is stored relative to the data root (Catalog.rel)
         "SELECT m.setting, arg_max(m.value, m.created_at) AS mrr FROM metrics AS m "
         "WHERE m.task = 'revdict-dev' AND m.metric = 'mrr' AND m.model_id IN "
-        "(SELECT model_id FROM models WHERE path = ? OR model_id = ?) GROUP BY m.setting", [path, str(model)])
+        "(SELECT model_id FROM models WHERE path = ? OR model_id = ?) GROUP BY m.setting", [cat.rel(path), str(model)])
     return {r["setting"]: float(r["mrr"]) for r in rows if r["setting"] in _MODES}
 
 
@@ -132,7 +133,14 @@ class RevdictIndex:
         import faiss
 
         self.path = Path(path)
+        from defsentflow.storage.paths import from_root
+
+        from defsentflow.storage.integrity import verify_artifact_files
+
+        verify_artifact_files(self.path)  # full hashes against its record, once per process
         self.meta: dict[str, Any] = json.loads((self.path / "meta.json").read_text())
+        for k in ("model", "entry_encoder"):  # stored relative to the data root (<root>/revdict/<key>)
+            self.meta[k] = from_root(self.path.resolve().parents[1], self.meta.get(k))
         self.index = faiss.read_index(str(self.path / "index.faiss"))
         self.entries: list[str] = pq.read_table(self.path / "entries.parquet").column("entry").to_pylist()
         self._encoder = None
@@ -291,6 +299,7 @@ def _write_index(final: Path, entries: list[str], means: np.ndarray, counts: np.
     import faiss
 
     from defsentflow.storage import atomic_dir, write_parquet
+    from defsentflow.storage.paths import to_root
 
     matrix = _index_matrix(means, transform, normalize, words)
     with atomic_dir(final) as tmp:
@@ -300,7 +309,10 @@ def _write_index(final: Path, entries: list[str], means: np.ndarray, counts: np.
         write_parquet(pa.table({"entry": entries, "n_definitions": np.asarray(counts).astype(np.int32)},
                                schema=_ENTRIES_SCHEMA), tmp / "entries.parquet")
         np.save(tmp / "means.npy", np.ascontiguousarray(means, dtype=np.float32))
-        (tmp / "meta.json").write_text(json.dumps({**meta, "dim": int(matrix.shape[1])}, indent=2, sort_keys=True))
+        stored = {**meta, "dim": int(matrix.shape[1])}
+        for k in ("model", "entry_encoder"):  # relative to the data root, so a copied root reads its own models
+            stored[k] = to_root(final.resolve().parents[1], stored[k]) if stored.get(k) else stored.get(k)
+        (tmp / "meta.json").write_text(json.dumps(stored, indent=2, sort_keys=True))
 
 
 def _newest_extension(cat: Any, key: str) -> dict[str, Any] | None:

@@ -49,7 +49,8 @@ class RevdictAnswer(BaseModel):
 
 
 def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, max_wait_ms: float = 10.0,
-               device: str = "cpu", threads: int | None = None, prefilter: bool | None = None) -> FastAPI:
+               device: str = "cpu", threads: int | None = None, prefilter: bool | None = None,
+               query_timeout: float | None = 30.0) -> FastAPI:
     """The app over the catalog of data root ``root`` (default ``$DEFSENTFLOW_HOME`` or ``./storage``).
 
     Args:
@@ -65,8 +66,9 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
         >>> uvicorn.run(create_app("storage"), host="127.0.0.1", port=8000)
     """
     from defsentflow.storage import CatalogLockedError
+    from defsentflow.storage.catalog import CatalogError, QueryTimeoutError
 
-    catalog = ServeCatalog(root)
+    catalog = ServeCatalog(root, query_timeout=query_timeout)
     service = LookupService(max_batch=max_batch, max_wait_ms=max_wait_ms, device=device, threads=threads,
                             prefilter=prefilter)
 
@@ -77,6 +79,11 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
 
     app = FastAPI(title="defsentflow", lifespan=lifespan, docs_url="/api/docs", redoc_url=None)
     app.state.catalog, app.state.lookup = catalog, service
+
+    @app.exception_handler(CatalogError)
+    @app.exception_handler(QueryTimeoutError)
+    async def _unreadable(request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"detail": str(exc).splitlines()[0][:300]}, status_code=503)
 
     @app.exception_handler(CatalogLockedError)
     async def _locked(request: Request, exc: Exception) -> JSONResponse:

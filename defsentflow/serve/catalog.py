@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from defsentflow.storage.paths import from_root
+
 __all__ = ["ServedIndex", "ServeCatalog", "ID_PATTERN", "UnknownModelError"]
 
 # Ids of models, runs and sweeps as the project writes them (pst-demo-78a6f724, base:all-MiniLM-L6-v2).
@@ -65,10 +67,13 @@ class ServeCatalog:
         >>> [i.label for i in sc.indexes()]
     """
 
-    def __init__(self, root: str | os.PathLike | None = None, *, lock_timeout: float = 10.0, ttl: float = 30.0):
+    def __init__(self, root: str | os.PathLike | None = None, *, lock_timeout: float = 10.0, ttl: float = 30.0,
+                 query_timeout: float | None = 30.0):
         from defsentflow.storage import Catalog
 
-        self.catalog = Catalog(root, lock_timeout=lock_timeout)
+        # A reader: opens read-only, never creates the catalog or applies schema changes, and
+        # interrupts a read after ``query_timeout`` seconds (a read-only data root serves too).
+        self.catalog = Catalog(root, lock_timeout=lock_timeout, reader=True, query_timeout=query_timeout)
         self.ttl = ttl
         self._lock = threading.Lock()
         self._cache: tuple[float, list[ServedIndex]] | None = None
@@ -104,7 +109,7 @@ class ServeCatalog:
         out = []
         for r in rows:
             cfg = json.loads(r["config"]) if isinstance(r["config"], str) else (r["config"] or {})
-            model = str(cfg.get("model") or "")
+            model = from_root(self.catalog.root, str(cfg.get("model") or ""))  # stored root-relative
             if not model or not (Path(r["path"]) / "index.faiss").is_file():
                 continue
             bundled = _bundled_name(model)

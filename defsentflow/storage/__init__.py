@@ -10,7 +10,7 @@ from defsentflow.storage.atomic import (
     write_npy,
     write_parquet,
 )
-from defsentflow.storage.catalog import Catalog, CatalogLockedError
+from defsentflow.storage.catalog import Catalog, CatalogLockedError, heal_catalog, rebuild_catalog
 from defsentflow.storage.hashing import (
     code_version,
     combine_hashes,
@@ -34,11 +34,13 @@ __all__ = [
     "code_version",
     "combine_hashes",
     "data_root",
+    "rebuild_catalog",
     "hash_bytes",
     "hash_config",
     "hash_file",
     "hash_path",
     "hash_text",
+    "heal_catalog",
     "repo_root",
     "sample_dir",
     "sql_dir",

@@ -3,7 +3,15 @@
 DuckDB lets one process hold a database file for writing, and then every other process fails
 to open it, even read-only. So the catalog is never held open across long work: every call
 opens a short-lived connection, does its statements in one transaction and closes it, retrying
-with backoff while another process holds the lock.
+with backoff while another process holds the lock. Within one process, connections are
+serialised by a lock (DuckDB refuses a second connection of another configuration, e.g. a
+writable one beside a read-only one, in the same process), so threads may share a Catalog.
+
+Paths (``artifacts.path``, ``models.path``) are stored relative to the data root and resolved
+against the current root when read (:meth:`Catalog.query`), so a copied or moved root reads only
+its own files. A reader (``Catalog(root, reader=True)``: leaderboard, report, sql, serve, revdict)
+never creates the catalog, never applies schema changes and opens it read-only, so it works on a
+read-only data root.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ import json
 import logging
 import os
 import random
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -20,12 +29,16 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import duckdb
 
-from defsentflow.storage.hashing import code_version, hash_path, hash_text
+from defsentflow.storage.hashing import code_version, hash_path
 from defsentflow.storage.identifiers import check_identifier
-from defsentflow.storage.manifest import artifact_manifest, full_check, manifest_hash, quick_check
-from defsentflow.storage.paths import data_root, sql_dir
+from defsentflow.storage.manifest import full_check, quick_check
+import defsentflow.storage.records as records_module
+from defsentflow.storage.paths import data_root, from_root, resolved_tree, to_root
+from defsentflow.storage.schema import SANDBOX, migrate, parse_one_read_statement, pending_ddl
+from defsentflow.storage.schema import first_line as _first_line
 
-__all__ = ["Catalog", "CatalogLockedError", "SANDBOX", "migrate", "parse_one_read_statement", "pending_ddl"]
+__all__ = ["Catalog", "CatalogAccessError", "heal_catalog", "rebuild_catalog", "CatalogError", "CatalogLockedError", "QueryTimeoutError", "SANDBOX",
+           "migrate", "parse_one_read_statement", "pending_ddl"]
 
 log = logging.getLogger(__name__)
 
@@ -37,79 +50,21 @@ class CatalogLockedError(RuntimeError):
     """The catalog stayed locked by another process for longer than the timeout."""
 
 
-# Settings of the connection that runs a user's statement: no file, network, ATTACH or extension
-# access, and no later SET can change that. Catalog views read only tables, never files.
-SANDBOX: dict[str, Any] = {"enable_external_access": False, "autoload_known_extensions": False,
-                           "autoinstall_known_extensions": False, "lock_configuration": True}
-_READ_TYPES = ("SELECT", "EXPLAIN")
-_SCHEMA_TABLE = (
-    "CREATE TABLE IF NOT EXISTS schema_version (file VARCHAR PRIMARY KEY, sha VARCHAR NOT NULL, "
-    "applied_at TIMESTAMP DEFAULT current_timestamp)"
-)
+class CatalogAccessError(RuntimeError):
+    """A catalog opened where none may be: a Dask worker (``DEFSENTFLOW_WORKER=1``)."""
 
 
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+class CatalogError(ValueError):
+    """The catalog is missing (for a reader) or unreadable; one line naming the file and the fix."""
 
 
-def parse_one_read_statement(sql: str) -> str:
-    """The one read-only statement in ``sql``, as DuckDB's own parser sees it.
-
-    Raises:
-        ValueError: nothing to run, more than one statement, a parse error, or a statement that
-            is not a read (COPY, ATTACH, SET, PRAGMA, CALL, INSERT, ...).
-    """
-    try:
-        statements = duckdb.extract_statements(sql)
-    except duckdb.Error as exc:
-        raise ValueError(_first_line(exc)) from exc
-    if not statements:
-        raise ValueError("no SQL statement given")
-    if len(statements) > 1:
-        raise ValueError(f"one statement at a time: got {len(statements)}")
-    kind = statements[0].type.name
-    if kind not in _READ_TYPES:
-        raise ValueError(f"the sql command is read-only: {kind} statements are refused (only SELECT or EXPLAIN)")
-    return statements[0].query
+class QueryTimeoutError(ValueError):
+    """A read ran past its time limit and was interrupted."""
 
 
-def _ddl_files() -> list[tuple[str, str, str]]:
-    """``(file name, content hash, text)`` of each numbered DDL file, in order."""
-    files = sorted(sql_dir().glob("[0-9][0-9][0-9]_*.sql"))
-    return [(f.name, hash_text(t), t) for f in files for t in [f.read_text()]]
-
-
-def pending_ddl(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str]]:
-    """DDL files not applied to this catalog in their current form (all of them when it has
-    no ``schema_version`` table: a new catalog, or one whose creation was interrupted)."""
-    try:
-        applied = dict(con.execute("SELECT file, sha FROM schema_version").fetchall())
-    except duckdb.CatalogException:
-        applied = {}
-    return [f for f in _ddl_files() if applied.get(f[0]) != f[1]]
-
-
-def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Bring a writable catalog's schema up to date; the names of the files applied.
-
-    Each DDL file runs in its own transaction together with its ``schema_version`` row, so a
-    kill leaves each file wholly applied or not at all, and the next open applies what is
-    missing. The files are idempotent (``IF NOT EXISTS``, ``CREATE OR REPLACE VIEW``), so a
-    catalog created before versioning, even half-created, is healed by applying them all.
-    """
-    con.execute(_SCHEMA_TABLE)
-    done = []
-    for name, sha, text in pending_ddl(con):
-        con.execute("BEGIN TRANSACTION")
-        try:
-            con.execute(text)
-            con.execute("INSERT OR REPLACE INTO schema_version (file, sha, applied_at) VALUES (?, ?, current_timestamp)", [name, sha])
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        done.append(name)
-    return done
+# One connection at a time per process (re-entrant: a thread may nest an open inside its own).
+_PROCESS_LOCK = threading.RLock()
+_REBUILD_HINT = "run `defsentflow catalog rebuild` to rebuild it from the artifact records"
 
 
 def _move_aside(path: Path) -> Path | None:
@@ -136,14 +91,20 @@ class Catalog:
 
     _ddl_applied: set[str] = set()
 
-    def __init__(self, root: str | os.PathLike | None = None, *, lock_timeout: float = 120.0, create: bool = True):
-        self.root = data_root(root, create=create)
+    def __init__(self, root: str | os.PathLike | None = None, *, lock_timeout: float = 120.0, create: bool = True,
+                 reader: bool = False, query_timeout: float | None = None):
+        self.reader = reader
+        self.root = data_root(root, create=create and not reader)
         self.path = self.root / "catalog.duckdb"
         self.lock_timeout = lock_timeout
+        self.query_timeout = query_timeout
 
     # -- connections ---------------------------------------------------------------------
     def _open(self, read_only: bool, config: dict[str, Any]) -> duckdb.DuckDBPyConnection:
         """``duckdb.connect``, retrying with jittered backoff while the file is locked."""
+        if os.environ.get("DEFSENTFLOW_WORKER") == "1":
+            raise CatalogAccessError(f"catalog opened on a Dask worker: {self.path} (workers write artifact records; "
+                                     "the flow process registers them)")
         deadline = time.monotonic() + self.lock_timeout
         delay = 0.05
         while True:
@@ -152,6 +113,10 @@ class Catalog:
             except duckdb.Error as exc:  # IOException when another process holds the lock
                 locked = any(m in str(exc) for m in _LOCK_MARKERS)
                 if not locked:
+                    if self.path.is_file() and ("not a valid DuckDB database" in str(exc) or "Corrupt" in str(exc)
+                                                or "corrupt" in str(exc)):
+                        raise CatalogError(f"{self.path}: the catalog is corrupt ({_first_line(exc)[:120]}); "
+                                           f"move it aside and {_REBUILD_HINT}") from exc
                     raise
                 if time.monotonic() > deadline:
                     raise CatalogLockedError(f"{self.path}: locked by another process for {self.lock_timeout:.0f}s") from exc
@@ -167,8 +132,26 @@ class Catalog:
         """Open a connection whose schema is up to date (see :func:`migrate`).
 
         A read-only open of a catalog whose schema is behind first brings it up to date with a
-        short writable open; a read-only open of a missing catalog creates it.
+        short writable open; a read-only open of a missing catalog creates it. A reader catalog
+        does neither: it opens what is there read-only (a missing catalog is a :class:`CatalogError`).
         """
+        with _PROCESS_LOCK:
+            if self.reader:
+                yield from self._reader_connect(config)
+                return
+            yield from self._writer_connect(read_only, config)
+
+    def _reader_connect(self, config: Mapping[str, Any] | None) -> Iterator[duckdb.DuckDBPyConnection]:
+        if not self.path.is_file():
+            raise CatalogError(f"no catalog at {self.path} (a run or an ingest creates it; if artifacts are there, "
+                               f"{_REBUILD_HINT})")
+        con = self._open(True, dict(config or {}))
+        try:
+            yield con
+        finally:
+            con.close()
+
+    def _writer_connect(self, read_only: bool, config: Mapping[str, Any] | None) -> Iterator[duckdb.DuckDBPyConnection]:
         if read_only and not self.path.exists():
             read_only = False  # nothing to read yet: create the schema first
         cfg = dict(config or {})
@@ -206,16 +189,58 @@ class Catalog:
         """
         statements = parse_one_read_statement(sql)
         if not self.path.is_file():
-            raise ValueError(f"no catalog at {self.path} (an ingest creates it)")
-        with self.connect(read_only=True):  # bring an older schema up to date (our DDL only)
-            pass
+            raise CatalogError(f"no catalog at {self.path} (an ingest creates it)")
+        if not self.reader:
+            with self.connect(read_only=True):  # bring an older schema up to date (our DDL only)
+                pass
         with self.connect(read_only=True, config=SANDBOX) as con:
             try:
-                cur = con.execute(statements)
+                with self._time_limit(con):
+                    cur = con.execute(statements)
+                    cols = [d[0] for d in cur.description] if cur.description else []
+                    return cols, cur.fetchall()
+            except QueryTimeoutError:
+                raise
             except duckdb.Error as exc:
                 raise ValueError(_first_line(exc)) from exc
-            cols = [d[0] for d in cur.description] if cur.description else []
-            return cols, cur.fetchall()
+
+    @contextlib.contextmanager
+    def _time_limit(self, con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+        """Interrupt ``con`` (from a timer thread) once ``query_timeout`` seconds have passed."""
+        if not self.query_timeout:
+            yield
+            return
+        fired = threading.Event()
+
+        def stop() -> None:
+            fired.set()
+            con.interrupt()
+
+        timer = threading.Timer(self.query_timeout, stop)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        except (duckdb.InterruptException, duckdb.Error, RuntimeError) as exc:
+            if fired.is_set():
+                raise QueryTimeoutError(f"query interrupted after its time limit of {self.query_timeout:g}s "
+                                        "(raise it with --timeout / --query-timeout)") from exc
+            raise
+        finally:
+            timer.cancel()
+
+    def _resolve(self, cols: Sequence[str], rows: list[tuple]) -> list[tuple]:
+        """Stored root-relative paths (columns ``path``, ``*_path``) made absolute under this root."""
+        idx = [i for i, c in enumerate(cols) if c == "path" or c.endswith("_path")]
+        if not idx or not rows:
+            return rows
+        out = []
+        for row in rows:
+            row = list(row)
+            for i in idx:
+                row[i] = from_root(self.root, row[i])
+            out.append(tuple(row))
+        return out
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> None:
         with self.connect() as con:
@@ -240,17 +265,19 @@ class Catalog:
         return _tx()
 
     def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Run a read query and return rows as dicts."""
-        with self.connect(read_only=True) as con:
-            cur = con.execute(sql, params or [])
-            cols = [d[0] for d in cur.description] if cur.description else []
-            return [dict(zip(cols, row)) for row in cur.fetchall()]
+        """Run a read query and return rows as dicts (stored paths resolved under this root)."""
+        cols, rows = self.query_table(sql, params)
+        return [dict(zip(cols, row)) for row in rows]
 
     def query_table(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> tuple[list[str], list[tuple]]:
-        with self.connect(read_only=True) as con:
+        with self.connect(read_only=True) as con, self._time_limit(con):
             cur = con.execute(sql, params or [])
             cols = [d[0] for d in cur.description] if cur.description else []
-            return cols, cur.fetchall()
+            return cols, self._resolve(cols, cur.fetchall())
+
+    def rel(self, path: str | os.PathLike) -> str:
+        """``path`` as the catalog stores it (relative to the data root when inside it)."""
+        return to_root(self.root, path)
 
     # -- runs and stages -------------------------------------------------------------------
     def start_run(self, flow: str, config: Any = None, config_hash: str | None = None, run_id: str | None = None) -> str:
@@ -287,19 +314,25 @@ class Catalog:
         """Record a complete artifact. Call only after its files are in place.
 
         Its manifest (each file's size, quick hash and full hash) is stored too, so that
-        :meth:`artifact` can tell a changed or damaged artifact from the one registered.
+        :meth:`artifact` can tell a changed or damaged artifact from the one registered, and the
+        same row is written beside the artifact as its record (:mod:`defsentflow.storage.records`),
+        from which a lost catalog is rebuilt.
         """
-        manifest = artifact_manifest(path)
-        sql = (
-            "INSERT OR REPLACE INTO artifacts (artifact_key, kind, name, path, content_hash, input_hashes, config, "
-            "code_version, run_id, meta, size_bytes, manifest, manifest_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        )
-        params = [key, kind, name, str(path), content_hash, _json(input_hashes), _json(config), code_version(), run_id,
-                  _json(meta), sum(f["size"] for f in manifest.values()), _json(manifest), manifest_hash(manifest)]
+        rec = records_module.make_record(self.root, key=key, kind=kind, path=path, content_hash=content_hash, name=name,
+                          input_hashes=input_hashes, config=config, run_id=run_id, meta=meta)
+        if not Path(rec["path"]).is_absolute():  # never write into a folder outside the data root
+            records_module.write_record(path, rec)
         if con is not None:
-            con.execute(sql, params)
+            records_module.register_records(con, self.root, [rec])
         else:
-            self.execute(sql, params)
+            with self.transaction() as tx:
+                records_module.register_records(tx, self.root, [rec])
+
+    def register_records(self, records: Sequence[Mapping[str, Any]]) -> int:
+        """Register artifact records (written by :func:`~defsentflow.storage.records.write_record`,
+        e.g. on a worker) in one transaction; idempotent. The number of records."""
+        with self.transaction() as con:
+            return records_module.register_records(con, self.root, list(records))
 
     def artifact(self, key: str) -> dict[str, Any] | None:
         """The artifact registered under ``key`` if its files are still the ones registered, else None.
@@ -307,7 +340,7 @@ class Catalog:
         The files are checked against the manifest (names, sizes, quick hashes): a changed or
         damaged artifact is reported (a warning) and treated as absent, so its stage recomputes.
         """
-        rows = self.query("SELECT * FROM artifacts WHERE artifact_key = ?", [key])
+        rows = self.query("SELECT * FROM artifacts WHERE artifact_key = ?", [key])  # path resolved under this root
         if not rows or not Path(rows[0]["path"]).exists():
             return None
         row = rows[0]
@@ -316,13 +349,13 @@ class Catalog:
             if problem:
                 # Moved aside (hidden, kept for inspection) so that no stage falls back to the
                 # changed files on disk: whoever looks the artifact up next recomputes it.
-                aside = _move_aside(Path(row["path"]))
+                aside = None if self.reader else _move_aside(Path(row["path"]))
                 log.warning("artifact %s (%s %s) does not match its record: %s; moved to %s, recomputing it", key,
                             row["kind"], row.get("name") or "", problem, aside)
                 return None
         for col in ("input_hashes", "config", "meta"):
             if isinstance(row.get(col), str):
-                row[col] = json.loads(row[col])
+                row[col] = resolved_tree(self.root, json.loads(row[col]))
         row.pop("manifest", None)
         return row
 
@@ -357,8 +390,11 @@ class Catalog:
         self.execute(
             "INSERT OR REPLACE INTO models (model_id, path, base_model, method, pooling, run_id, artifact_key, meta) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [model_id, str(path), base_model, method, pooling, run_id, artifact_key, _json(meta)],
+            [model_id, to_root(self.root, path), base_model, method, pooling, run_id, artifact_key, _json(meta)],
         )
+        records_module.amend_record(self.root, path, model={
+            "model_id": model_id, "path": path, "base_model": base_model, "method": method, "pooling": pooling,
+            "run_id": run_id, "artifact_key": artifact_key, "meta": meta})
 
     def record_metrics(self, model_id: str, rows: Sequence[Mapping[str, Any]], run_id: str | None = None) -> None:
         """Replace this model's metrics for the (task, setting, metric, pooling) keys given."""
@@ -375,3 +411,36 @@ class Catalog:
                     [model_id, r["task"], r["setting"], r["metric"], float(r["value"]), r.get("n"), r.get("n_excluded"),
                      r.get("pooling"), run_id],
                 )
+        found = self.query("SELECT path FROM models WHERE model_id = ?", [model_id])
+        if found and found[0]["path"]:
+            records_module.amend_record(self.root, found[0]["path"],
+                                        metrics=[{**r, "model_id": model_id, "run_id": run_id} for r in rows])
+
+
+def rebuild_catalog(root: str | os.PathLike | None = None) -> dict[str, int]:
+    """Register every record under the data root in its catalog (created if missing), in one
+    transaction: ``{"records", "artifacts", "models", "metrics"}`` (catalog rows after rebuilding).
+
+    Idempotent: a rebuild of a complete catalog changes nothing.
+    """
+    root = data_root(root, create=False)
+    if not root.is_dir():
+        raise ValueError(f"no data root at {root}")
+    records = [rec for _, rec in records_module.iter_records(root)]
+    cat = Catalog(root)
+    cat.register_records(records)
+    counts = {"records": len(records)}
+    for table in ("artifacts", "models", "metrics"):
+        counts[table] = cat.query(f"SELECT count(*) AS n FROM {table}")[0]["n"]
+    return counts
+
+
+def heal_catalog(root: str | os.PathLike | None = None) -> dict[str, int] | None:
+    """Rebuild a missing or emptied catalog from the records under the data root (what a run does
+    when it starts); None when the catalog has artifacts already or there are no records."""
+    root = data_root(root)
+    if next(records_module.iter_records(root), None) is None:
+        return None
+    if (root / "catalog.duckdb").exists() and Catalog(root).query("SELECT count(*) AS n FROM artifacts")[0]["n"]:
+        return None
+    return rebuild_catalog(root)

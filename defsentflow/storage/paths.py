@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
-__all__ = ["data_root", "sql_dir", "repo_root", "sample_dir"]
+__all__ = ["data_root", "sql_dir", "repo_root", "sample_dir", "to_root", "from_root", "relative_tree", "resolved_tree"]
 
 _PACKAGE = Path(__file__).resolve().parents[1]
 
@@ -45,3 +46,69 @@ def sql_dir() -> Path:
 def sample_dir() -> Path:
     """The small, licence-clean sample data shipped inside the package."""
     return _PACKAGE / "sample"
+
+
+# The folders a data root holds (a stored relative path starts with one of them).
+ROOT_FOLDERS = frozenset({"models", "parquet", "cache", "revdict", "reports", "sweeps", "claims", "indexes", "logs",
+                          "locks", "prefect", "exports", "embeddings", "checkpoints", "corpora", "dictionaries"})
+
+
+def to_root(root: str | os.PathLike, path: str | os.PathLike) -> str:
+    """``path`` as stored in the catalog, manifests and cache keys: relative to the data root
+    (POSIX form) when it lies inside it, else unchanged (a model id, a file elsewhere).
+
+    Stored this way, a copied, moved or differently mounted data root reads only its own files.
+    """
+    text = str(path)
+    p = Path(text)
+    if not p.is_absolute():
+        return text
+    root = Path(root).resolve()
+    try:
+        return Path(os.path.normpath(p)).relative_to(root).as_posix() or "."
+    except ValueError:
+        pass
+    try:  # the same place through a symlink
+        return p.resolve().relative_to(root).as_posix() or "."
+    except (ValueError, OSError):
+        return text
+
+
+def from_root(root: str | os.PathLike, value: str | None) -> str | None:
+    """The absolute path of a value stored by :func:`to_root`, under the CURRENT data root.
+
+    A relative value is taken as root-relative when its first component is one of the data root's
+    folders (or exists in the root), so a model id such as ``bert-base-uncased`` stays as it is;
+    absolute values are returned as stored.
+    """
+    if not value or not isinstance(value, str) or value.startswith(("/", "~")) or "://" in value:
+        return value
+    first = value.split("/", 1)[0]
+    root = Path(root)
+    if first in (".", "..") or (first not in ROOT_FOLDERS and not (root / first).exists()):
+        return value
+    return str(root / value)
+
+
+def relative_tree(root: str | os.PathLike, obj: Any) -> Any:
+    """``obj`` (JSON-like) with every string that is an absolute path inside ``root`` made relative."""
+    prefix = str(Path(root).resolve()) + "/"
+    if isinstance(obj, str):
+        return to_root(root, obj) if obj.startswith(prefix) else obj
+    if isinstance(obj, dict):
+        return {k: relative_tree(root, v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [relative_tree(root, v) for v in obj]
+    return obj
+
+
+def resolved_tree(root: str | os.PathLike, obj: Any) -> Any:
+    """The inverse of :func:`relative_tree` under the current root (strings holding a ``/`` whose
+    first component exists in the root)."""
+    if isinstance(obj, str):
+        return from_root(root, obj) if "/" in obj else obj
+    if isinstance(obj, dict):
+        return {k: resolved_tree(root, v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [resolved_tree(root, v) for v in obj]
+    return obj

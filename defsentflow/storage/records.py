@@ -1,0 +1,212 @@
+"""On-disk artifact records: what the catalog knows about an artifact, kept beside its files.
+
+Every registered artifact has a record file next to it (inside a directory artifact, beside a file
+artifact) holding its registration row: key, kind, name, its path relative to the data root,
+content hash, inputs, config, its manifest, and optionally the model row and metrics it adds.
+The record is written last and atomically, after the artifact's files. So:
+
+- a lost, deleted or emptied catalog is rebuilt from the records
+  (:func:`~defsentflow.storage.catalog.rebuild_catalog`, ``defsentflow catalog rebuild``, and
+  automatically when a run starts: :func:`~defsentflow.storage.catalog.heal_catalog`);
+- a worker process that must not open the catalog (``DEFSENTFLOW_WORKER=1``) writes a record
+  with :func:`make_record` and :func:`write_record`; the flow process registers the records in one
+  transaction (:meth:`Catalog.register_records`).
+
+Example:
+    >>> rec = make_record(root, key=key, kind="model", path=model_dir, content_hash=hash_path(model_dir))
+    >>> write_record(model_dir, rec)
+    >>> Catalog(root).register_records([read_record(model_dir)])
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import datetime
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from defsentflow.storage.atomic import TMP_PREFIX, atomic_path
+from defsentflow.storage.hashing import code_version
+from defsentflow.storage.manifest import artifact_manifest, manifest_hash
+from defsentflow.storage.paths import from_root, relative_tree, to_root
+
+__all__ = ["RECORD_NAME", "RECORD_FORMAT", "record_path", "make_record", "write_record", "read_record",
+           "iter_records", "register_records", "amend_record"]
+
+RECORD_NAME = ".defsentflow-record.json"
+RECORD_FORMAT = 1
+_FILE_SUFFIX = ".defsentflow-record.json"
+
+
+def record_path(artifact_path: str | os.PathLike) -> Path:
+    """Where the record of ``artifact_path`` lives: ``<dir>/.defsentflow-record.json`` for a
+    directory, ``<parent>/.<name>.defsentflow-record.json`` for a file (hidden names: manifests
+    and content hashes skip hidden files, so a record never changes its artifact's hash)."""
+    p = Path(artifact_path)
+    if p.is_dir():
+        return p / RECORD_NAME
+    return p.with_name(f".{p.name}{_FILE_SUFFIX}")
+
+
+def _artifact_of(record_file: Path) -> Path:
+    if record_file.name == RECORD_NAME:
+        return record_file.parent
+    return record_file.with_name(record_file.name[1:-len(_FILE_SUFFIX)])
+
+
+def make_record(root: str | os.PathLike, *, key: str, kind: str, path: str | os.PathLike, content_hash: str,
+                name: str | None = None, input_hashes: Mapping[str, str] | None = None, config: Any = None,
+                run_id: str | None = None, meta: Any = None, model: Mapping[str, Any] | None = None,
+                metrics: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The record of a complete artifact (its manifest is computed here, in the calling process).
+
+    ``model`` holds :meth:`Catalog.register_model`'s arguments (``model_id``, ``path``, ``base_model``,
+    ``method``, ``pooling``, ``artifact_key``, ``meta``); ``metrics`` holds rows as
+    :meth:`Catalog.record_metrics` takes them, each with its ``model_id``. Opens no catalog.
+    """
+    root = Path(root)
+    manifest = artifact_manifest(path)
+    model_row = None
+    if model is not None:
+        model_row = dict(model)
+        model_row["path"] = to_root(root, model_row.get("path", path))
+        model_row.setdefault("run_id", run_id)
+        model_row.setdefault("artifact_key", key)
+    return {
+        "format": RECORD_FORMAT, "key": key, "kind": kind, "name": name, "path": to_root(root, path),
+        "content_hash": content_hash, "input_hashes": dict(input_hashes) if input_hashes else None,
+        "config": relative_tree(root, json.loads(json.dumps(config, default=str))) if config is not None else None,
+        "code_version": code_version(), "run_id": run_id,
+        "meta": relative_tree(root, json.loads(json.dumps(meta, default=str))) if meta is not None else None,
+        "size_bytes": sum(f["size"] for f in manifest.values()), "manifest": manifest,
+        "manifest_hash": manifest_hash(manifest),
+        "model": model_row, "metrics": [dict(m) for m in metrics] if metrics else None,
+        "created_at": datetime.datetime.now().isoformat(sep=" "),  # local time, as the catalog's current_timestamp
+    }
+
+
+def write_record(artifact_path: str | os.PathLike, record: Mapping[str, Any]) -> Path:
+    """Write ``record`` beside ``artifact_path`` atomically (temporary file, fsync, rename).
+    Call it LAST, once every file of the artifact is in place."""
+    final = record_path(artifact_path)
+    with atomic_path(final) as tmp:
+        tmp.write_text(json.dumps(record, sort_keys=True, default=str))
+    return final
+
+
+def _load(record_file: Path) -> dict[str, Any]:
+    try:
+        rec = json.loads(record_file.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{record_file}: unreadable artifact record ({type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0] if str(exc) else ''})") from exc
+    missing = [k for k in ("key", "kind", "path", "content_hash") if not isinstance(rec, dict) or not rec.get(k)]
+    if missing:
+        raise ValueError(f"{record_file}: not an artifact record (missing {', '.join(missing)})")
+    return rec
+
+
+def read_record(artifact_path: str | os.PathLike) -> dict[str, Any] | None:
+    """The record beside ``artifact_path``; None if there is none.
+
+    Raises:
+        ValueError: the record exists but is corrupt (one line naming the file).
+    """
+    f = record_path(artifact_path)
+    if not f.is_file():
+        return None
+    return _load(f)
+
+
+def iter_records(root: str | os.PathLike) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """``(artifact path, record)`` of every record under the data root, in path order.
+
+    Records inside temporaries (``.tmp-*``) or artifacts moved aside (``.changed-*``) are skipped,
+    as are records whose artifact is gone. A corrupt record raises ValueError (one line).
+    """
+    root = Path(root)
+    found = sorted(set(root.rglob(RECORD_NAME)) | set(root.rglob(f".*{_FILE_SUFFIX}")))
+    for f in found:
+        rel = f.relative_to(root).parts[:-1]
+        if any(part.startswith((TMP_PREFIX, ".changed-")) for part in rel):
+            continue
+        if f.name != RECORD_NAME and f.name.startswith(TMP_PREFIX):
+            continue
+        art = _artifact_of(f)
+        if not art.exists():
+            continue
+        yield art, _load(f)
+
+
+def register_records(con: Any, root: str | os.PathLike, records: Sequence[Mapping[str, Any]]) -> int:
+    """Insert the rows of ``records`` on ``con`` (inside the caller's transaction); the number of
+    records. Idempotent: the rows are keyed (artifact key, model id, metric key) and replaced by
+    identical ones, so registering a record twice leaves no duplicate and changes nothing."""
+    for rec in records:
+        path = to_root(root, rec["path"])
+        man = rec.get("manifest")
+        con.execute(
+            "INSERT OR REPLACE INTO artifacts (artifact_key, kind, name, path, content_hash, input_hashes, config, "
+            "code_version, run_id, meta, size_bytes, manifest, manifest_hash, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(CAST(? AS TIMESTAMP), current_timestamp))",
+            [rec["key"], rec["kind"], rec.get("name"), path, rec["content_hash"], _json(rec.get("input_hashes")),
+             _json(rec.get("config")), rec.get("code_version"), rec.get("run_id"), _json(rec.get("meta")),
+             rec.get("size_bytes"), _json(man), rec.get("manifest_hash"), rec.get("created_at")],
+        )
+        model = rec.get("model")
+        if model:
+            con.execute(
+                "INSERT OR REPLACE INTO models (model_id, path, base_model, method, pooling, run_id, artifact_key, meta) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [model["model_id"], to_root(root, model.get("path") or rec["path"]), model.get("base_model"),
+                 model.get("method"), model.get("pooling"), model.get("run_id"), model.get("artifact_key") or rec["key"],
+                 _json(model.get("meta"))],
+            )
+        for r in rec.get("metrics") or []:
+            con.execute("DELETE FROM metrics WHERE model_id = ? AND task = ? AND setting = ? AND metric = ? "
+                        "AND coalesce(pooling, '') = coalesce(?, '')",
+                        [r["model_id"], r["task"], r["setting"], r["metric"], r.get("pooling")])
+            con.execute("INSERT INTO metrics (model_id, task, setting, metric, value, n, n_excluded, pooling, run_id) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [r["model_id"], r["task"], r["setting"], r["metric"], float(r["value"]), r.get("n"),
+                         r.get("n_excluded"), r.get("pooling"), r.get("run_id", rec.get("run_id"))])
+    return len(records)
+
+
+def amend_record(root: str | os.PathLike, artifact_path: str | os.PathLike, *, model: Mapping[str, Any] | None = None,
+                 metrics: Sequence[Mapping[str, Any]] | None = None) -> bool:
+    """Add a model row or metrics to the record of the artifact at ``artifact_path`` (a registered
+    model directory under the data root), so that a rebuilt catalog has them too. False (nothing
+    written) when the path has no record, e.g. a base model outside the data root."""
+    p = Path(str(artifact_path))
+    if not p.is_absolute() or not p.exists() or Path(to_root(root, p)).is_absolute():
+        return False  # not a path, gone, or outside the data root (never written to)
+    try:
+        rec = read_record(p)
+    except ValueError:
+        return False
+    if rec is None:
+        return False
+    if model is not None:
+        row = json.loads(json.dumps(dict(model), default=str))
+        row["path"] = to_root(root, row.get("path") or p)
+        rec["model"] = row
+    if metrics:
+        def mkey(m: Mapping[str, Any]) -> tuple:
+            return (m["model_id"], m["task"], m["setting"], m["metric"], m.get("pooling") or "")
+
+        merged = {mkey(m): m for m in rec.get("metrics") or []}
+        merged.update({mkey(m): json.loads(json.dumps(dict(m), default=str)) for m in metrics})
+        rec["metrics"] = list(merged.values())
+    write_record(p, rec)
+    return True
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, sort_keys=True, default=str)
+
+
+def record_row_path(root: str | os.PathLike, record: Mapping[str, Any]) -> str | None:
+    """The absolute path of a record's artifact under the current data root."""
+    return from_root(root, record.get("path"))

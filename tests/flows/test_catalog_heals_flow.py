@@ -1,0 +1,61 @@
+"""Issue 22, facts 8 and 9 at the flow level: a lost catalog is not trusted by Prefect's cache, and a
+copied data root keeps its cache hits while reading only its own files."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+from defsentflow.dictionary import load_dictionary
+from defsentflow.storage import Catalog
+from test_ingest_dictionary import _task_states
+
+
+def _sources(tmp_path):
+    marker = uuid.uuid4().hex  # unique content: no cache entry from another test can match
+    tsv = tmp_path / "a.tsv"
+    tsv.write_text(f"dog\ta domesticated canid {marker}\ncat\tsmall feline {marker}\n")
+    return [{"kind": "tsv", "paths": [str(tsv)]}]
+
+
+def test_a_deleted_catalog_does_not_make_a_cached_stage_lie(prefect_test_harness, home, tmp_path):
+    from flows.ingest_dictionary import ingest_dictionary
+
+    sources = _sources(tmp_path)
+    first = ingest_dictionary("healdict", sources)
+    (home / "catalog.duckdb").unlink()  # fact 8: artifacts and Prefect's results stay
+    Catalog._ddl_applied.clear()
+    state = ingest_dictionary("healdict", sources, return_state=True)
+    # before: both tasks "Cached", nothing registered, and the next stage's lookup a KeyError
+    assert set(_task_states(state.state_details.flow_run_id).values()) == {"Completed"}
+    assert state.result()["key"] == first["key"] and state.result()["path"] == first["path"]
+    assert load_dictionary("healdict").num_rows == 2
+    state = ingest_dictionary("healdict", sources, return_state=True)  # recorded again: a cache hit
+    assert _task_states(state.state_details.flow_run_id)["build-dictionary"] == "Cached"
+    assert load_dictionary("healdict").num_rows == 2
+
+
+def test_a_copied_root_keeps_its_cache_hits_and_reads_its_own_files(prefect_test_harness, home, tmp_path,
+                                                                    monkeypatch):
+    from flows.ingest_dictionary import ingest_dictionary
+
+    sources = _sources(tmp_path)
+    first = ingest_dictionary("copydict", sources)
+    assert Path(first["path"]).is_relative_to(home)
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-a", str(home), str(copy)], check=True)
+    gone = tmp_path / "moved-away"
+    home.rename(gone)  # the original's paths are gone (chmod 000 alone does not stop root)
+    gone.chmod(0)
+    try:
+        monkeypatch.setenv("DEFSENTFLOW_HOME", str(copy))
+        Catalog._ddl_applied.clear()
+        state = ingest_dictionary("copydict", sources, return_state=True)
+        assert set(_task_states(state.state_details.flow_run_id).values()) == {"Cached"}
+        assert state.result()["path"] == str(copy / Path(first["path"]).relative_to(home))
+        assert load_dictionary("copydict").num_rows == 2
+    finally:
+        gone.chmod(0o755)
+        shutil.rmtree(gone, ignore_errors=True)
