@@ -3,6 +3,7 @@ and fanned out to a LocalCluster of single-threaded worker processes.
 
     python bench/fanout.py                                   # configs/fanout-demo.yaml, median of 3
     python bench/fanout.py --repeats 1 --max-train-entries 120 --steps 1   # a quicker, smaller PST
+    python bench/fanout.py --data-dir /path/to/shared/data   # STS-B dev selection from there
 
 Each run starts from a fresh data root (the dictionary ingested once and copied), so every candidate
 trains. Prints each way's wall time (median), CPU seconds per candidate (the process CPU time of the
@@ -57,7 +58,8 @@ def load(config: str, args: argparse.Namespace):
     from defsentflow.config import load_config
 
     cfg = load_config(config)
-    update = {k: v for k, v in (("max_train_entries", args.max_train_entries), ("steps", args.steps)) if v}
+    update = {k: v for k, v in (("max_train_entries", args.max_train_entries), ("steps", args.steps),
+                                ("data_dir", args.data_dir)) if v}
     return cfg, cfg.pst.model_copy(update=update)
 
 
@@ -91,6 +93,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--max-train-entries", type=int, default=None)
     ap.add_argument("--steps", type=int, default=None)
+    ap.add_argument("--data-dir", default=None, help="STS data (default: the config's data_dir)")
     args = ap.parse_args()
     os.chdir(REPO)
     base = Path(tempfile.mkdtemp(prefix="bench-fanout-"))
