@@ -4,7 +4,8 @@
 processes; ``DEFSENTFLOW_WORKER=1`` and Dask's ``MALLOC_TRIM_THRESHOLD_`` unset in their
 environment) or connects to ``compute.address``, and hands the address to every flow and subflow
 of the command through ``DEFSENTFLOW_DASK_ADDRESS``. :func:`fan_out_from_env` is what a flow puts
-in its sequencer's ``steps``: a :class:`DaskFanOut` when an address is set, else the plain loop.
+in its sequencer's ``steps``: a :class:`DaskFanOut` when an address is set, else a
+:class:`TaskFanOut` (each call a Prefect task, in turn).
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from defsentflow.compute import ADDRESS_ENV, ComputeSection, compute_from_env, compute_to_env
-from defsentflow.fanout import WORKER_ENV, CandidateLostError, FanOut, sequential
+from defsentflow.fanout import WORKER_ENV, CandidateLostError, FanOut
 
-__all__ = ["DaskFanOut", "compute_cluster", "fan_out_from_env", "worker_environ"]
+__all__ = ["DaskFanOut", "TaskFanOut", "compute_cluster", "fan_out_from_env", "worker_environ"]
 
 
 def worker_environ() -> dict[str, Any]:
@@ -83,11 +84,29 @@ class DaskFanOut:
         return results
 
 
+class TaskFanOut:
+    """``fan_out(fn, calls)`` without a cluster: each call a Prefect task run in turn, in this thread
+    (visible in the UI with its state and logs, as the Dask tasks are)."""
+
+    def __init__(self, *, name: str | None = None, tags: Sequence[str] = ()) -> None:
+        self.name, self.tags = name, list(tags)
+
+    def __call__(self, fn: Callable[..., Any], calls: Sequence[Any]) -> list[Any]:
+        from prefect import task
+        from prefect.cache_policies import NO_CACHE
+
+        from defsentflow.fanout import call_one
+
+        wrapped = task(name=self.name or fn.__name__.replace("_", "-"), tags=self.tags, cache_policy=NO_CACHE,
+                       persist_result=False)(fn)
+        return [call_one(wrapped, c) for c in calls]
+
+
 def fan_out_from_env(name: str | None = None) -> FanOut:
-    """The fan-out a flow hands its sequencer: the command's Dask cluster, or the plain loop."""
+    """The fan-out a flow hands its sequencer: the command's Dask cluster, or one task after another."""
     compute = compute_from_env()
     if not compute.address:
-        return sequential
+        return TaskFanOut(name=name, tags=["gpu"] if compute.gpus_per_candidate > 0 else [])
     return DaskFanOut(compute.address, gpus_per_candidate=compute.gpus_per_candidate, name=name)
 
 

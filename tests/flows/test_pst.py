@@ -88,7 +88,7 @@ def test_pst_flow_second_run_reuses_every_step(prefect_test_harness, tiny_bert_d
     rows = Catalog().query("SELECT step, count(*) AS n FROM pst_steps WHERE run_id = 'f1' GROUP BY step ORDER BY step")
     assert [(r["step"], r["n"]) for r in rows] == [(0, 1), (1, 2), (2, 2)]
     states = _task_states(state.state_details.flow_run_id)
-    assert {"pst-step", "pst-entry-matrix", "pst-train-candidate", "pst-score-candidate"} <= set(states)
+    assert {"pst-step", "pst-entry-matrix", "pst-candidate"} <= set(states)
 
     def forbidden(*a, **kw):
         raise AssertionError("a cached flow run must not train")
