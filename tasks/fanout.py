@@ -124,8 +124,12 @@ def compute_cluster(compute: ComputeSection | None) -> Iterator[str | None]:
     cluster = None
     try:
         if compute.address:
+            from distributed import Client
+
             address = compute.address
-            print(f"Dask cluster: {address}")
+            with Client(address, timeout=30) as client:
+                print(f"Dask cluster at {address}: {len(client.scheduler_info()['workers'])} workers; "
+                      f"dashboard {client.dashboard_link}")
         else:
             import dask
             from distributed import LocalCluster
