@@ -126,3 +126,22 @@ def test_records_written_before_a_kill_are_registered_by_the_rerun(tiny_bert_dir
     assert len(res.steps[1].candidates) == 2
     assert len(Catalog().query("SELECT * FROM models WHERE method = 'defsent_plus'")) == 2
     assert _duplicates(home) == {"artifacts": 0, "models": 0, "metrics": 0}
+
+
+def test_an_existing_cluster_is_used_as_given_and_the_flags_override_the_config(cluster, monkeypatch, capsys):
+    import argparse
+
+    from defsentflow.cli.compute import compute_for
+    from defsentflow.compute import ADDRESS_ENV
+    from tasks.fanout import compute_cluster
+
+    address, _ = cluster
+    monkeypatch.delenv(ADDRESS_ENV)
+    with compute_cluster(ComputeSection(address=address, gpus_per_candidate=1)) as got:
+        assert got == address and os.environ[ADDRESS_ENV] == address
+    assert ADDRESS_ENV not in os.environ and "dashboard" in capsys.readouterr().out
+    config = ComputeSection(local_workers=4, threads_per_candidate=2)
+    flags = argparse.Namespace(dask_address="tcp://h:8786", local_workers=None)
+    assert compute_for(flags, config).model_dump() == {"address": "tcp://h:8786", "local_workers": 0,
+                                                       "gpus_per_candidate": 0.0, "threads_per_candidate": 2}
+    assert compute_for(argparse.Namespace(dask_address=None, local_workers=0), config).local_workers == 0
