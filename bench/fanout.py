@@ -67,7 +67,7 @@ def template_root(cfg, base: Path) -> Path:
     from defsentflow.dictionary.ingest import ingest_dictionary
 
     root = base / "template"
-    root.mkdir(parents=True)
+    root.mkdir(parents=True, exist_ok=True)
     ingest_dictionary(cfg.dictionary, root=root)
     return root
 
