@@ -77,7 +77,7 @@ class DaskFanOut:
                 try:
                     results.append(fut.result())
                 except Exception as exc:
-                    if type(exc).__name__ == "KilledWorker":
+                    if "KilledWorker" in f"{type(exc).__name__} {str(exc)[:300]}":  # as Dask or Prefect says it
                         raise CandidateLostError(f"{_label(call)}: lost with its Dask worker 3 times (KilledWorker); "
                                                  "see the worker logs (out of memory?)") from None
                     raise
