@@ -145,3 +145,22 @@ def test_an_existing_cluster_is_used_as_given_and_the_flags_override_the_config(
     assert compute_for(flags, config).model_dump() == {"address": "tcp://h:8786", "local_workers": 0,
                                                        "gpus_per_candidate": 0.0, "threads_per_candidate": 2}
     assert compute_for(argparse.Namespace(dask_address=None, local_workers=0), config).local_workers == 0
+
+
+def _die(spec):
+    os.kill(os.getpid(), 9)
+
+
+def test_a_candidate_that_keeps_killing_its_worker_is_a_one_line_error_naming_it(cluster):
+    from defsentflow.fanout import CandidateLostError
+    from tasks.fanout import DaskFanOut
+
+    address, client = cluster
+    before = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.allowed_failures)
+    client.run_on_scheduler(lambda dask_scheduler: setattr(dask_scheduler, "allowed_failures", 0))
+    try:
+        with pytest.raises(CandidateLostError, match=r"^step 1 mean-amp, seed 3: lost with its Dask worker") as err:
+            DaskFanOut(address)(_die, [({"label": "step 1 mean-amp, seed 3"},)])
+        assert "\n" not in str(err.value)
+    finally:
+        client.run_on_scheduler(lambda dask_scheduler: setattr(dask_scheduler, "allowed_failures", before))
