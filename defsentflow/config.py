@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from defsentflow.compute import ComputeSection
 from defsentflow.config_tools import ConfigSection, format_errors, read_yaml_mapping, resolve_path
 from defsentflow.dictionary.config import NAME_PATTERN, DictionaryConfig
 from defsentflow.evaluation.config import EvalSection
@@ -44,6 +45,8 @@ class PipelineConfig(ConfigSection):
     defsent: DefSentSection | None = Field(None, description="one DefSent or DefSent+ run instead of PST")
     eval: EvalSection = EvalSection()
     report: bool = True
+    compute: ComputeSection = Field(ComputeSection(), description="where fanned-out work runs (Dask); not part "
+                                    "of the run's fingerprint")
 
     @model_validator(mode="after")
     def _consistent(self) -> PipelineConfig:

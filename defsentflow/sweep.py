@@ -53,6 +53,7 @@ from pydantic import Field, ValidationError, field_validator
 from defsentflow.config_tools import ConfigSection
 from defsentflow.dictionary.config import NAME_PATTERN
 from defsentflow.sweep_seeds import SeedAggregation
+from defsentflow.fanout import FanOut, sequential
 
 __all__ = ["MAX_SWEEP_POINTS", "Sweep", "SweepFile", "SweepOutcome", "SweepPoint", "expand_sweep", "load_sweep",
            "point_rows", "run_sweep", "set_dotted", "write_point_configs"]
@@ -408,12 +409,9 @@ def mark_interrupted_points(sweep_name: str, root: str | os.PathLike | None = No
     from defsentflow.storage import Catalog
     from defsentflow.storage.atomic import pid_alive
 
-    cat = Catalog(root)
-    n = 0
+    cat, n = Catalog(root), 0
     for r in point_rows(sweep_name, root).values():
-        if r["status"] != "running":
-            continue
-        owner = json.loads(r["owner"] or "{}")
+        owner = json.loads(r["owner"] or "{}") if r["status"] == "running" else {}
         if owner.get("host") == socket.gethostname() and isinstance(owner.get("pid"), int) and not pid_alive(owner["pid"]):
             cat.execute("UPDATE sweep_points SET status = 'interrupted', ended_at = current_timestamp "
                         "WHERE sweep = ? AND point_id = ?", [sweep_name, r["point_id"]])
@@ -437,14 +435,14 @@ RunPoint = Callable[[SweepPoint, str, str], dict[str, Any]]
 
 def run_sweep(sweep: Sweep, run_point: RunPoint, *, only: Sequence[str] | None = None, force: bool = False,
               fail_fast: bool = False, root: str | os.PathLike | None = None,
-              on_point: Callable[[SweepPoint, str], None] | None = None) -> SweepOutcome:
-    """Run the sweep's points in order with ``run_point(point, config_path, run_id)``.
-
-    A point whose last run completed with the same config is skipped (``force`` reruns it; its
-    stages are then cache hits). A point that raises is recorded as failed and the sweep goes on
-    (``fail_fast`` stops instead); an interrupt (Ctrl-C) marks the point 'interrupted' and stops.
-    ``run_point`` returns the pipeline's summary (``status`` 'completed' or 'unchanged').
-    """
+              on_point: Callable[[SweepPoint, str], None] | None = None, fan_out: FanOut = sequential) -> SweepOutcome:
+    """Run the sweep's points with ``run_point(point, config_path, run_id)`` (returns the pipeline's
+    summary, ``status`` 'completed' or 'unchanged'), through ``fan_out(fn, calls)`` (default one
+    after another). A point whose last run completed with the same config is skipped (``force``
+    reruns it: cache hits). A point that raises is recorded as failed and the sweep goes on
+    (``fail_fast`` stops); an interrupt marks the point 'interrupted' and stops. A point is a whole
+    pipeline run, which writes the catalog, so its call stays in the catalog's process; what goes to
+    workers is inside it (each PST step's candidates, on the command's Dask cluster)."""
     from defsentflow.storage import Catalog
 
     t0 = time.perf_counter()
@@ -455,15 +453,18 @@ def run_sweep(sweep: Sweep, run_point: RunPoint, *, only: Sequence[str] | None =
     cat = Catalog(root)
     outcome = SweepOutcome(sweep=sweep.name)
     owner = json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
+    todo = []
     for i, p in enumerate(chosen, 1):
         row = done.get(p.point_id) or {}
         if not force and row.get("status") == "completed" and row.get("config_hash") == p.config_hash:
             log.info("sweep %s: point %d/%d %s (%s) already completed in run %s: skipped", sweep.name, i, len(chosen),
                      p.point_id, p.label, row.get("run_id"))
             outcome.skipped.append(p.point_id)
-            if on_point:
-                on_point(p, "skipped")
-            continue
+            _ = on_point(p, "skipped") if on_point else None
+        else:
+            todo.append((i, p))
+
+    def run_one(i: int, p: SweepPoint) -> tuple[str, str | None]:
         run_id = f"{p.name}-{uuid.uuid4().hex[:6]}"
         log.info("sweep %s: point %d/%d %s (%s): run %s", sweep.name, i, len(chosen), p.point_id, p.label, run_id)
         cat.execute("UPDATE sweep_points SET status = 'running', run_id = ?, config_hash = ?, owner = ?, "
@@ -487,11 +488,13 @@ def run_sweep(sweep: Sweep, run_point: RunPoint, *, only: Sequence[str] | None =
             cat.execute("UPDATE sweep_points SET status = ?, note = ?, ended_at = current_timestamp, seconds = ? "
                         "WHERE sweep = ? AND point_id = ?",
                         [status, note, time.perf_counter() - t1, sweep.name, p.point_id])
+        _ = on_point(p, status) if on_point else None
+        return status, note
+
+    for (_, p), (status, note) in zip(todo, fan_out(run_one, todo)):
         if status == "completed":
             outcome.ran.append(p.point_id)
         else:
             outcome.failed[p.point_id] = note or status
-        if on_point:
-            on_point(p, status)
     outcome.seconds = time.perf_counter() - t0
     return outcome

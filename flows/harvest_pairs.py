@@ -1,8 +1,8 @@
 """The ``harvest-pairs`` flow: corpus -> context scorer + index -> batches of labelled pairs (fan-out).
 
-The batches are independent Prefect tasks. With ``dask.address`` (a running scheduler) or
-``dask.local_workers > 0`` (a local cluster) in the config they run on a
-``prefect_dask.DaskTaskRunner``; otherwise one at a time in this process.
+The batches are independent Prefect tasks. With ``compute.address`` (a running scheduler),
+``compute.local_workers > 0`` (a local cluster of worker processes) or the command's cluster they
+run on a ``prefect_dask.DaskTaskRunner``; otherwise one at a time in this process.
 """
 
 from __future__ import annotations
@@ -40,19 +40,12 @@ def harvest_pairs(config: dict[str, Any], run_id: str | None = None) -> dict[str
     return result
 
 
-def task_runner_for(config: dict[str, Any]):
-    """A ``DaskTaskRunner`` when the config's ``dask`` section asks for one, else one task at a time."""
-    dask = config.get("dask") or {}
-    if dask.get("address"):
+def task_runner_for(address: str | None):
+    """A ``DaskTaskRunner`` on the command's cluster (``compute:``), else one task at a time."""
+    if address:
         from prefect_dask import DaskTaskRunner
 
-        return DaskTaskRunner(address=dask["address"])
-    if dask.get("local_workers"):
-        from prefect_dask import DaskTaskRunner
-
-        return DaskTaskRunner(cluster_kwargs={"n_workers": dask["local_workers"], "processes": dask.get("processes", False),
-                                              "threads_per_worker": dask.get("threads_per_worker", 1),
-                                              "dashboard_address": None})
+        return DaskTaskRunner(address=address)
     from prefect.task_runners import ThreadPoolTaskRunner
 
     return ThreadPoolTaskRunner(max_workers=1)
@@ -62,5 +55,9 @@ def run_harvest_flow(config: dict[str, Any], run_id: str | None = None) -> dict[
     """Run :func:`harvest_pairs` with the task runner its config asks for."""
     from defsentflow.scoring.config import HarvestConfig
 
-    config = HarvestConfig.model_validate(config).model_dump(mode="json")
-    return harvest_pairs.with_options(task_runner=task_runner_for(config))(config, run_id=run_id)
+    from tasks.fanout import compute_cluster
+
+    cfg = HarvestConfig.model_validate(config)
+    with compute_cluster(cfg.compute) as address:
+        return harvest_pairs.with_options(task_runner=task_runner_for(address))(cfg.model_dump(mode="json"),
+                                                                                run_id=run_id)

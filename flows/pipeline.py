@@ -46,6 +46,9 @@ def _steps() -> Any:
 @flow(name="pipeline", log_prints=True)
 def pipeline(config_path: str, only_if_changed: bool = False, run_id: str | None = None) -> dict[str, Any]:
     """Run the whole pipeline for ``config_path``; returns the run id, the selected model and the report."""
+    from defsentflow.config import load_config, resolve_path
     from defsentflow.pipeline import run_pipeline
+    from tasks.fanout import compute_cluster
 
-    return run_pipeline(config_path, steps=_steps(), only_if_changed=only_if_changed, run_id=run_id)
+    with compute_cluster(load_config(resolve_path(config_path)).compute):  # the command's cluster, if it has one
+        return run_pipeline(config_path, steps=_steps(), only_if_changed=only_if_changed, run_id=run_id)

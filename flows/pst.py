@@ -1,7 +1,8 @@
 """The ``pst`` flow: Progressive Separate Training, one ``pst-step`` subflow per step.
 
 The sequence is the library's :func:`defsentflow.training.pst.run_pst`; this flow only hands it
-the pieces wrapped as Prefect tasks (``tasks/training.py``). A second run with the same inputs
+the pieces wrapped as Prefect tasks (``tasks/training.py``); a step's candidates go to the command's Dask
+cluster when it has one (``compute:``, ``--local-workers``, ``--dask-address``). A second run with the same inputs
 reuses every entry matrix, trained model and score by its content key.
 """
 
@@ -12,7 +13,7 @@ from typing import Any
 
 from prefect import flow
 
-from tasks.training import PST_TASKS
+from tasks.training import pst_tasks
 
 
 @flow(name="pst", log_prints=True)
@@ -22,4 +23,4 @@ def pst_flow(section: dict[str, Any], run_id: str | None = None) -> Any:
     from defsentflow.training.pst_config import PstSection
 
     return run_pst(PstSection.model_validate(section), run_id=run_id or f"pst-{uuid.uuid4().hex[:8]}",
-                   steps=PST_TASKS)
+                   steps=pst_tasks())

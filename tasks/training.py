@@ -10,17 +10,19 @@ delay, resuming the checkpoint: :mod:`tasks.retries`), not a second set of keys.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
+from defsentflow.evaluation.selection import selection_score
 from defsentflow.training import pst_steps
 from defsentflow.training.defsent_run import DefSentSteps
 from defsentflow.training.pst import PstSteps, run_step0
 from tasks.retries import TRAIN_RETRIES
 
-__all__ = ["DEFSENT_TASKS", "PST_TASKS"]
+__all__ = ["DEFSENT_TASKS", "PST_TASKS", "pst_tasks"]
 
 
 def _task(name: str, fn: Callable[..., Any]) -> Any:
@@ -42,10 +44,19 @@ def _step_subflow(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 PST_TASKS = PstSteps(
     build_matrix=_task("pst-entry-matrix", pst_steps.build_entry_matrix),
-    train=_task("pst-train-candidate", pst_steps.train_candidate),
-    score=_task("pst-score-candidate", pst_steps.score_candidate),
+    scorer=selection_score,
     step=_step_subflow,
 )
+
+
+def pst_tasks() -> PstSteps:
+    """PST's executor for a flow: the tasks above, and the candidates fanned out to the command's
+    Dask cluster (``compute:``) as ``pst-candidate`` tasks, or run in turn without one."""
+    from defsentflow.compute import compute_from_env
+    from tasks.fanout import fan_out_from_env
+
+    return dataclasses.replace(PST_TASKS, fan_out=fan_out_from_env("pst-candidate"),
+                               threads=compute_from_env().threads_per_candidate)
 
 DEFSENT_TASKS = DefSentSteps(
     build_matrix=_task("defsent-entry-matrix", pst_steps.build_entry_matrix),

@@ -24,6 +24,7 @@ from defsentflow.claims.config import ClaimsConfig
 from defsentflow.claims.figures import CatalogFigures, claim_checks, claim_series
 from defsentflow.claims.judge import Series, judge, series_text
 from defsentflow.claims.papers import CLAIMS
+from defsentflow.fanout import FanOut, sequential
 
 __all__ = ["ClaimRow", "ClaimsOutcome", "claim_rows", "measure_claims", "record_claims", "run_claims"]
 
@@ -137,12 +138,14 @@ RunPoint = Callable[[Any, str, str], dict[str, Any]]
 
 
 def run_claims(claims: ClaimsConfig, run_point: RunPoint | None, *, only: Sequence[str] | None = None,
-               force: bool = False, root: str | os.PathLike | None = None, run_id: str | None = None) -> ClaimsOutcome:
+               force: bool = False, root: str | os.PathLike | None = None, run_id: str | None = None,
+               fan_out: FanOut = sequential) -> ClaimsOutcome:
     """Run the arms the claims need (those not yet completed), then judge and record every claim.
 
     ``only`` restricts the run to some claims (their arms only). ``run_point=None`` runs nothing:
     the claims are judged from the arms that completed so far (a claim missing arms says which).
-    The claims run is a ``runs`` row (flow ``claims``) whose wall time is the command's.
+    The claims run is a ``runs`` row (flow ``claims``) whose wall time is the command's. The arms
+    run through ``fan_out`` (:func:`defsentflow.sweep.run_sweep`'s; default one after another).
     """
     from defsentflow.storage import Catalog, hash_config
     from defsentflow.sweep import point_rows, run_sweep
@@ -164,7 +167,7 @@ def run_claims(claims: ClaimsConfig, run_point: RunPoint | None, *, only: Sequen
         failed: dict[str, str] = {}
         if plan.sweep is not None:
             names = {p.point_id: n for n, p in plan.points.items()}
-            outcome = (run_sweep(plan.sweep, run_point, only=wanted, force=force, root=root)
+            outcome = (run_sweep(plan.sweep, run_point, only=wanted, force=force, root=root, fan_out=fan_out)
                        if wanted and run_point is not None else None)
             failed = {names.get(k, k): v for k, v in outcome.failed.items()} if outcome else {}
         done = point_rows(claims.name, root) if plan.sweep is not None else {}

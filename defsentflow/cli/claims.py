@@ -6,6 +6,8 @@ import argparse
 import os
 from pathlib import Path
 
+from defsentflow.cli.compute import add_compute_flags
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("claims", help="measure the papers' claims (arms run by the pipeline, resumable) and print the table")
@@ -16,6 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--show", action="store_true", help="print the latest table from the catalog; run nothing")
     p.add_argument("--no-run", action="store_true",
                    help="judge the claims from the arms completed so far and record them; train nothing")
+    add_compute_flags(p, what="arms' PST candidates")
     p.set_defaults(func=_claims)
 
 
@@ -55,7 +58,9 @@ def _claims(args: argparse.Namespace) -> int:
     if args.no_run:
         outcome = run_claims(claims, None, only=args.only)
     else:
-        with local_api():
+        from defsentflow.cli.compute import command_cluster
+
+        with local_api(), command_cluster(args):
             outcome = run_claims(claims, run_point, only=args.only, force=args.force)
     rows = claim_rows(Catalog(), run_id=outcome.run_id)
     _print(rows)

@@ -6,6 +6,7 @@ import argparse
 import uuid
 
 from defsentflow.cli import identifier
+from defsentflow.cli.compute import add_compute_flags
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -15,9 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "killed harvest resumes where it stopped.")
     p.add_argument("config", help="YAML config")
     _common(p)
-    p.add_argument("--dask-address", metavar="ADDR", help="run the batches on this Dask scheduler (implies --prefect)")
-    p.add_argument("--local-workers", type=int, metavar="N",
-                   help="run the batches on a local Dask cluster of N workers (implies --prefect)")
+    add_compute_flags(p, what="batches (implies --prefect)")
     p.set_defaults(func=_harvest)
 
 
@@ -35,13 +34,9 @@ def _config(args: argparse.Namespace):
         cfg = load_harvest_config(args.config)
     except (FileNotFoundError, ValueError) as exc:
         raise UserError(str(exc)) from None
-    dask = {}
-    if getattr(args, "dask_address", None):
-        dask["address"] = args.dask_address
-    if getattr(args, "local_workers", None):
-        dask["local_workers"] = args.local_workers
-    if dask:
-        cfg = cfg.model_copy(update={"dask": cfg.dask.model_copy(update=dask)})
+    from defsentflow.cli.compute import compute_for
+
+    cfg = cfg.model_copy(update={"compute": compute_for(args, cfg.compute)})
     if getattr(args, "base_encoder", None):
         from defsentflow.evaluation.suite import resolve_model
         from defsentflow.storage import Catalog
@@ -52,7 +47,7 @@ def _config(args: argparse.Namespace):
 
 
 def _uses_dask(cfg) -> bool:
-    return bool(cfg.dask.address or cfg.dask.local_workers)
+    return cfg.compute.distributed
 
 
 def _harvest(args: argparse.Namespace) -> int:

@@ -8,12 +8,15 @@ import os
 import time
 from pathlib import Path
 
+from defsentflow.cli.compute import add_compute_flags
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run the whole pipeline for a config (no Prefect server needed)")
     p.add_argument("config", help="pipeline YAML, e.g. configs/demo.yaml")
     p.add_argument("--only-if-changed", action="store_true",
                    help="end at once as 'unchanged' when the inputs match the last completed run of this config")
+    add_compute_flags(p)
     p.set_defaults(func=_run)
     p = sub.add_parser("best-model", help="print the encoder directory a finished run of CONFIG selected")
     p.add_argument("config")
@@ -48,6 +51,7 @@ def _run(args: argparse.Namespace) -> int:
     import uuid
 
     from defsentflow.cli import UserError
+    from defsentflow.cli.compute import command_cluster
     from defsentflow.cli.run_log import elapsed, run_log
     from defsentflow.preflight import preflight
     from defsentflow.storage import Catalog, check_identifier, clean_stale_temporaries, data_root, under_root
@@ -65,7 +69,7 @@ def _run(args: argparse.Namespace) -> int:
 
         clean_stale_temporaries(root)
         try:
-            with local_api():
+            with local_api(), command_cluster(args, cfg.compute):
                 state = pipeline(args.config, only_if_changed=args.only_if_changed, run_id=run_id, return_state=True)
                 _print_task_states(state.state_details.flow_run_id, log)
                 result = state.result()

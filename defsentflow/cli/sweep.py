@@ -6,6 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
+from defsentflow.cli.compute import add_compute_flags
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,6 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--only", nargs="+", metavar="POINT", help="run only these points (id, name or position)")
     r.add_argument("--force", action="store_true", help="rerun completed points too (their stages are cache hits)")
     r.add_argument("--fail-fast", action="store_true", help="stop at the first failed point")
+    add_compute_flags(r, what="points' PST candidates")
     r.set_defaults(func=_run)
     s = ss.add_parser("show", help="validate the sweep and list its points with their status")
     s.add_argument("sweep")
@@ -53,7 +55,9 @@ def _run(args: argparse.Namespace) -> int:
 
     clean_stale_temporaries(data_root())
     print(f"sweep {sweep.name}: {len(sweep.points)} points")
-    with local_api():
+    from defsentflow.cli.compute import command_cluster
+
+    with local_api(), command_cluster(args):
         result = sweep_flow(sweep.path, only=args.only, force=args.force, fail_fast=args.fail_fast,
                             **({"max_points": args.max_points} if args.max_points else {}))
     _print_table(sweep.name)

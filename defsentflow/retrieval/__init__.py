@@ -6,7 +6,7 @@ Every index has ``build(texts)``, ``save(dir)``, ``load(dir)`` and
 
 from __future__ import annotations
 
-from defsentflow.retrieval.artifacts import INDEX_KINDS, IndexArtifact, IndexKind, build_index, load_index
+from defsentflow.retrieval.artifacts import INDEX_KINDS, IndexArtifact, IndexKind, build_index, load_index, open_index
 from defsentflow.retrieval.bm25 import Bm25Config, Bm25Index
 from defsentflow.retrieval.dense import DenseConfig, DenseIndex, Encoder
 from defsentflow.retrieval.tfidf import TfidfConfig, TfidfIndex
@@ -26,6 +26,7 @@ __all__ = [
     "TfidfIndex",
     "build_index",
     "load_index",
+    "open_index",
     "rank_order",
     "tokenize",
     "top_n_rows",

@@ -16,7 +16,7 @@ from defsentflow.retrieval.dense import DenseConfig, DenseIndex, Encoder
 from defsentflow.retrieval.tfidf import TfidfConfig, TfidfIndex
 from defsentflow.storage import Catalog, atomic_dir, code_version, combine_hashes, hash_config, hash_path, under_root
 
-__all__ = ["IndexKind", "INDEX_KINDS", "IndexArtifact", "build_index", "load_index"]
+__all__ = ["IndexKind", "INDEX_KINDS", "IndexArtifact", "build_index", "load_index", "open_index"]
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +109,11 @@ def build_index(kind: IndexKind, corpus_name: str, *, root: str | os.PathLike | 
     seconds = time.perf_counter() - t0
     log.info("index %s over %s: %d chunks (%.1fs)", kind, name, len(texts), seconds)
     return IndexArtifact(key, kind, name, corpus["artifact_key"], final, len(texts), False, seconds)
+
+
+def open_index(kind: str, path: str | os.PathLike, encoder: Encoder | None = None) -> Index:
+    """Open an index artifact by its kind and directory (no catalog: what a Dask worker does)."""
+    return _open(_check_kind(kind), Path(path), encoder)
 
 
 def load_index(key: str, *, root: str | os.PathLike | None = None, encoder: Encoder | None = None) -> Index:

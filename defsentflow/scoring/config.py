@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
 from defsentflow.config_tools import (LIMITS, ConfigSection, CorpusFormat, RetrievalKind, Seed, Similarity,
                                       format_errors, read_yaml_mapping, resolve_path)
+from defsentflow.compute import ComputeSection
 from defsentflow.scoring.context_sets import Selection
 from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
 
@@ -110,14 +111,6 @@ class PairsSection(ConfigSection):
         return self
 
 
-class DaskSection(ConfigSection):
-    address: str | None = Field(None, description="a running Dask scheduler, e.g. tcp://host:8786")
-    local_workers: int = Field(0, ge=0, le=LIMITS["workers"],
-                               description="start a local cluster with this many workers (0: sequential)")
-    processes: bool = False
-    threads_per_worker: int = Field(1, ge=1, le=LIMITS["workers"])
-
-
 class SurrogateSection(ConfigSection):
     base_encoder: str = "bundled:all-MiniLM-L6-v2"
     name: str = Field("surrogate", pattern=IDENTIFIER_PATTERN, description="model id prefix in the catalog")
@@ -155,9 +148,17 @@ class HarvestConfig(ConfigSection):
     threads: int | None = Field(None, ge=1, le=LIMITS["workers"],
                                 description="torch CPU threads for scorer training and scoring "
                                 "(None: torch's default; 1 is faster for this small MLP on a busy machine)")
-    dask: DaskSection = DaskSection()
+    compute: ComputeSection = Field(ComputeSection(), description="where the batches run (the ``compute:`` "
+                                    "section every stage shares; it replaced ``dask:``)")
     surrogate: SurrogateSection = SurrogateSection()
     root: str | None = Field(None, description="data root (default $DEFSENTFLOW_HOME or ./storage)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "dask" in data:
+            raise ValueError("dask: was renamed compute: (keys address, local_workers; worker processes, one thread each)")
+        return data
 
     @model_validator(mode="after")
     def _sizes(self) -> HarvestConfig:

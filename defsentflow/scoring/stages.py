@@ -259,12 +259,15 @@ def _resources(corpus_json: str, scorer_json: str, index_json: str, extras_json:
         gen = GenerativeScorer(sc.lm, batch_size=sc.lm_batch_size, device=sc.lm_device)
     w = sc.weights
     scorer = ContextualScorer(ScorerWeights(w.l1, w.l2, w.l3, w.l4), discriminative=disc, generative=gen)
-    from defsentflow.retrieval import load_index
+    from defsentflow.retrieval import load_index, open_index
 
     encoder = None
     if index["kind"] == "dense":  # queries are harvest sentences: reuse their cached vectors
         encoder = _dense_encoder(sc.discriminative.encoder, dict(zip(texts, vectors)))
-    search = load_index(index["key"], root=root, encoder=encoder).search
+    # the flow resolved the index's directory: a worker opens no catalog
+    index_obj = (open_index(index["kind"], index["path"], encoder) if index.get("path")
+                 else load_index(index["key"], root=root, encoder=encoder))
+    search = index_obj.search
     return HarvestResources(layout, texts, vectors, scorer, search)
 
 

@@ -54,9 +54,11 @@ from defsentflow.training.defsent_run import run_defsent
 from defsentflow.training.pst_config import PstSection
 from defsentflow.training.pst_records import (Candidate, DefSentResult, MatrixRef, PstResult, SelectionPlan, StepPlan,
                                               StepResult)
+from defsentflow.fanout import FanOut, sequential
+from defsentflow.training.pst_candidates import (Scorer, plan_base_candidate, plan_candidate, run_candidate,
+                                                 run_candidates)
 from defsentflow.training.pst_steps import (_key, base_candidates, build_entry_matrix, choose_best, choose_step,
-                                            plan_step, record_step, score_candidate, selection_plan, step_key,
-                                            train_candidate)
+                                            plan_step, record_step, selection_plan, step_key)
 
 __all__ = [
     "Candidate",
@@ -80,12 +82,11 @@ __all__ = [
     "run_defsent",
     "run_pst",
     "run_step",
+    "run_candidate",
     "run_step0",
-    "score_candidate",
     "selection_plan",
     "should_stop",
     "step_key",
-    "train_candidate",
 ]
 
 
@@ -98,12 +99,21 @@ def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 class PstSteps:
     """How PST's pieces run. The defaults are the library functions, called in process; the
     ``pst`` flow passes the same functions wrapped as Prefect tasks, and ``step`` as a subflow
-    (``step(fn, *args, **kwargs)`` runs one whole step). Nothing here decides anything."""
+    (``step(fn, *args, **kwargs)`` runs one whole step). Nothing here decides anything.
+
+    ``fan_out(fn, calls) -> results in submission order`` runs a step's candidates (one
+    :func:`~defsentflow.training.pst_candidates.run_candidate` call each; default a plain loop, the
+    flows pass one that submits to a Dask cluster). ``scorer(request) -> (value, rows)`` is the
+    selection scorer (training imports no evaluation code: the caller passes
+    :func:`defsentflow.evaluation.selection.selection_score` or a stand-in); ``threads`` is the
+    torch thread count each candidate runs with (None: the process's).
+    """
 
     build_matrix: Callable[..., MatrixRef] = build_entry_matrix
-    train: Callable[..., Candidate] = train_candidate
-    score: Callable[..., Candidate] = score_candidate
+    scorer: Scorer | None = None
+    fan_out: FanOut = sequential
     step: Callable[..., StepResult] = call
+    threads: int | None = None
 
 
 LOCAL = PstSteps()
@@ -114,8 +124,9 @@ def run_step0(section: PstSection, data: TrainingData, selection: SelectionPlan,
               root: str | os.PathLike | None = None, run_id: str | None = None, steps: PstSteps = LOCAL) -> StepResult:
     """Step 0: score the untrained encoder (once per pooling the later steps are scored with)."""
     t0 = time.perf_counter()
-    cands = [steps.score(section, data, c, selection, root=root, run_id=run_id)
+    specs = [plan_base_candidate(section, data, selection, c, root=root, run_id=run_id, threads=steps.threads)
              for c in base_candidates(section, root=root, run_id=run_id)]
+    cands = run_candidates(specs, scorer=steps.scorer, fan_out=steps.fan_out, root=root)
     best, figure, means = choose_step(cands, "best_seed")  # one untrained model: no seeds to average
     return StepResult(step=0, candidates=tuple(cands), best=best, seconds=time.perf_counter() - t0,
                       rule=section.selection_rule, figure=figure, group_means=means)
@@ -123,7 +134,8 @@ def run_step0(section: PstSection, data: TrainingData, selection: SelectionPlan,
 
 def run_step(section: PstSection, data: TrainingData, plan: StepPlan, selection: SelectionPlan, *,
              root: str | os.PathLike | None = None, run_id: str | None = None, steps: PstSteps = LOCAL) -> StepResult:
-    """Build the step's entry matrices, train and score every (grid point, seed), pick the best.
+    """Build the step's entry matrices, train and score every (grid point, ICA, seed) through
+    ``steps.fan_out``, pick the best.
 
     A step whose artifact exists is returned as recorded (``cached=True``) without any work.
     """
@@ -142,14 +154,11 @@ def run_step(section: PstSection, data: TrainingData, plan: StepPlan, selection:
     matrices = {(enc, ica): steps.build_matrix(section, data, encoder=plan.encoder, encoder_id=plan.encoder_id,
                                                encoding=enc, ica=ica, step=plan.step, root=root, run_id=run_id)
                 for enc in dict.fromkeys(g.entry_encoding for g in plan.grid) for ica in variants}
-    cands = []
-    for g in plan.grid:
-        for ica in variants:
-            for seed in plan.seeds:
-                c = steps.train(section, data, step=plan.step, seed=seed, grid=g, lr=plan.lr,
-                                matrix=matrices[(g.entry_encoding, ica)], start=plan.start, start_id=plan.start_id,
-                                root=root, run_id=run_id)
-                cands.append(steps.score(section, data, c, selection, root=root, run_id=run_id))
+    specs = [plan_candidate(section, data, selection, step=plan.step, seed=seed, grid=g, lr=plan.lr,
+                            matrix=matrices[(g.entry_encoding, ica)], start=plan.start, start_id=plan.start_id,
+                            root=root, run_id=run_id, threads=steps.threads)
+             for g in plan.grid for ica in variants for seed in plan.seeds]
+    cands = run_candidates(specs, scorer=steps.scorer, fan_out=steps.fan_out, root=root)
     best, figure, means = choose_step(cands, section.selection_rule)
     result = StepResult(step=plan.step, candidates=tuple(cands), best=best, key=key,
                         seconds=time.perf_counter() - t0, lr=plan.lr, entry_matrices=tuple(matrices.values()),

@@ -13,7 +13,8 @@ from typing import Any
 
 from defsentflow.training.pst_config import GridPoint
 
-__all__ = ["Candidate", "DefSentResult", "MatrixRef", "PstResult", "SelectionPlan", "StepPlan", "StepResult"]
+__all__ = ["Candidate", "DefSentResult", "MatrixRef", "PstResult", "ScoreRequest", "SelectionPlan", "StepPlan",
+           "StepResult"]
 
 
 class _Record:
@@ -145,6 +146,29 @@ class StepPlan(_Record):
         d["grid"] = tuple(GridPoint.model_validate(g) for g in d["grid"])
         d["seeds"] = tuple(d["seeds"])
         return cls(**d)
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """What a selection scorer is asked: score ``candidate`` (its ``model_dir``) on ``metric``.
+
+    PST's training code never imports evaluation code: the scorer is passed in
+    (``PstSteps.scorer``, e.g. :func:`defsentflow.evaluation.selection.selection_score`) and called
+    on the worker with this request, which carries every input it needs (no catalog access).
+    """
+
+    candidate: Candidate
+    metric: str                 # "stsb-dev" | "revdict-mrr"
+    pooling: str
+    data_dir: str | None = None
+    max_length: int = 64
+    autocast: str = "none"
+    device: str = "auto"
+    revdict_mode: str = "head"
+    max_queries: int | None = None
+    batch_size: int = 128
+    table: Any = field(default=None, repr=False, compare=False)   # the dictionary (revdict-mrr)
+    root: str | None = None
 
 
 @dataclass(frozen=True)

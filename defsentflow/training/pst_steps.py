@@ -26,8 +26,7 @@ from defsentflow.training.pst_config import DefSentSection, GridPoint, PstSectio
 from defsentflow.training.pst_records import Candidate, MatrixRef, SelectionPlan, StepPlan, StepResult
 
 __all__ = ["base_candidates", "build_entry_matrix", "choose_best", "choose_step", "entry_source", "group_means",
-           "plan_step", "record_step", "score_candidate",
-           "selection_plan", "step_key", "train_candidate", "train_model"]
+           "plan_step", "record_step", "selection_plan", "step_key", "train_model"]
 
 log = logging.getLogger(__name__)
 
@@ -171,29 +170,6 @@ def train_model(cfg: Any, base: str, definitions: Sequence[str], targets: Sequen
     return model_id, str(out)
 
 
-def train_candidate(section: PstSection, data: TrainingData, *, step: int, seed: int, grid: GridPoint, lr: float,
-                    matrix: MatrixRef, start: str | None = None, start_id: str | None = None,
-                    root: str | os.PathLike | None = None, run_id: str | None = None) -> Candidate:
-    """Train one PST candidate against ``matrix``: a fresh copy of the ORIGINAL base model, or
-    ``start`` (content key ``start_id``) when the run continues the previous step's encoder
-    (``separate: false``)."""
-    base, base_hash = _base(section)
-    if start is not None:
-        base, base_hash = start, start_id or start
-    cfg = _train_config(section, method="defsent_plus", pooling=grid.pooling, lr=lr, seed=seed, variant=data.variant)
-    key = _key("pst_model", base_hash, matrix.key, data.train_hash, _config_identity(cfg))
-    extra = {"entry_encoder": matrix.encoder, "entry_encoding": grid.entry_encoding, "ica": matrix.ica,
-             "normalize_logits": section.normalize_logits, "entry_matrix": str(matrix.matrix_path),
-             "pst_step": step, "dictionary": section.dictionary, "train_splits": list(data.splits),
-             **({"started_from": start} if start is not None else {})}
-    model_id, model_dir = train_model(cfg, base, data.definitions, data.targets, key=key,
-                                       entry_matrix_path=str(matrix.matrix_path), extra_meta=extra,
-                                       method="defsent_plus", base_name=section.base_model, root=root, run_id=run_id)
-    return Candidate(step=step, seed=seed, pooling=grid.pooling, entry_encoding=grid.entry_encoding, lr=lr,
-                     model_id=model_id, model_dir=model_dir, artifact_key=key, use_pooler=section.use_pooler,
-                     entry_matrix_path=str(matrix.matrix_path), ica=matrix.ica)
-
-
 # -- selection ------------------------------------------------------------------------------------------
 def _stsb_dev_file(data_dir: Path) -> Path | None:
     for p in (data_dir / "sts" / "STSBenchmark" / "sts-dev.csv", data_dir / "STSBenchmark" / "sts-dev.csv"):
@@ -224,44 +200,6 @@ def selection_plan(section: PstSection, data: TrainingData) -> SelectionPlan:
     note = f"{why}: selecting by reverse-dictionary dev MRR ({section.selection_revdict_mode}) instead of STS-B dev"
     log.warning(note)
     return dataclasses.replace(revdict, note=note)
-
-
-def score_candidate(section: PstSection, data: TrainingData, cand: Candidate, plan: SelectionPlan, *,
-                    root: str | os.PathLike | None = None, run_id: str | None = None) -> Candidate:
-    """Score ``cand`` on the selection metric (cached by model key + metric + data + pooling)."""
-    from defsentflow.storage import Catalog, data_root, hash_path, write_json
-
-    pooling = section.selection_pooling or cand.pooling
-    key = _key("pst_score", cand.artifact_key, plan.metric, plan.data_hash, pooling, section.max_length)
-    cat = Catalog(root)
-    found = cat.artifact(key)
-    if found is not None:
-        rec = json.loads(Path(found["path"]).read_text())
-    else:
-        if plan.metric == "stsb-dev":
-            from defsentflow.evaluation.sts import evaluate_sts
-
-            rows = evaluate_sts(cand.model_dir, ["stsb-dev"], data_dir=plan.data_dir, pooling=pooling,
-                                autocast=section.autocast)
-            value = next(r["value"] for r in rows
-                         if r["task"] == "stsb-dev" and r["setting"] == "all" and r["metric"] == "spearman")
-        else:
-            from defsentflow.evaluation.revdict import evaluate_revdict
-
-            mode = section.selection_revdict_mode
-            res = evaluate_revdict(cand.model_dir, data.table, split="dev", modes=(mode,), pooling=pooling,
-                                   entry_encoding=cand.entry_encoding, max_queries=section.selection_max_queries,
-                                   batch_size=section.entry_batch_size, max_length=section.max_length,
-                                   autocast=section.autocast, device=section.device, root=root)
-            rows, value = res["rows"], res["modes"][mode]["mrr"]
-        rec = {"metric": plan.metric, "value": float(value), "pooling": pooling, "rows": rows, "note": plan.note}
-        final = data_root(root) / "pst" / "scores" / f"{key}.json"
-        write_json(rec, final)
-        cat.register_artifact(key, "selection_score", final, hash_path(final), name=cand.model_id,
-                              input_hashes={"model": cand.artifact_key, "data": plan.data_hash},
-                              config={"metric": plan.metric, "pooling": pooling}, run_id=run_id)
-    cat.record_metrics(cand.model_id, rec["rows"], run_id=run_id)
-    return dataclasses.replace(cand, metric=plan.metric, score=float(rec["value"]), score_note=plan.note)
 
 
 def choose_best(candidates: Sequence[Candidate]) -> Candidate:

@@ -22,7 +22,7 @@ def test_dask_run_equals_sequential_run(tmp_path, tiny_bert_dir, monkeypatch):
     sequential = run_harvest(harvest_config(corpus, tiny_bert_dir, seq_root, pairs=pairs))
 
     monkeypatch.setenv("DEFSENTFLOW_HOME", str(dask_root))
-    cfg = harvest_config(corpus, tiny_bert_dir, dask_root, pairs=pairs, dask={"local_workers": 2, "processes": False})
+    cfg = harvest_config(corpus, tiny_bert_dir, dask_root, pairs=pairs, compute={"local_workers": 2})
     flowed = run_harvest_flow(cfg.model_dump(mode="json"))
 
     assert flowed["key"] == sequential["key"]  # same inputs, same content key

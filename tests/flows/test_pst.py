@@ -9,6 +9,16 @@ from defsentflow.storage import Catalog
 from tests.training.test_pst_schedule import section, toy_dictionary
 
 
+def _scored_steps():
+    from defsentflow.evaluation.selection import selection_score
+    from defsentflow.training.pst import PstSteps
+
+    return PstSteps(scorer=selection_score)
+
+
+SCORED = _scored_steps()  # the real selection scorer (PST's training code is handed it)
+
+
 def _task_states(flow_run_id) -> dict[str, set[str]]:
     """Task name prefix -> states, over the flow run and its subflow runs."""
     from prefect import get_client
@@ -51,7 +61,7 @@ def test_cli_and_flow_run_the_same_sequencer(prefect_test_harness, tiny_bert_dir
     real = revdict.load_dictionary_table
     monkeypatch.setattr(revdict, "load_dictionary_table", lambda d, **kw: table if d == "toy" else real(d, **kw))
     sec = section(tiny_bert_dir, steps=2, seeds=[0, 1])
-    local = run_pst(sec, run_id="same")
+    local = run_pst(sec, run_id="same", steps=SCORED)
     local_rows = _rows("same")
     monkeypatch.setenv("DEFSENTFLOW_HOME", str(tmp_path / "other-home"))
     (tmp_path / "other-home").mkdir()
@@ -78,7 +88,7 @@ def test_pst_flow_second_run_reuses_every_step(prefect_test_harness, tiny_bert_d
     rows = Catalog().query("SELECT step, count(*) AS n FROM pst_steps WHERE run_id = 'f1' GROUP BY step ORDER BY step")
     assert [(r["step"], r["n"]) for r in rows] == [(0, 1), (1, 2), (2, 2)]
     states = _task_states(state.state_details.flow_run_id)
-    assert {"pst-step", "pst-entry-matrix", "pst-train-candidate", "pst-score-candidate"} <= set(states)
+    assert {"pst-step", "pst-entry-matrix", "pst-candidate"} <= set(states)
 
     def forbidden(*a, **kw):
         raise AssertionError("a cached flow run must not train")

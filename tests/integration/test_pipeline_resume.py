@@ -100,8 +100,8 @@ def test_rerun_is_cached_and_unchanged_inputs_end_at_once(tiny_pipeline, tmp_pat
     # PST's pieces are cached by the library's content keys (a Prefect task that finds its artifact
     # returns it): their proof is below, in the catalog.
     work = [t for t in computed if not t.startswith(("pipeline-", "evaluate-resolve", "evaluate-record",
-                                                    "write-run-report", "register-dictionary", "pst-score-candidate",
-                                                    "pst-entry-matrix", "pst-train-candidate", "train-defsent",
+                                                    "write-run-report", "register-dictionary", "pst-candidate",
+                                                    "pst-entry-matrix", "train-defsent",
                                                     "revdict-index"))]
     assert work == [], f"re-run recomputed: {work}\n{listing}"
     # Nothing new was computed: the same artifacts, and every trained PST step reused as a whole.

@@ -138,7 +138,7 @@ def test_the_flow_on_dask_labels_file_pairs_as_the_library_does(corpus_dir, tiny
     sequential = run_harvest(harvest_config(corpus_dir, tiny_bert_dir, seq_root, pairs=pairs, batch_size=2))
     monkeypatch.setenv("DEFSENTFLOW_HOME", str(dask_root))
     cfg = harvest_config(corpus_dir, tiny_bert_dir, dask_root, pairs=pairs, batch_size=2,
-                         dask={"local_workers": 2, "processes": False})
+                         compute={"local_workers": 2})
     flowed = run_harvest_flow(cfg.model_dump(mode="json"))
     assert flowed["key"] == sequential["key"] and flowed["batches_computed"] == 2
     a, b = pq.read_table(sequential["path"]), pq.read_table(flowed["path"])

@@ -16,7 +16,6 @@ import pytest
 from defsentflow.storage import Catalog
 from defsentflow.training.pst import PstSteps, run_pst
 from defsentflow.training.pst_config import GridPoint, PstSection
-from defsentflow.training.pst_steps import score_candidate
 
 
 def wide_dictionary() -> pa.Table:
@@ -54,9 +53,9 @@ def section(tiny_bert_dir, **kw) -> PstSection:
 
 def scored_by(fn):
     """A PST executor whose selection score is ``fn(candidate)`` (no evaluation runs)."""
-    def score(section, data, cand, plan, **kw):
-        return dataclasses.replace(cand, metric="stsb-dev", score=float(fn(cand)))
-    return PstSteps(score=score)
+    def score(request):
+        return float(fn(request.candidate)), []
+    return PstSteps(scorer=score)
 
 
 @pytest.fixture()
@@ -156,5 +155,8 @@ def test_training_entries_train_split_or_all(tiny_bert_dir, home, wide, trained)
         section(tiny_bert_dir, train_entries="all", selection="revdict-mrr")
 
 
-def test_selection_scores_still_come_from_the_real_scorer_by_default():
-    assert PstSteps().score is score_candidate
+def test_training_imports_no_scorer_the_flows_pass_the_real_one():
+    from defsentflow.evaluation.selection import selection_score
+    from tasks.training import PST_TASKS
+
+    assert PstSteps().scorer is None and PST_TASKS.scorer is selection_score

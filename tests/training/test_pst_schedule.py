@@ -13,6 +13,16 @@ from defsentflow.storage import Catalog
 from defsentflow.training.pst_config import GridPoint, PstSection
 
 
+def _scored_steps():
+    from defsentflow.evaluation.selection import selection_score
+    from defsentflow.training.pst import PstSteps
+
+    return PstSteps(scorer=selection_score)
+
+
+SCORED = _scored_steps()  # the real selection scorer (PST's training code is handed it)
+
+
 def toy_dictionary(marker: str = "") -> pa.Table:
     """~45 entries from the tiny tokenizer's words; every entry has 2-3 definitions."""
     from tests.conftest import WORDS
@@ -116,7 +126,7 @@ def test_every_step_trains_the_original_weights(tiny_bert_dir, home, dictionary,
     from defsentflow.training.pst import run_pst
 
     original = load_file(str(tiny_bert_dir / "model.safetensors"))
-    res = run_pst(section(tiny_bert_dir, steps=3, lr_per_step=[5e-4, 3e-4, 3e-4]), run_id="r1")
+    res = run_pst(section(tiny_bert_dir, steps=3, lr_per_step=[5e-4, 3e-4, 3e-4]), run_id="r1", steps=SCORED)
     assert [s.step for s in res.steps] == [0, 1, 2, 3]
     assert len(spies["train"]) == 3
     for call in spies["train"]:
@@ -165,7 +175,7 @@ def test_untrained_model_wins_when_training_hurts(tiny_bert_dir, home, dictionar
     from defsentflow.training.pst import run_pst
 
     _fake_scores(monkeypatch, {0: 0.5, 1: 0.2, 2: 0.3})
-    res = run_pst(section(tiny_bert_dir, steps=2), run_id="r0")
+    res = run_pst(section(tiny_bert_dir, steps=2), run_id="r0", steps=SCORED)
     assert res.winner.step == 0 and res.model_dir == str(tiny_bert_dir)
     assert "untrained" in res.reason
     model = Catalog().query("SELECT path, method, meta FROM models WHERE model_id = 'pst-r0'")[0]
@@ -176,7 +186,7 @@ def test_auto_stops_when_the_metric_stops_improving(tiny_bert_dir, home, diction
     from defsentflow.training.pst import run_pst
 
     _fake_scores(monkeypatch, {0: 0.1, 1: 0.4, 2: 0.3, 3: 0.9})
-    res = run_pst(section(tiny_bert_dir, steps="auto", max_steps=4), run_id="ra")
+    res = run_pst(section(tiny_bert_dir, steps="auto", max_steps=4), run_id="ra", steps=SCORED)
     assert [s.step for s in res.steps] == [0, 1, 2] and len(spies["train"]) == 2
     assert res.winner.step == 1
     assert res.stop_note.startswith("auto: stopped after step 2")
@@ -207,11 +217,11 @@ def test_second_run_recomputes_nothing_and_a_killed_run_resumes(tiny_bert_dir, h
 
     monkeypatch.setattr(loop, "train_encoder", crash_on_third)
     with pytest.raises(KeyboardInterrupt):
-        run_pst(s, run_id="k1")
+        run_pst(s, run_id="k1", steps=SCORED)
     assert Catalog().query("SELECT status FROM runs WHERE run_id = 'k1'")[0]["status"] == "failed"
     monkeypatch.setattr(loop, "train_encoder", inner)
     n_before = len(spies["train"])
-    first = run_pst(s, run_id="k2")
+    first = run_pst(s, run_id="k2", steps=SCORED)
     assert len(spies["train"]) - n_before == 2  # step 1's two seeds were kept; only step 2 trains
     assert first.steps[1].cached and not first.steps[2].cached
 
@@ -221,7 +231,7 @@ def test_second_run_recomputes_nothing_and_a_killed_run_resumes(tiny_bert_dir, h
     monkeypatch.setattr(loop, "train_encoder", forbidden)
     monkeypatch.setattr("defsentflow.evaluation.revdict.evaluate_revdict", forbidden)
     monkeypatch.setattr("defsentflow.training.entry_embeddings.build_entry_embeddings", forbidden)
-    again = run_pst(s, run_id="k3")
+    again = run_pst(s, run_id="k3", steps=SCORED)
     assert all(st.cached for st in again.steps[1:])
     assert again.winner.model_dir == first.winner.model_dir and again.reason == first.reason
     assert Catalog().query("SELECT count(*) AS n FROM pst_steps WHERE run_id = 'k3'")[0]["n"] == 1 + 2 + 2

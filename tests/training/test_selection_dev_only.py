@@ -8,6 +8,16 @@ from defsentflow.storage import Catalog
 from tests.training.test_pst_schedule import section, toy_dictionary
 
 
+def _scored_steps():
+    from defsentflow.evaluation.selection import selection_score
+    from defsentflow.training.pst import PstSteps
+
+    return PstSteps(scorer=selection_score)
+
+
+SCORED = _scored_steps()  # the real selection scorer (PST's training code is handed it)
+
+
 def _with_other_test_split(table: pa.Table) -> pa.Table:
     """The same dictionary with every test-split definition replaced (train and dev untouched)."""
     from tests.conftest import WORDS
@@ -36,8 +46,8 @@ def test_changing_only_test_data_changes_no_pst_selection(tiny_bert_dir, home, m
     monkeypatch.setattr(evaluation, "evaluate_revdict",
                         lambda *a, **kw: asked.append(kw.get("split", "test")) or real_eval(*a, **kw))
 
-    a = run_pst(section(tiny_bert_dir, steps=2, seeds=[0, 1]), run_id="sel-a")
-    b = run_pst(section(tiny_bert_dir, steps=2, seeds=[0, 1], dictionary="toy-other-test"), run_id="sel-b")
+    a = run_pst(section(tiny_bert_dir, steps=2, seeds=[0, 1]), run_id="sel-a", steps=SCORED)
+    b = run_pst(section(tiny_bert_dir, steps=2, seeds=[0, 1], dictionary="toy-other-test"), run_id="sel-b", steps=SCORED)
     assert asked and set(asked) == {"dev"}  # every selection figure is a dev figure
     assert (a.winner.step, a.winner.seed, a.winner.score) == (b.winner.step, b.winner.seed, b.winner.score)
     for sa, sb in zip(a.steps, b.steps):
