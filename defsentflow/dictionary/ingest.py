@@ -38,6 +38,7 @@ from defsentflow.dictionary.store import (
 )
 from defsentflow.dictionary.tsv import read_tsv
 from defsentflow.dictionary.variants import tokenizer_id, whole_token_filter
+from defsentflow.dictionary.wiktextract import read_wiktextract
 from defsentflow.progress import progress
 from defsentflow.storage import Catalog, clean_stale_temporaries, code_version, combine_hashes, hash_config, hash_path
 from defsentflow.storage.locks import artifact_lock
@@ -63,6 +64,7 @@ READERS: dict[str, Callable[..., Iterator[Record]]] = {
     "oxford": read_oxford,
     "tsv": read_tsv,
     "jsonl": read_jsonl,
+    "wiktextract": read_wiktextract,
 }
 
 
@@ -132,8 +134,10 @@ def plan_dictionary(config: DictionaryConfig) -> DictionaryPlan:
     return DictionaryPlan(key, input_hashes, key_config)
 
 
-def read_source(kind: SourceKind, path: str | os.PathLike, name: str, *, workers: int = 2) -> Iterator[Record]:
-    """The records of one source path, with a progress bar over records (files for OEWN)."""
+def read_source(kind: SourceKind, path: str | os.PathLike, name: str, *, workers: int = 2,
+                **options: Any) -> Iterator[Record]:
+    """The records of one source path, with a progress bar over records (files for OEWN);
+    ``options`` go to the reader (``lang_code`` for wiktextract)."""
     if kind == "oewn":
         entries, synsets = oewn_files(path)
         bar = progress(total=len(entries) + len(synsets), desc=f"{name}: parsing", unit="file")
@@ -143,7 +147,7 @@ def read_source(kind: SourceKind, path: str | os.PathLike, name: str, *, workers
             bar.close()
         return
     with progress(desc=f"{name}: {Path(path).name}", unit="rec") as bar:
-        for rec in READERS[kind](path, name):
+        for rec in READERS[kind](path, name, **options):
             bar.update()
             yield rec
 
@@ -155,7 +159,7 @@ def merge_sources(config: DictionaryConfig) -> MergedDictionary:
     def streams() -> Iterator[tuple[str, Iterator[Record]]]:
         for spec, name in zip(config.sources, names):
             for p in spec.paths:
-                yield name, read_source(spec.kind, p, name, workers=config.workers)
+                yield name, read_source(spec.kind, p, name, workers=config.workers, **spec.reader_options())
 
     entry_filter = whole_token_filter(config.tokenizer) if config.variant == "c" and config.tokenizer else None
     return merge_records(streams(), case_fold=config.case_fold, max_chars=config.max_chars, seed=config.seed,
