@@ -17,27 +17,11 @@ from typing import Callable, Iterable, Sequence
 import pyarrow as pa
 
 from defsentflow.dictionary.records import Record
+from defsentflow.dictionary.stream_merge import FILES, RAW_LIMIT, SourceCounts, merge_to_directory
 from defsentflow.dictionary.split import DEFAULT_RATIOS, SplitBy
 from defsentflow.dictionary.validate import MAX_CHARS
 
 __all__ = ["SourceCounts", "MergedDictionary", "merge_records", "RAW_LIMIT"]
-
-# Quarantined raw text is cut here: an over-long record is kept as evidence, not as a copy.
-RAW_LIMIT = 10_000
-
-
-@dataclass
-class SourceCounts:
-    """How one source's records were accounted for."""
-
-    read: int = 0
-    accepted: int = 0
-    duplicates: int = 0
-    excluded: int = 0
-    quarantined: int = 0
-
-    def balanced(self) -> bool:
-        return self.read == self.accepted + self.duplicates + self.excluded + self.quarantined
 
 
 @dataclass(frozen=True)
@@ -92,8 +76,6 @@ def merge_records(
     import tempfile
 
     import pyarrow.parquet as pq
-
-    from defsentflow.dictionary.stream_merge import FILES, merge_to_directory
 
     with tempfile.TemporaryDirectory(prefix="defsentflow-merge-") as tmp:
         outcome = merge_to_directory(sources, tmp, case_fold=case_fold, max_chars=max_chars, seed=seed, ratios=ratios,

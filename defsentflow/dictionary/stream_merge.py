@@ -23,18 +23,35 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from defsentflow.dictionary.merge import RAW_LIMIT, SourceCounts
 from defsentflow.dictionary.records import SPLITS, Record, RejectedRecord
 from defsentflow.dictionary.schemas import DEFINITIONS_SCHEMA, EXAMPLES_SCHEMA, QUARANTINE_SCHEMA
 from defsentflow.dictionary.split import DEFAULT_RATIOS, SplitBy, split_rows
 from defsentflow.dictionary.validate import MAX_CHARS, check_record, check_text, normalize_entry, normalize_text, printable, undecodable
 
-__all__ = ["MergeOutcome", "merge_to_directory", "BATCH_ROWS", "MEMORY_LIMIT", "FILES"]
+__all__ = ["SourceCounts", "RAW_LIMIT", "MergeOutcome", "merge_to_directory", "BATCH_ROWS", "MEMORY_LIMIT", "FILES"]
 
 FILES = ("definitions.parquet", "examples.parquet", "quarantine.parquet")
 BATCH_ROWS = 50_000
 MEMORY_LIMIT = "384MB"  # DuckDB's share; past it the staging tables spill to a temporary directory
 _EX_STRIDE = 1 << 20  # order key of an example: record sequence * stride + its index in the record
+
+
+# Quarantined raw text is cut here: an over-long record is kept as evidence, not as a copy.
+RAW_LIMIT = 10_000
+
+
+@dataclass
+class SourceCounts:
+    """How one source's records were accounted for."""
+
+    read: int = 0
+    accepted: int = 0
+    duplicates: int = 0
+    excluded: int = 0
+    quarantined: int = 0
+
+    def balanced(self) -> bool:
+        return self.read == self.accepted + self.duplicates + self.excluded + self.quarantined
 
 
 @dataclass
