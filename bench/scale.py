@@ -286,17 +286,18 @@ def plot(rows: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ns = [r["n"] for r in rows]
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
-    for key, label in (("ingest_s", "ingest (s)"), ("step_ms", "train step (s, x1000)"), ("products_ms", "its 2 matrix products"),
-                       ("merge_s", "matrix merge (s)"), ("ivf_build_s", "IVF build (s)"), ("flat_p95_ms", "exact query p95 (s, x1000)")):
-        if all(key in r for r in rows):
+    for key, label in (("ingest_s", "ingest (s)"), ("step_ms", "train step (s)"), ("products_ms", "its 2 matrix products"),
+                       ("merge_s", "matrix merge (s)"), ("ivf_build_s", "IVF build (s)"), ("flat_p95_ms", "exact query p95 (s)")):
+        have = [r for r in rows if key in r]
+        if have:
             scale = 1000 if key.endswith("_ms") else 1
-            a.plot(ns, [r[key] / scale for r in rows], marker="o", label=label)
+            a.plot([r["n"] for r in have], [r[key] / scale for r in have], marker="o", label=label)
     for key, label in (("ingest_rss_mb", "ingest peak RSS"), ("train_anon_mb", "train peak anon RSS"),
                        ("merge_anon_mb", "matrix merge peak anon RSS"), ("matrix_mb", "matrix bytes")):
-        if all(key in r for r in rows):
-            b.plot(ns, [r[key] for r in rows], marker="o", label=label)
+        have = [r for r in rows if key in r]
+        if have:
+            b.plot([r["n"] for r in have], [r[key] for r in have], marker="o", label=label)
     for ax, title in ((a, "seconds"), (b, "MB")):
         ax.set_xscale("log"), ax.set_yscale("log"), ax.set_xlabel("entries (N)"), ax.set_title(title)
         ax.legend(fontsize=7), ax.grid(True, which="both", alpha=0.3)
@@ -305,6 +306,13 @@ def plot(rows: list[dict], path: Path) -> None:
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "_plot":  # one chart from several runs' JSON files
+        rows: dict[int, dict] = {}
+        for f in sys.argv[3:]:
+            for r in json.loads(Path(f).read_text()):
+                rows.setdefault(r["n"], {}).update(r)
+        plot([rows[n] for n in sorted(rows)], Path(sys.argv[2]))
+        return
     if len(sys.argv) > 1 and sys.argv[1] == "_part":
         kind, n, work = sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
         res = {"ingest": lambda: part_ingest(n, work), "matrix": lambda: part_matrix(n, work, int(sys.argv[5])),
