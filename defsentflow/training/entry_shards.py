@@ -1,6 +1,6 @@
 """The entry-matrix build split into shards: a plan, one pure call per shard, and a merge.
 
-Every distinct definition is tokenised once and the texts are cut into the same length-sorted
+Every distinct definition is tokenised once (cached per tokenizer: :func:`token_ids`) and the texts are cut into the same length-sorted
 batches as :func:`~defsentflow.encoders.encode_texts` makes; the shards are contiguous blocks of
 those globally sorted batches, so each definition is encoded in exactly one shard, in the batch
 it would have had in one process. A shard writes its vectors (float32, in batch order) to
@@ -37,7 +37,7 @@ from defsentflow.encoders.encoding import (
 from defsentflow.encoders.loading import Autocast, LoadedEncoder, autocast_context, load_encoder, model_content_hash
 from defsentflow.storage.hashing import combine_hashes, hash_bytes, hash_text
 
-__all__ = ["EntryShardSpec", "FanOut", "plan_entry_shards", "encode_entry_shard", "sum_entry_vectors",
+__all__ = ["EntryShardSpec", "FanOut", "plan_entry_shards", "token_ids", "encode_entry_shard", "sum_entry_vectors",
            "build_entry_matrix_sharded", "plain_fan_out"]
 
 FanOut = Callable[[Callable[[Any], Any], list], list]
@@ -89,8 +89,9 @@ def plan_entry_shards(encoder: LoadedEncoder, definitions: Sequence[str], *, sha
     if shards < 1:
         raise ValueError(f"shards must be at least 1, got {shards}")
     unique = np.unique(np.array(list(definitions), dtype=object)).tolist()
-    ids, order = tokenize_sorted(encoder.tokenizer, unique, max_length)
+    ids = token_ids(encoder, unique, max_length, cache_dir)
     lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+    order = np.argsort(-lengths, kind="stable")  # longest first, as tokenize_sorted orders them
     batches = token_budget_batches(lengths, order, batch_size, max_tokens or max(DEFAULT_MAX_TOKENS, batch_size * 16))
     ends = np.cumsum([len(b) for b in batches])
     # a block ends at the first batch boundary at or past each 1/shards of the texts
@@ -109,6 +110,29 @@ def plan_entry_shards(encoder: LoadedEncoder, definitions: Sequence[str], *, sha
                                     block, str(Path(cache_dir) / f"{key}.npy")))
         start = stop
     return unique, row_of_text, specs
+
+
+def token_ids(encoder: LoadedEncoder, texts: list[str], max_length: int, cache_dir: str | os.PathLike) -> list[list[int]]:
+    """Token ids of ``texts`` (special tokens added, truncated), cached in ``cache_dir`` per tokenizer:
+    keyed by the hash of the tokenizer's files, ``max_length`` and the texts, so every PST step's
+    encoder (the same tokenizer) reuses the first step's tokenization of a dictionary."""
+    import pyarrow as pa
+
+    from defsentflow.dictionary.variants import tokenizer_id
+
+    key = combine_hashes(["tokens", tokenizer_id(encoder.path) or "", str(max_length), hash_text("\x1e".join(texts))])
+    path = Path(cache_dir) / f"tokens-{key}.arrow"
+    if path.is_file():
+        with pa.memory_map(str(path)) as source:
+            return pa.ipc.open_file(source).read_all().column("ids").to_pylist()
+    ids, _ = tokenize_sorted(encoder.tokenizer, texts, max_length)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    table = pa.table({"ids": pa.array(ids, pa.list_(pa.int32()))})
+    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    os.replace(tmp, path)
+    return ids
 
 
 _LOADED: dict[tuple[str, str, str], LoadedEncoder] = {}

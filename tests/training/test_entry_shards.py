@@ -57,3 +57,21 @@ def test_shards_partition_the_sorted_batches_and_are_cached(tiny_bert_dir, toy_p
     assert ran == list(stamps) and all((tmp_path / o).stat().st_mtime_ns == t for o, t in stamps.items())
     with pytest.raises(ValueError, match="shards must be at least 1"):
         plan_entry_shards(enc, defs, shards=0, pooling="mean", cache_dir=tmp_path)
+
+
+def test_tokenization_is_cached_per_tokenizer(tiny_bert_dir, toy_pairs, tmp_path, monkeypatch):
+    from defsentflow.training import entry_shards
+
+    enc = load_encoder(tiny_bert_dir, device="cpu")
+    entries, defs = _pairs(toy_pairs)
+    first = plan_entry_shards(enc, defs, shards=2, pooling="mean", batch_size=4, cache_dir=tmp_path)
+    assert len(list(tmp_path.glob("tokens-*.arrow"))) == 1
+
+    def no_tokenizing(*a, **k):
+        raise AssertionError("tokenized again")
+
+    monkeypatch.setattr(entry_shards, "tokenize_sorted", no_tokenizing)
+    again = plan_entry_shards(enc, defs, shards=2, pooling="mean", batch_size=4, cache_dir=tmp_path)
+    assert [s.batches for s in again[2]] == [s.batches for s in first[2]] and again[1].tolist() == first[1].tolist()
+    with pytest.raises(AssertionError, match="tokenized again"):  # another max_length is another tokenization
+        plan_entry_shards(enc, defs, shards=2, pooling="mean", max_length=16, batch_size=4, cache_dir=tmp_path)
