@@ -50,6 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pooling", default=None, help="override the model's pooling")
     p.add_argument("--device", default="auto")
     p.add_argument("--rebuild", action="store_true", help="rebuild the cached index")
+    p.add_argument("--index", choices=("flat", "ivf", "hnsw"), default="flat",
+                   help="flat: exact search; ivf/hnsw: approximate, tuned to recall@10 >= 0.995 vs exact (large dictionaries)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_revdict)
 
@@ -231,7 +233,7 @@ def _revdict(args: argparse.Namespace) -> int:
     dictionary = args.dictionary or model_meta(args.model).get("dictionary") or "sample"
     try:
         index = build_revdict_index(args.model, dictionary, mode=args.mode, pooling=args.pooling, device=args.device,
-                                    rebuild=args.rebuild)
+                                    rebuild=args.rebuild, index_kind=args.index)
     except (KeyError, LookupError) as exc:
         raise UserError(f"dictionary {dictionary!r}: {exc}") from None
     results = index.search(args.definition, k=args.k, device=args.device)  # NonFiniteError: a corrupt model

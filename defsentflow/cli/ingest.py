@@ -8,11 +8,11 @@ from defsentflow.cli.ingest_corpus import register_corpus
 
 from defsentflow.cli import identifier
 
-_KINDS = ("oewn", "oxford", "tsv", "jsonl")
+_KINDS = ("oewn", "oxford", "tsv", "jsonl", "wiktextract")
 
 _DICTIONARY_EPILOG = """\
 sources:
-  --source KIND PATH [PATH ...]   KIND is one of oewn, oxford, tsv, jsonl. Repeat --source to merge
+  --source KIND PATH [PATH ...]   KIND is one of oewn, oxford, tsv, jsonl, wiktextract. Repeat --source to merge
                                   several sources into one dataset, e.g.
     defsentflow ingest dictionary --name wn-extra \\
         --source oewn ../shared/data/oewn/yaml --source tsv extra.tsv more.tsv
@@ -21,6 +21,8 @@ sources:
   oxford  Ishiwatari et al. lines: word%oxford.N<TAB>pos<TAB>source<TAB>definition<TAB>...
   tsv     entry<TAB>definition, optional header line "entry<TAB>definition[<TAB>meta ...]"
   jsonl   {"entry": ..., "definition": ...} per line; pos, synset, examples and other keys kept
+  wiktextract  the kaikki.org JSONL of wiktextract, streamed; --lang-code (default en) picks the
+          language; a sub-sense's last gloss is its definition; form-of/alt-of senses are skipped
 
 variants (DefSent+): a = union of the sources, b = exactly one source,
   c = only entries that are one whole token of --tokenizer's vocabulary.
@@ -58,6 +60,7 @@ def _register_dictionary(ingest_sub: argparse._SubParsersAction) -> None:
                    help="lower-case entries so 'Dog' and 'dog' are one entry (default: on)")
     p.add_argument("--max-chars", type=int, default=1000, help="longer entries/definitions are quarantined (default 1000)")
     p.add_argument("--workers", type=int, default=2, help="processes parsing OEWN YAML (default 2)")
+    p.add_argument("--lang-code", default=None, help="wiktextract sources: the language read (default en)")
     p.set_defaults(func=_ingest_dictionary)
 
 
@@ -73,7 +76,8 @@ def _params(args: argparse.Namespace):
             raise UserError(f"--source {' '.join(group)}: give a kind and at least one path (--source KIND PATH ...)")
         if group[0] not in _KINDS:
             raise UserError(f"--source: unknown kind {group[0]!r}; choose one of: {', '.join(_KINDS)}")
-        sources.append({"kind": group[0], "paths": group[1:]})
+        lang = {"lang_code": args.lang_code} if group[0] == "wiktextract" and args.lang_code else {}
+        sources.append({"kind": group[0], "paths": group[1:], **lang})
     try:
         return DictionaryConfig(name=args.name, sources=sources, variant=args.variant, tokenizer=args.tokenizer,
                                 seed=args.seed, split_by=args.split_by, case_fold=args.case_fold, max_chars=args.max_chars,

@@ -25,6 +25,7 @@ from defsentflow.dictionary.jsonl import read_jsonl
 from defsentflow.dictionary.merge import MergedDictionary, SourceCounts, merge_records
 from defsentflow.dictionary.oewn import oewn_files, read_oewn
 from defsentflow.dictionary.oxford import read_oxford
+from defsentflow.dictionary.wiktextract import read_wiktextract
 from defsentflow.dictionary.records import (
     SOURCE_KINDS,
     SPLITS,
@@ -82,6 +83,7 @@ __all__ = [
     "read_jsonl",
     "read_oewn",
     "read_oxford",
+    "read_wiktextract",
     "read_source",
     "read_tsv",
     "register_dictionary",

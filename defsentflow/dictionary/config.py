@@ -41,8 +41,19 @@ class SourceSpec(ConfigSection):
     kind: SourceKind
     paths: tuple[str, ...] = Field(min_length=1)
     name: str | None = Field(default=None, pattern=NAME_PATTERN)
+    lang_code: str | None = Field(default=None, description="wiktextract only: the language read (default en)")
 
     _tuples = field_validator("paths", mode="before")(_as_tuple)
+
+    @model_validator(mode="after")
+    def _lang_code(self) -> SourceSpec:
+        if self.lang_code is not None and self.kind != "wiktextract":
+            raise ValueError(f"lang_code is a wiktextract option (source kind is {self.kind!r})")
+        return self
+
+    def reader_options(self) -> dict[str, Any]:
+        """Keyword arguments of the source's reader (and part of the artifact key when set)."""
+        return {"lang_code": self.lang_code or "en"} if self.kind == "wiktextract" else {}
 
 
 class DictionaryConfig(ConfigSection):
@@ -103,7 +114,7 @@ class DictionaryConfig(ConfigSection):
     def key_fields(self) -> dict[str, Any]:
         """The config part of the artifact key (paths excluded: inputs count by content)."""
         return {
-            "sources": [{"kind": s.kind, "name": n} for s, n in zip(self.sources, self.source_names())],
+            "sources": [{"kind": s.kind, "name": n, **s.reader_options()} for s, n in zip(self.sources, self.source_names())],
             "variant": self.variant, "seed": self.seed, "case_fold": self.case_fold,
             "max_chars": self.max_chars, "ratios": list(self.ratios),
             # only when not the default, so datasets split by entry keep their artifact keys

@@ -27,19 +27,21 @@ from defsentflow.dictionary.jsonl import read_jsonl
 from defsentflow.dictionary.merge import MergedDictionary, SourceCounts, merge_records
 from defsentflow.dictionary.oewn import oewn_files, read_oewn
 from defsentflow.dictionary.oxford import read_oxford
-from defsentflow.dictionary.records import SPLITS, Record, SourceKind
+from defsentflow.dictionary.records import Record, SourceKind
 from defsentflow.dictionary.store import (
     dictionary_dir,
     files_match_summary,
     read_summary,
     register_artifact,
     registered_key,
-    write_artifact,
+    seal_artifact,
 )
+from defsentflow.dictionary.stream_merge import MergeOutcome, merge_to_directory
 from defsentflow.dictionary.tsv import read_tsv
 from defsentflow.dictionary.variants import tokenizer_id, whole_token_filter
+from defsentflow.dictionary.wiktextract import read_wiktextract
 from defsentflow.progress import progress
-from defsentflow.storage import Catalog, clean_stale_temporaries, code_version, combine_hashes, hash_config, hash_path
+from defsentflow.storage import Catalog, atomic_dir, clean_stale_temporaries, code_version, combine_hashes, hash_config, hash_path
 from defsentflow.storage.locks import artifact_lock
 
 __all__ = [
@@ -63,6 +65,7 @@ READERS: dict[str, Callable[..., Iterator[Record]]] = {
     "oxford": read_oxford,
     "tsv": read_tsv,
     "jsonl": read_jsonl,
+    "wiktextract": read_wiktextract,
 }
 
 
@@ -132,8 +135,10 @@ def plan_dictionary(config: DictionaryConfig) -> DictionaryPlan:
     return DictionaryPlan(key, input_hashes, key_config)
 
 
-def read_source(kind: SourceKind, path: str | os.PathLike, name: str, *, workers: int = 2) -> Iterator[Record]:
-    """The records of one source path, with a progress bar over records (files for OEWN)."""
+def read_source(kind: SourceKind, path: str | os.PathLike, name: str, *, workers: int = 2,
+                **options: Any) -> Iterator[Record]:
+    """The records of one source path, with a progress bar over records (files for OEWN);
+    ``options`` go to the reader (``lang_code`` for wiktextract)."""
     if kind == "oewn":
         entries, synsets = oewn_files(path)
         bar = progress(total=len(entries) + len(synsets), desc=f"{name}: parsing", unit="file")
@@ -143,38 +148,30 @@ def read_source(kind: SourceKind, path: str | os.PathLike, name: str, *, workers
             bar.close()
         return
     with progress(desc=f"{name}: {Path(path).name}", unit="rec") as bar:
-        for rec in READERS[kind](path, name):
+        for rec in READERS[kind](path, name, **options):
             bar.update()
             yield rec
 
 
-def merge_sources(config: DictionaryConfig) -> MergedDictionary:
-    """Read every source of ``config`` and merge them (no writing)."""
-    names = config.source_names()
+def _streams(config: DictionaryConfig) -> Iterator[tuple[str, Iterator[Record]]]:
+    for spec, name in zip(config.sources, config.source_names()):
+        for p in spec.paths:
+            yield name, read_source(spec.kind, p, name, workers=config.workers, **spec.reader_options())
 
-    def streams() -> Iterator[tuple[str, Iterator[Record]]]:
-        for spec, name in zip(config.sources, names):
-            for p in spec.paths:
-                yield name, read_source(spec.kind, p, name, workers=config.workers)
 
+def _merge_options(config: DictionaryConfig) -> dict[str, Any]:
     entry_filter = whole_token_filter(config.tokenizer) if config.variant == "c" and config.tokenizer else None
-    return merge_records(streams(), case_fold=config.case_fold, max_chars=config.max_chars, seed=config.seed,
-                         ratios=config.ratios, split_by=config.split_by,
-                         entry_filter=entry_filter)
+    return dict(case_fold=config.case_fold, max_chars=config.max_chars, seed=config.seed, ratios=config.ratios,
+                split_by=config.split_by, entry_filter=entry_filter)
 
 
-def _summary(config: DictionaryConfig, plan: DictionaryPlan, merged: MergedDictionary, seconds: float) -> dict[str, Any]:
+def merge_sources(config: DictionaryConfig) -> MergedDictionary:
+    """Read every source of ``config`` and merge them into tables in memory (no artifact written)."""
+    return merge_records(_streams(config), **_merge_options(config))
+
+
+def _summary(config: DictionaryConfig, plan: DictionaryPlan, merged: MergeOutcome, seconds: float) -> dict[str, Any]:
     total = merged.total()
-    defs = merged.definitions
-    split_col = defs.column("split").to_pylist()
-    entry_col = defs.column("entry").to_pylist()
-    splits = {s: {"definitions": 0, "entries": 0} for s in SPLITS}
-    seen: set[str] = set()
-    for e, s in zip(entry_col, split_col):
-        splits[s]["definitions"] += 1
-        if e not in seen:
-            seen.add(e)
-            splits[s]["entries"] += 1
     sources = [{"name": n, "kind": s.kind, "paths": [str(Path(p).resolve()) for p in s.paths],
                 **asdict(merged.counts.get(n, SourceCounts()))} for s, n in zip(config.sources, config.source_names())]
     return {
@@ -182,8 +179,8 @@ def _summary(config: DictionaryConfig, plan: DictionaryPlan, merged: MergedDicti
         "seed": config.seed, "split_by": config.split_by, "case_fold": config.case_fold, "sources": sources,
         "read": total.read, "accepted": total.accepted, "duplicates": total.duplicates, "excluded": total.excluded,
         "quarantined": total.quarantined, "examples_quarantined": merged.examples_quarantined, "reasons": merged.reasons,
-        "entries": len(seen), "definitions": defs.num_rows, "examples": merged.examples.num_rows, "splits": splits,
-        "seconds": round(seconds, 3), "code_version": code_version(),
+        "entries": merged.entries, "definitions": merged.definitions, "examples": merged.examples,
+        "splits": merged.splits, "seconds": round(seconds, 3), "code_version": code_version(),
     }
 
 
@@ -217,15 +214,17 @@ def build_dictionary(config: DictionaryConfig, plan: DictionaryPlan | None = Non
         if found is not None:
             return found
         t0 = time.perf_counter()
-        merged = merge_sources(config)
-        total = merged.total()
-        assert total.balanced(), vars(total)
-        if merged.definitions.num_rows == 0:
-            raise ValueError(f"dictionary {config.name!r}: no definition accepted ({total.read} records read, "
-                             f"{total.quarantined} quarantined, {total.excluded} excluded by variant {config.variant}); nothing written")
         final = dictionary_dir(config.name, plan.key, root)
         clean_stale_temporaries(final.parent)
-        summary = write_artifact(merged, _summary(config, plan, merged, time.perf_counter() - t0), final)
+        with atomic_dir(final) as tmp:  # streamed: the tables are written batch by batch, never held whole
+            merged = merge_to_directory(_streams(config), tmp, **_merge_options(config))
+            total = merged.total()
+            assert total.balanced(), vars(total)
+            if merged.definitions == 0:
+                raise ValueError(f"dictionary {config.name!r}: no definition accepted ({total.read} records read, "
+                                 f"{total.quarantined} quarantined, {total.excluded} excluded by variant {config.variant}); "
+                                 "nothing written")
+            summary = seal_artifact(tmp, _summary(config, plan, merged, time.perf_counter() - t0))
         log.debug("dictionary %s: %d entries, %d definitions -> %s", config.name, summary["entries"], summary["definitions"], final)
         return DictionaryArtifact(plan.key, final, summary, built=True)
 

@@ -21,7 +21,7 @@ __all__ = [
     "check_choice",
 ]
 
-SourceKind = Literal["oewn", "oxford", "tsv", "jsonl"]
+SourceKind = Literal["oewn", "oxford", "tsv", "jsonl", "wiktextract"]
 SOURCE_KINDS: tuple[str, ...] = get_args(SourceKind)
 
 # DefSent+ dataset variants: a = union of the sources, b = one source, c = entries that are one

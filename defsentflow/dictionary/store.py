@@ -26,6 +26,7 @@ __all__ = [
     "FILES",
     "dictionary_dir",
     "write_artifact",
+    "seal_artifact",
     "read_summary",
     "registered_key",
     "register_artifact",
@@ -51,11 +52,17 @@ def write_artifact(merged: MergedDictionary, summary: dict[str, Any], final: Pat
     with atomic_dir(final) as tmp:
         for name, table in zip(FILES, (merged.definitions, merged.examples, merged.quarantine)):
             pq.write_table(table, tmp / name, compression="zstd")
-        summary = {**summary, "content_hash": combine_hashes(hash_file(tmp / f) for f in FILES)}
-        (tmp / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True))
-        for f in (*FILES, SUMMARY):  # on disk before the rename makes the directory visible
-            with open(tmp / f, "rb") as fh:
-                os.fsync(fh.fileno())
+        return seal_artifact(tmp, summary)
+
+
+def seal_artifact(tmp: Path, summary: dict[str, Any]) -> dict[str, Any]:
+    """Add the content hash of the Parquet files in ``tmp`` to ``summary``, write ``summary.json``
+    and sync everything to disk (before the caller renames ``tmp`` into place); return the summary."""
+    summary = {**summary, "content_hash": combine_hashes(hash_file(tmp / f) for f in FILES)}
+    (tmp / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True))
+    for f in (*FILES, SUMMARY):  # on disk before the rename makes the directory visible
+        with open(tmp / f, "rb") as fh:
+            os.fsync(fh.fileno())
     return summary
 
 

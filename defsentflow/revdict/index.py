@@ -31,10 +31,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from defsentflow.revdict.ann import INDEX_KINDS
+
 __all__ = ["RevdictIndex", "IndexMode", "build_revdict_index", "index_key", "measured_modes", "resolve_mode"]
 
 IndexMode = Literal["auto", "head", "cosine", "hybrid"]
 _MODES = ("head", "cosine", "hybrid")
+
+TUNING_QUERIES = 1000  # definition vectors an approximate index's search breadth is tuned on
 
 _ENTRIES_SCHEMA = pa.schema([pa.field("entry", pa.string(), nullable=False),
                              pa.field("n_definitions", pa.int32(), nullable=False)])
@@ -142,8 +146,25 @@ class RevdictIndex:
         for k in ("model", "entry_encoder"):  # stored relative to the data root (<root>/revdict/<key>)
             self.meta[k] = from_root(self.path.resolve().parents[1], self.meta.get(k))
         self.index = faiss.read_index(str(self.path / "index.faiss"))
-        self.entries: list[str] = pq.read_table(self.path / "entries.parquet").column("entry").to_pylist()
+        if self.meta.get("breadth"):
+            from defsentflow.revdict.ann import set_search_breadth
+
+            set_search_breadth(self.index, self.meta["breadth"])
+        # an Arrow column, not a million Python strings: a hit's name is read when it is returned
+        self._entry_column = pq.read_table(self.path / "entries.parquet", columns=["entry"]).column("entry")
+        self._entries: list[str] | None = None
         self._encoder = None
+
+    @property
+    def entries(self) -> list[str]:
+        """Every entry, in index order (materialised on first use)."""
+        if self._entries is None:
+            self._entries = self._entry_column.to_pylist()
+        return self._entries
+
+    def entry(self, j: int) -> str:
+        """The entry of index row ``j``."""
+        return self._entries[j] if self._entries is not None else self._entry_column[int(j)].as_py()
 
     def query_vectors(self, texts: Sequence[str], *, device: str = "auto") -> np.ndarray:
         """The query side: the pooled (cosine) or head (pooler) vectors of ``texts``."""
@@ -179,7 +200,7 @@ class RevdictIndex:
         scores, idx = self.search_vectors(queries, k)
         require_search_scores(scores, idx, model=str(self.meta["model"]), normalized=bool(self.meta.get("normalize")),
                               k=min(k, self.index.ntotal))
-        return [[(self.entries[j], float(s)) for s, j in zip(srow, irow) if j >= 0] for srow, irow in zip(scores, idx)]
+        return [[(self.entry(j), float(s)) for s, j in zip(srow, irow) if j >= 0] for srow, irow in zip(scores, idx)]
 
     def add(self, table: pa.Table, *, batch_size: int = 128, device: str = "auto",
             root: str | os.PathLike | None = None) -> RevdictIndex:
@@ -255,14 +276,16 @@ def _encode_definitions(spec: _Spec, definitions: Sequence[str], *, batch_size: 
 
 
 def _entry_matrix(spec: _Spec, table: pa.Table, *, batch_size: int,
-                  device: str) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Entries, their mean definition vectors (before ICA and normalisation) and definition counts."""
+                  device: str) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """Entries, their mean definition vectors (before ICA and normalisation), definition counts and a
+    seeded sample of definition vectors (the queries an approximate index is tuned on)."""
     from defsentflow.evaluation.revdict import entry_sums, prepare_queries
 
     data = prepare_queries(table, split="test", candidates="all", max_queries=0)
     vecs = _encode_definitions(spec, data.definitions, batch_size=batch_size, device=device)
     sums, counts = entry_sums(vecs, data.def_entry, len(data.entries))
-    return data.entries, (sums / counts[:, None]).astype(np.float32), counts
+    sample = np.random.default_rng(0).choice(len(vecs), size=min(len(vecs), TUNING_QUERIES), replace=False)
+    return data.entries, (sums / counts[:, None]).astype(np.float32), counts, vecs[np.sort(sample)]
 
 
 def _headword_vectors(spec: _Spec, entries: Sequence[str], *, batch_size: int, device: str) -> np.ndarray | None:
@@ -299,18 +322,28 @@ def _index_matrix(means: np.ndarray, transform: Any, normalize: bool, words: np.
 
 
 def _write_index(final: Path, entries: list[str], means: np.ndarray, counts: np.ndarray, meta: dict[str, Any],
-                 normalize: bool, transform: Any = None, words: np.ndarray | None = None) -> None:
+                 normalize: bool, transform: Any = None, words: np.ndarray | None = None,
+                 probes: np.ndarray | None = None) -> None:
     """``index.faiss`` (inner product over the served vectors), ``entries.parquet``, ``means.npy``
-    (the raw entry means, so entries can be added later) and ``meta.json``, atomically."""
+    (the raw entry means, so entries can be added later) and ``meta.json``, atomically.
+
+    ``meta["index_kind"]`` ``ivf``/``hnsw`` builds an approximate index whose search breadth is the
+    smallest reaching recall@10 >= 0.995 against exact search on ``probes`` (definition vectors,
+    mapped as the entries are); the breadth and recall go into ``meta.json``."""
     import faiss
 
+    from defsentflow.revdict.ann import make_index, tune_nprobe
     from defsentflow.storage import atomic_dir, write_parquet
     from defsentflow.storage.paths import to_root
 
     matrix = _index_matrix(means, transform, normalize, words)
+    kind = meta.get("index_kind", "flat")
     with atomic_dir(final) as tmp:
-        index = faiss.IndexFlatIP(matrix.shape[1])
-        index.add(matrix)
+        index = make_index(matrix, kind)
+        if kind != "flat" and probes is not None and len(probes):
+            queries = _index_matrix(probes, transform, normalize)
+            breadth, recall = tune_nprobe(make_index(matrix, "flat"), index, queries, k=min(10, len(matrix)))
+            meta = {**meta, "breadth": breadth, "tuned_recall_at_10": round(recall, 4), "tuning_queries": len(queries)}
         faiss.write_index(index, str(tmp / "index.faiss"))
         write_parquet(pa.table({"entry": entries, "n_definitions": np.asarray(counts).astype(np.int32)},
                                schema=_ENTRIES_SCHEMA), tmp / "entries.parquet")
@@ -336,7 +369,7 @@ def _newest_extension(cat: Any, key: str) -> dict[str, Any] | None:
 def build_revdict_index(model: str | os.PathLike, dictionary: str | pa.Table, *, mode: IndexMode = "auto",
                         pooling: str | None = None, max_length: int = 64, batch_size: int = 128,
                         device: str = "auto", root: str | os.PathLike | None = None,
-                        rebuild: bool = False) -> RevdictIndex:
+                        rebuild: bool = False, index_kind: str = "flat") -> RevdictIndex:
     """Build (or reuse) the faiss index of ``dictionary``'s entries for ``model``.
 
     Args:
@@ -347,6 +380,8 @@ def build_revdict_index(model: str | os.PathLike, dictionary: str | pa.Table, *,
             has an entry head, else cosine).
         root: data root (default ``$DEFSENTFLOW_HOME`` or ``./storage``).
         rebuild: ignore a cached index.
+        index_kind: ``flat`` (exact), ``ivf`` or ``hnsw`` (approximate, tuned to recall@10 >= 0.99
+            against exact search; :mod:`defsentflow.revdict.ann`).
     """
     from defsentflow.dictionary import tables
     from defsentflow.storage import Catalog, data_root, hash_path
@@ -356,18 +391,25 @@ def build_revdict_index(model: str | os.PathLike, dictionary: str | pa.Table, *,
         table = table.append_column("split", pa.array(["test"] * table.num_rows, pa.string()))
     spec = _spec(model, mode, pooling, max_length, root)
     dict_hash = tables.dictionary_content_hash(table)
+    if index_kind not in INDEX_KINDS:
+        raise ValueError(f"index kind must be one of {INDEX_KINDS}, got {index_kind!r}")
     key = index_key(spec, dict_hash)
+    if index_kind != "flat":  # flat indexes keep their keys
+        from defsentflow.storage import combine_hashes
+
+        key = combine_hashes([key, index_kind])
     cat = Catalog(root)
     found = None if rebuild else cat.artifact(key)
     if found is not None and Path(found["path"]).is_dir():
         newest = _newest_extension(cat, key)
         return RevdictIndex(newest["path"] if newest else found["path"])
-    entries, means, counts = _entry_matrix(spec, table, batch_size=batch_size, device=device)
+    entries, means, counts, probes = _entry_matrix(spec, table, batch_size=batch_size, device=device)
     final = data_root(root) / "revdict" / key
     name = dictionary if isinstance(dictionary, str) else None
-    meta = {**spec.__dict__, "key": key, "name": name, "dictionary_hash": dict_hash, "n_entries": len(entries)}
+    meta = {**spec.__dict__, "key": key, "name": name, "dictionary_hash": dict_hash, "n_entries": len(entries),
+            **({"index_kind": index_kind} if index_kind != "flat" else {})}
     words = _headword_vectors(spec, entries, batch_size=batch_size, device=device)
-    _write_index(final, entries, means, counts, meta, spec.normalize, _ica_of(spec), words)
+    _write_index(final, entries, means, counts, meta, spec.normalize, _ica_of(spec), words, probes=probes)
     cat.register_artifact(key, "revdict_index", final, hash_path(final), name=name,
                           input_hashes={"dictionary": dict_hash}, config=meta)
     return RevdictIndex(final)

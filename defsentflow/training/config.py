@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_serializer
 
 from defsentflow.config_tools import Autocast, ConfigSection, EntryEncoding, Method, TrainPooling
 
@@ -25,6 +25,8 @@ __all__ = [
     "paper_batch_size",
     "paper_config",
     "validate_choice",
+    "check_negatives",
+    "sampled_negatives",
 ]
 
 LrDecay = Literal["auto", "linear", "none"]
@@ -39,6 +41,27 @@ def validate_choice(name: str, value: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}")
     return value
+
+
+def check_negatives(v: str) -> str:
+    """``full`` (softmax over every entry) or ``sampled K`` (the batch's targets and K uniformly
+    sampled entries, negatives' logits corrected by ``log(N/K)``)."""
+    parts = str(v).split()
+    if parts == ["full"] or (len(parts) == 2 and parts[0] == "sampled" and parts[1].isdigit() and int(parts[1]) >= 1):
+        return " ".join(parts)
+    raise ValueError(f"negatives must be 'full' or 'sampled K' (K >= 1, e.g. 'sampled 65536'), got {v!r}")
+
+
+def sampled_negatives(v: str) -> int | None:
+    """K of ``sampled K``; None for ``full``."""
+    return int(v.split()[1]) if v != "full" else None
+
+
+def drop_full_negatives(data):
+    """``negatives: full`` is left out of dumps, so configs (and artifact keys) from before the option keep their hashes."""
+    if isinstance(data, dict) and data.get("negatives") == "full":
+        data.pop("negatives")
+    return data
 
 
 class TrainConfig(ConfigSection):
@@ -74,6 +97,16 @@ class TrainConfig(ConfigSection):
     lr_decay: str = "auto"
     weight_decay: float = 0.0
     bucket_batches: int = 50  # batches per length-sorted chunk (1 = no length bucketing)
+    negatives: str = "full"  # DefSent+: "full" softmax over every entry, or "sampled K"
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        return drop_full_negatives(handler(self))
+
+    @field_validator("negatives")
+    @classmethod
+    def _negatives(cls, v: str) -> str:
+        return check_negatives(v)
 
     # Choices are checked here rather than typed as Literal so the error lists the valid ones.
     @field_validator("method")

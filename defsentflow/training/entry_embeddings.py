@@ -29,6 +29,8 @@ __all__ = ["ENTRY_SCHEMA", "EntryMatrix", "IcaTransform", "build_entry_embedding
 ENTRY_SCHEMA = pa.schema([pa.field("row", pa.int64(), nullable=False), pa.field("entry", pa.string(), nullable=False)])
 
 _POOLING = {"ac": "cls", "amp": "mean"}
+ICA_SAMPLE_ABOVE = 200_000
+ICA_SAMPLE = 100_000
 
 
 @dataclass
@@ -86,14 +88,11 @@ class EntryMatrix:
 
 
 def entry_means(entries: Sequence[str], vectors: np.ndarray) -> tuple[list[str], np.ndarray]:
-    """Mean of ``vectors`` per entry; entries in order of first appearance."""
-    codes: dict[str, int] = {}
-    inverse = np.fromiter((codes.setdefault(e, len(codes)) for e in entries), dtype=np.int64, count=len(entries))
-    order = np.argsort(inverse, kind="stable")
-    counts = np.bincount(inverse, minlength=len(codes)).astype(np.float64)
-    starts = np.concatenate([[0], np.cumsum(counts[:-1])]).astype(np.int64)
-    sums = np.add.reduceat(np.asarray(vectors, dtype=np.float64)[order], starts, axis=0)
-    return list(codes), (sums / counts[:, None]).astype(np.float32)
+    """Mean of ``vectors`` per entry, summed in float32; entries in order of first appearance."""
+    from defsentflow.training.entry_shards import sum_entry_vectors
+
+    vectors = np.asarray(vectors)
+    return sum_entry_vectors(entries, np.arange(len(entries)), lambda rows: vectors[rows], vectors.shape[1])
 
 
 @dataclass(frozen=True)
@@ -116,6 +115,10 @@ class IcaTransform:
             scale: float = 100.0, standardize: bool = True) -> "IcaTransform":
         """FastICA (scikit-learn, unit-variance whitening, logcosh, ``n_components = dim``) on ``matrix``.
 
+        Above ``ICA_SAMPLE_ABOVE`` (200,000) entries the map is fitted on a seeded sample of
+        ``ICA_SAMPLE`` (100,000) rows and applied to all; the papers' dictionaries (WordNet, 127k
+        entries, and smaller) are always fitted whole.
+
         ``standardize`` first scales every dimension to zero mean and unit variance (scikit-learn's
         ``StandardScaler``), as the DefSent+ reference code does; the scaling is folded into the
         saved map, so applying it needs nothing else.
@@ -123,6 +126,10 @@ class IcaTransform:
         from sklearn.decomposition import FastICA
         from sklearn.preprocessing import StandardScaler
 
+        n = len(matrix)
+        if n > ICA_SAMPLE_ABOVE:  # FastICA's cost and its float64 copy grow with N: fit on a seeded sample
+            rows = np.sort(np.random.default_rng(random_state).choice(n, size=ICA_SAMPLE, replace=False))
+            matrix = matrix[rows]
         matrix = np.asarray(matrix, dtype=np.float64)
         n, dim = matrix.shape
         if n < dim:
@@ -197,9 +204,13 @@ def build_entry_embeddings(encoder: LoadedEncoder | str | os.PathLike, entries: 
     if not entries:
         raise ValueError("no (entry, definition) pairs")
     enc = encoder if isinstance(encoder, LoadedEncoder) else load_encoder(encoder, device=device)
-    vectors = encode_texts(enc, definitions, pooling=_POOLING[encoding], batch_size=batch_size,
+    from defsentflow.training.entry_shards import sum_entry_vectors
+
+    # each distinct definition is encoded once and summed from there: no [pairs, hidden] copy
+    unique, inverse = np.unique(np.array(definitions, dtype=object), return_inverse=True)
+    vectors = encode_texts(enc, unique.tolist(), pooling=_POOLING[encoding], batch_size=batch_size,
                            max_length=max_length, autocast=autocast, cache=cache, desc=f"entry embeddings ({encoding})")
-    names, matrix = entry_means(entries, vectors)
+    names, matrix = sum_entry_vectors(entries, inverse.reshape(-1), lambda rows: vectors[rows], vectors.shape[1])
     transform = None
     if ica:
         transform = IcaTransform.fit(matrix)

@@ -24,7 +24,7 @@ from defsentflow.encoders.loading import Autocast, pick_device
 from defsentflow.encoders.pooling import pool
 from defsentflow.training.adapters import activation_fn, adapter_for, prepare_backbone
 
-__all__ = ["DefinitionClassifier", "HeadQueryEncoder", "head_vector", "sentence_head_vectors"]
+__all__ = ["DefinitionClassifier", "HeadQueryEncoder", "head_vector", "prepare_matrix", "sentence_head_vectors"]
 
 
 def head_vector(pooled: torch.Tensor, pooler_dense: nn.Linear | None, activation: str) -> torch.Tensor:
@@ -34,22 +34,47 @@ def head_vector(pooled: torch.Tensor, pooler_dense: nn.Linear | None, activation
     return activation_fn(activation)(pooler_dense(pooled))
 
 
+def prepare_matrix(matrix: np.ndarray | torch.Tensor, *, normalize: bool, dtype: torch.dtype = torch.float32,
+                   device: torch.device | str = "cpu", chunk: int = 65_536) -> torch.Tensor:
+    """The entry matrix as the head scores it: rows unit-normalised if ``normalize``, in ``dtype``,
+    on ``device``; built chunk by chunk into one new tensor, so a memory-mapped ``.npy`` source
+    is never copied whole and the result is the only copy in (anonymous) memory."""
+    n, hidden = matrix.shape
+    out = torch.empty((n, hidden), dtype=dtype, device=device)
+    for start in range(0, n, chunk):
+        block = matrix[start:start + chunk]
+        block = torch.from_numpy(np.array(block, dtype=np.float32)) if isinstance(block, np.ndarray) else block.detach()
+        block = block.to(device=device, dtype=torch.float32)
+        out[start:start + chunk] = (F.normalize(block, dim=-1) if normalize else block).to(dtype)
+    return out
+
+
 class DefinitionClassifier(nn.Module):
     """Backbone + pooling (+ pooler) + a frozen head: logits over words or entries.
 
     Exactly one of ``word_head`` (a frozen module ``[B, H] -> [B, V]``) and ``matrix`` (a frozen
     ``[N, H]`` array scored as ``h . matrix^T``) is given. ``normalize`` turns the matrix scores
-    into cosines; logits are divided by ``temperature``.
+    into cosines; logits are divided by ``temperature``. The matrix is prepared once
+    (:func:`prepare_matrix`: normalised, in ``matrix_dtype``, the compute dtype of the step, so
+    autocast has nothing to cast) and held as the one copy; a tensor already prepared is kept as is.
+
+    ``sampled`` (DefSent+ only) replaces the full softmax by one over the batch's targets and
+    ``sampled`` entries drawn uniformly without replacement each step (``generator``); the other
+    entries' logits get ``log(N / sampled)`` added, the inverse of their inclusion probability.
+    When ``sampled >= N`` every entry is a candidate and the loss is the full one.
     """
 
     def __init__(self, backbone: nn.Module, *, pooling: str, pooler_dense: nn.Linear | None, activation: str,
-                 word_head: nn.Module | None = None, matrix: torch.Tensor | None = None,
-                 temperature: float = 1.0, normalize: bool = False):
+                 word_head: nn.Module | None = None, matrix: torch.Tensor | np.ndarray | None = None,
+                 temperature: float = 1.0, normalize: bool = False, matrix_dtype: torch.dtype = torch.float32,
+                 sampled: int | None = None, generator: torch.Generator | None = None):
         super().__init__()
         if (word_head is None) == (matrix is None):
             raise ValueError("give exactly one of word_head and matrix")
         if normalize and matrix is None:
             raise ValueError("normalize_logits needs a matrix head (DefSent+ or the input-embedding decoder)")
+        if sampled is not None and matrix is None:
+            raise ValueError("sampled negatives need a matrix head (DefSent+)")
         self.backbone = backbone
         self.pooling = pooling
         self.pooler_dense = pooler_dense
@@ -57,9 +82,12 @@ class DefinitionClassifier(nn.Module):
         self.word_head = word_head
         self.temperature = float(temperature)
         self.normalize = normalize
+        self.sampled = sampled
+        self.generator = generator
         if matrix is not None:
-            matrix = matrix.detach().float()
-            self.register_buffer("matrix", F.normalize(matrix, dim=-1) if normalize else matrix, persistent=False)
+            device = next(backbone.parameters()).device
+            prepared = prepare_matrix(matrix, normalize=normalize, dtype=matrix_dtype, device=device)
+            self.register_buffer("matrix", prepared, persistent=False)
         else:
             self.matrix = None
 
@@ -68,18 +96,35 @@ class DefinitionClassifier(nn.Module):
         pooled = pool(out.last_hidden_state, batch["attention_mask"], self.pooling)
         return head_vector(pooled, self.pooler_dense, self.activation)
 
+    def _scores(self, h: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
+        if self.normalize:
+            h = F.normalize(h, dim=-1)
+        m = self.matrix if rows is None else self.matrix.index_select(0, rows)
+        return h.to(m.dtype) @ m.T
+
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         h = self.sentence_vectors(batch)
-        if self.word_head is not None:
-            logits = self.word_head(h)
-        else:
-            if self.normalize:
-                h = F.normalize(h, dim=-1)
-            logits = h @ self.matrix.to(h.dtype).T
+        logits = self.word_head(h) if self.word_head is not None else self._scores(h)
         return logits.float() / self.temperature
 
     def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        return F.cross_entropy(self(batch), batch["labels"])
+        if self.sampled is None:
+            return F.cross_entropy(self(batch), batch["labels"])
+        return self.sampled_loss(batch)
+
+    def sampled_loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Cross-entropy over the batch's targets and ``self.sampled`` uniformly drawn entries."""
+        n, labels = self.matrix.shape[0], batch["labels"]
+        k = min(int(self.sampled), n)
+        drawn = torch.randperm(n, generator=self.generator)[:k].to(labels.device) if k < n else None
+        rows = torch.arange(n, device=labels.device) if drawn is None else torch.unique(torch.cat([labels, drawn]))
+        target = torch.searchsorted(rows, labels)  # rows is sorted: the label's column
+        logits = self._scores(self.sentence_vectors(batch), rows).float() / self.temperature
+        if drawn is not None:
+            is_target = torch.zeros(len(rows), dtype=torch.bool, device=rows.device)
+            is_target[target] = True
+            logits = logits + torch.where(is_target, 0.0, float(np.log(n / k)))
+        return F.cross_entropy(logits, target)
 
 
 def _pooler_activation(model_dir: Path, family: str) -> str:

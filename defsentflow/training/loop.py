@@ -34,7 +34,7 @@ from defsentflow.training.checkpoint import (
     save_checkpoint,
     seed_everything,
 )
-from defsentflow.training.config import TrainConfig
+from defsentflow.training.config import TrainConfig, sampled_negatives
 from defsentflow.training.heads import DefinitionClassifier
 
 __all__ = ["LoopOutcome", "TrainResult", "build_optimizer", "clip_gradients", "linear_schedule", "run_loop", "train_encoder"]
@@ -209,13 +209,21 @@ def run_loop(model: nn.Module, loss_fn: Callable[[dict[str, torch.Tensor]], torc
                        total_seconds=prior_seconds + elapsed, completed=epoch >= epochs, resumed_from=resumed_from)
 
 
+def _matrix_dtype(config: TrainConfig, device: torch.device) -> torch.dtype:
+    """The dtype the entry-matrix product runs in under the run's autocast (so nothing is cast per step)."""
+    if config.autocast == "bf16":
+        return torch.bfloat16
+    return torch.float16 if config.autocast == "fp16" and device.type == "cuda" else torch.float32
+
+
 def _fingerprint(config: TrainConfig, base_model: str, definitions: Sequence[str], targets: np.ndarray,
                  entry_matrix: np.ndarray | None) -> str:
     cfg = {k: v for k, v in config.model_dump().items() if k not in _RESUME_NEUTRAL}
     parts = [hash_config(cfg), model_content_hash(base_model), hash_text("\x1e".join(definitions)),
              hash_bytes(np.ascontiguousarray(targets, dtype=np.int64).tobytes())]
     if entry_matrix is not None:
-        parts.append(hash_bytes(np.ascontiguousarray(entry_matrix, dtype=np.float32).tobytes()))
+        # the buffer itself (a memory map stays one): the same hash as its bytes, without copying them
+        parts.append(hash_bytes(np.ascontiguousarray(entry_matrix, dtype=np.float32)))
     return combine_hashes(parts)
 
 
@@ -254,6 +262,8 @@ def train_encoder(config: TrainConfig, base_model: str | os.PathLike, definition
         raise ValueError("DefSent predicts vocabulary ids: pass entry_matrix=None")
     if not defsent and entry_matrix is None:
         raise ValueError("DefSent+ needs entry_matrix (see build_entry_embeddings)")
+    if entry_matrix is not None and not isinstance(entry_matrix, np.ndarray):
+        entry_matrix = np.asarray(entry_matrix, dtype=np.float32)
     use_pooler = config.use_pooler and not defsent  # DefSent feeds the pooled vector straight to the MLM head
     device = pick_device(config.device)
     base = str(base_model)
@@ -269,10 +279,10 @@ def train_encoder(config: TrainConfig, base_model: str | os.PathLike, definition
         n_targets = int(prepared.word_head(torch.zeros(1, prepared.encoder.hidden_size, device=device)).shape[-1])
         matrix = None
     else:
-        em = np.asarray(entry_matrix, dtype=np.float32)
-        if em.ndim != 2 or em.shape[1] != prepared.encoder.hidden_size:
-            raise ValueError(f"entry_matrix must be [n_entries, {prepared.encoder.hidden_size}], got {em.shape}")
-        n_targets, matrix = em.shape[0], torch.from_numpy(em).to(device)
+        shape = tuple(entry_matrix.shape)
+        if len(shape) != 2 or shape[1] != prepared.encoder.hidden_size:
+            raise ValueError(f"entry_matrix must be [n_entries, {prepared.encoder.hidden_size}], got {shape}")
+        n_targets, matrix = shape[0], entry_matrix  # prepared (normalised, compute dtype) once by the classifier
     bad = np.flatnonzero((labels < 0) | (labels >= n_targets))
     if len(bad):
         raise ValueError(f"target {labels[bad[0]]} (record {bad[0]}) is outside [0, {n_targets}); "
@@ -280,7 +290,9 @@ def train_encoder(config: TrainConfig, base_model: str | os.PathLike, definition
     classifier = DefinitionClassifier(
         backbone, pooling=config.pooling, pooler_dense=prepared.pooler_dense() if use_pooler else None,
         activation=prepared.adapter.pooler_activation, word_head=prepared.word_head, matrix=matrix,
-        temperature=config.temperature, normalize=config.normalize_logits)
+        temperature=config.temperature, normalize=config.normalize_logits, matrix_dtype=_matrix_dtype(config, device),
+        sampled=None if defsent else sampled_negatives(config.negatives),
+        generator=torch.Generator().manual_seed(config.seed))
     examples = tokenize_examples(tokenizer, definitions, labels, config.max_length)
     lengths = examples.lengths
 

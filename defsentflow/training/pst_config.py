@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_serializer, model_validator
 
 from defsentflow.config_tools import (LIMITS, Autocast, ConfigSection, EntryEncoding, EvalPooling, Method, Seed,
                                      TrainPooling, require_distinct)
@@ -87,12 +87,27 @@ class _TrainingCommon(ConfigSection):
     autocast: Autocast = "none"
     temperature: float = Field(1.0, gt=0)
     normalize_logits: bool = False
+    negatives: str = Field("full", description="DefSent+ softmax: full (every entry) or 'sampled K' (the batch's "
+                                                "targets and K sampled entries) for matrices beyond a GPU's memory")
     checkpoint_every: int = Field(200, ge=1, le=LIMITS["opt_steps"])
     entry_batch_size: int = Field(128, ge=1, le=LIMITS["batch"])
     train_entries: TrainEntries = Field(
         "train_split", description="train_split: only the dictionary's train split (keeps reverse-dictionary "
                                    "queries unseen); all: every split, as the papers train")
     ica_fit: IcaFit = IcaFit()
+
+    @field_validator("negatives")
+    @classmethod
+    def _negatives(cls, v: str) -> str:
+        from defsentflow.training.config import check_negatives
+
+        return check_negatives(v)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        from defsentflow.training.config import drop_full_negatives
+
+        return drop_full_negatives(handler(self))
 
 
 class PstSection(_TrainingCommon):

@@ -54,6 +54,7 @@ def _train_config(section: PstSection | DefSentSection, *, method: str, pooling:
     return paper_config(method, variant=variant, pooling=pooling, lr=lr, seed=seed, use_pooler=section.use_pooler,
                         max_length=section.max_length, temperature=section.temperature,
                         normalize_logits=section.normalize_logits, autocast=section.autocast,
+                        negatives=section.negatives,
                         checkpoint_every=section.checkpoint_every, device=section.device,
                         bucket_batches=1 if getattr(section, "batching", "length") == "random" else 50, **overrides)
 
@@ -152,7 +153,7 @@ def train_model(cfg: Any, base: str, definitions: Sequence[str], targets: Sequen
     if not (out / "defsentflow.json").is_file():  # a finished but unregistered model is kept
         from defsentflow.training.loop import train_encoder
 
-        matrix = np.load(entry_matrix_path) if entry_matrix_path else None
+        matrix = np.load(entry_matrix_path, mmap_mode="r") if entry_matrix_path else None  # one copy: the prepared head
         train_encoder(cfg, base, list(definitions), list(map(int, targets)), out_dir=out, checkpoint_dir=ckpt,
                       entry_matrix=matrix)
     meta_file = out / "defsentflow.json"

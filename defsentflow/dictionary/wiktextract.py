@@ -1,0 +1,112 @@
+"""Reader for the Wiktionary extract of wiktextract (the JSONL files distributed by kaikki.org).
+
+One JSON object per line, per word and part of speech: ``word``, ``pos``, ``lang_code`` and
+``senses``, each sense with ``glosses`` (a list of strings), ``tags`` and ``examples`` (objects
+with a ``text``). The file is streamed line by line, so a 20 GB extract is never held in memory.
+
+Decisions (also in the README):
+
+- Only objects whose ``lang_code`` is the requested one (``en`` by default) are read; the others
+  are skipped without a record (an all-language extract is mostly other languages).
+- A *multi-gloss* sense is a sub-sense: wiktextract lists its parents' glosses first and its own
+  last. The definition is the last gloss; the parents are kept as ``parent_glosses`` metadata
+  (each parent is a sense of its own in the extract, so it is ingested as a definition too).
+- *Form-of* and *alt-of* senses ("plural of dog", "alternative spelling of colour"; a ``form_of``
+  or ``alt_of`` key, or the tag ``form-of``/``alt-of``) say which word a form belongs to, not what
+  it means: they are skipped, as are senses with no gloss (tag ``no-gloss``). Skipped senses are
+  not records, so they are counted nowhere; the reader's ``stats`` (optional) counts them.
+- A line that is not JSON, not an object, or has no string ``word`` or no ``senses`` list is
+  quarantined as ``malformed`` with its line number; a malformed sense (glosses not a list of
+  strings, examples not objects with a text) is quarantined on its own, naming the sense's index.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Iterator
+
+from defsentflow.dictionary.lines import iter_lines, line_rejection
+from defsentflow.dictionary.records import DefinitionRecord, Record, RejectedRecord
+
+__all__ = ["read_wiktextract", "DEFAULT_LANG_CODE", "SKIPPED_TAGS"]
+
+DEFAULT_LANG_CODE = "en"
+SKIPPED_TAGS = frozenset({"form-of", "alt-of", "no-gloss"})
+
+
+def read_wiktextract(path: str | os.PathLike, source: str = "wiktextract", *, lang_code: str = DEFAULT_LANG_CODE,
+                     stats: dict[str, int] | None = None) -> Iterator[Record]:
+    """Stream the definitions of one wiktextract JSONL file, in the language ``lang_code``.
+
+    ``stats``, if given, is filled with how many objects were skipped for their language
+    (``other_language``) and how many senses were skipped as ``form_of``/``alt_of``/``no_gloss``.
+
+    Example:
+        >>> next(read_wiktextract("kaikki.org-dictionary-English.jsonl"))
+        DefinitionRecord(entry='dog', definition='A mammal, Canis familiaris ...', pos='noun', ...)
+    """
+    file = str(path)
+    stats = stats if stats is not None else {}
+    for no, text in iter_lines(path):
+        if (bad := line_rejection(source, file, no, text)) is not None:
+            yield bad
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            yield RejectedRecord(source, file, no, "malformed", text, f"invalid JSON: {exc.msg} at column {exc.colno}")
+            continue
+        problem = _object_problem(obj)
+        if problem:
+            yield RejectedRecord(source, file, no, "malformed", text, problem)
+            continue
+        if obj.get("lang_code") != lang_code:
+            stats["other_language"] = stats.get("other_language", 0) + 1
+            continue
+        pos = obj.get("pos") if isinstance(obj.get("pos"), str) else None
+        for i, sense in enumerate(obj["senses"]):
+            yield from _sense_records(obj["word"], pos, i, sense, source, file, no, text, stats)
+
+
+def _object_problem(obj: Any) -> str | None:
+    if not isinstance(obj, dict):
+        return f"expected a JSON object, got {type(obj).__name__}"
+    if not isinstance(obj.get("word"), str):
+        return "missing key 'word'" if "word" not in obj else f"'word' must be a string, got {type(obj['word']).__name__}"
+    if not isinstance(obj.get("senses"), list):
+        return "missing key 'senses'" if "senses" not in obj else "'senses' must be a list"
+    return None
+
+
+def _sense_records(word: str, pos: str | None, i: int, sense: Any, source: str, file: str, no: int, text: str,
+                   stats: dict[str, int]) -> Iterator[Record]:
+    if not isinstance(sense, dict):
+        yield RejectedRecord(source, file, no, "malformed", text, f"sense {i}: expected an object, got {type(sense).__name__}")
+        return
+    tags = sense.get("tags") or []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        yield RejectedRecord(source, file, no, "malformed", text, f"sense {i}: 'tags' must be a list of strings")
+        return
+    skip = next((k for k in ("form_of", "alt_of") if k in sense), None) or next(
+        (t.replace("-", "_") for t in tags if t in SKIPPED_TAGS), None)
+    glosses = sense.get("glosses")
+    if skip is None and not glosses:
+        skip = "no_gloss"
+    if skip is not None:
+        stats[skip] = stats.get(skip, 0) + 1
+        return
+    if not isinstance(glosses, list) or not all(isinstance(g, str) for g in glosses):
+        yield RejectedRecord(source, file, no, "malformed", text, f"sense {i}: 'glosses' must be a list of strings")
+        return
+    examples = sense.get("examples") or []
+    if not isinstance(examples, list) or not all(isinstance(e, dict) and isinstance(e.get("text"), str) for e in examples):
+        yield RejectedRecord(source, file, no, "malformed", text, f"sense {i}: 'examples' must be objects with a 'text'")
+        return
+    meta: dict[str, Any] = {}
+    if len(glosses) > 1:
+        meta["parent_glosses"] = glosses[:-1]
+    if tags:
+        meta["tags"] = tags
+    yield DefinitionRecord(word, glosses[-1], source, file, no, pos=pos, examples=tuple(e["text"] for e in examples),
+                           meta=meta or None)
