@@ -54,6 +54,17 @@ class DaskFanOut:
 
     def __init__(self, address: str, *, gpus_per_candidate: float = 0, name: str | None = None) -> None:
         self.address, self.gpus, self.name = address, gpus_per_candidate, name
+        self._shards: int | None = None
+
+    @property
+    def shards(self) -> int:
+        """How many pieces to cut divisible work into (entry-matrix shards): the cluster's workers."""
+        if self._shards is None:
+            from distributed import Client
+
+            with Client(self.address, timeout=30) as client:
+                self._shards = max(1, len(client.scheduler_info().get("workers", {})))
+        return self._shards
 
     def __call__(self, fn: Callable[..., Any], calls: Sequence[Any]) -> list[Any]:
         import dask

@@ -35,6 +35,7 @@ from defsentflow.encoders.encoding import (
     DEFAULT_MAX_TOKENS, encode_batch, inference_model, pad_batch, token_budget_batches, tokenize_sorted,
 )
 from defsentflow.encoders.loading import Autocast, LoadedEncoder, autocast_context, load_encoder, model_content_hash
+from defsentflow.fanout import sequential
 from defsentflow.storage.hashing import combine_hashes, hash_bytes, hash_text
 
 __all__ = ["EntryShardSpec", "FanOut", "plan_entry_shards", "token_ids", "encode_entry_shard", "sum_entry_vectors",
@@ -46,9 +47,9 @@ _POOLING = {"ac": "cls", "amp": "mean"}
 MERGE_CHUNK = 65_536
 
 
-def plain_fan_out(fn: Callable[[Any], Any], calls: list) -> list:
-    """The default executor: one call after another, results in order."""
-    return [fn(c) for c in calls]
+def plain_fan_out(fn: Callable[..., Any], calls: list) -> list:
+    """The default executor: one call after another, results in order (``defsentflow.fanout.sequential``)."""
+    return sequential(fn, calls)
 
 
 @dataclass(frozen=True)
@@ -222,7 +223,7 @@ def build_entry_matrix_sharded(encoder: LoadedEncoder | str | os.PathLike, entri
     if isinstance(encoder, LoadedEncoder):  # the caller's model serves the in-process shards
         _LOADED.clear()
         _LOADED[(enc.path, specs[0].model_hash, str(enc.device))] = enc
-    paths = (fan_out or plain_fan_out)(encode_entry_shard, specs)
+    paths = (fan_out or plain_fan_out)(encode_entry_shard, [(spec,) for spec in specs])  # calls: argument tuples
     parts = [np.load(p, mmap_mode="r") for p in paths]
     offsets = np.cumsum([0] + [len(p) for p in parts])
 

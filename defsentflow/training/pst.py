@@ -152,7 +152,8 @@ def run_step(section: PstSection, data: TrainingData, plan: StepPlan, selection:
             return dataclasses.replace(done, cached=True, seconds=time.perf_counter() - t0)
     variants = (False, True) if plan.ica else (False,)  # Eq. 11: the ICA matrix is an extra candidate
     matrices = {(enc, ica): steps.build_matrix(section, data, encoder=plan.encoder, encoder_id=plan.encoder_id,
-                                               encoding=enc, ica=ica, step=plan.step, root=root, run_id=run_id)
+                                               encoding=enc, ica=ica, step=plan.step, root=root, run_id=run_id,
+                                               fan_out=steps.fan_out)
                 for enc in dict.fromkeys(g.entry_encoding for g in plan.grid) for ica in variants}
     specs = [plan_candidate(section, data, selection, step=plan.step, seed=seed, grid=g, lr=plan.lr,
                             matrix=matrices[(g.entry_encoding, ica)], start=plan.start, start_id=plan.start_id,

@@ -86,12 +86,15 @@ def _entry_space_extras(matrix: np.ndarray, out_dir: Path, title: str) -> dict[s
 
 def build_entry_matrix(section: PstSection | DefSentSection, data: TrainingData, *, encoder: str, encoder_id: str,
                        encoding: str, ica: bool, step: int = 1, root: str | os.PathLike | None = None,
-                       run_id: str | None = None) -> MatrixRef:
+                       run_id: str | None = None, fan_out: Any = None) -> MatrixRef:
     """Build (or reuse) the frozen entry matrix of the training entries with ``encoder``.
 
     Row i is the mean over entry i's training definitions of the encoder's CLS (``ac``) or
     mean-pooled (``amp``) vector, FastICA-transformed when ``ica``. Stored atomically under
     ``<root>/pst/entry_matrices/<key>/`` with ``entries.parquet``, ``stats.json`` and a plot.
+    The definitions are encoded in shards through ``fan_out`` (as many as its ``shards``
+    attribute says, e.g. the Dask workers; one in this process otherwise): the matrix is
+    bit-identical whatever the shard count (:mod:`defsentflow.training.entry_shards`).
     """
     from defsentflow.encoders import load_encoder
     from defsentflow.storage import Catalog, atomic_dir, data_root, hash_config, hash_path, write_parquet
@@ -103,14 +106,17 @@ def build_entry_matrix(section: PstSection | DefSentSection, data: TrainingData,
     found = cat.artifact(key)
     if found is not None:
         return MatrixRef.from_dict(found["meta"])
-    from defsentflow.training.entry_embeddings import IcaTransform, build_entry_embeddings
+    from defsentflow.training.entry_embeddings import IcaTransform
+    from defsentflow.training.entry_shards import build_entry_matrix_sharded
 
     enc = load_encoder(encoder, device=section.device)
-    em = build_entry_embeddings(enc, data.definition_entries, data.definitions, encoding,
-                                batch_size=section.entry_batch_size, max_length=section.max_length,
-                                autocast=section.autocast, cache=str(data_root(root)))
-    row = {e: i for i, e in enumerate(em.entries)}
-    matrix = np.asarray(em.matrix, dtype=np.float32)[[row[e] for e in data.entries]]
+    names, sums = build_entry_matrix_sharded(enc, data.definition_entries, data.definitions, encoding,
+                                             shards=max(1, int(getattr(fan_out, "shards", 1) or 1)), fan_out=fan_out,
+                                             cache_dir=data_root(root) / "cache" / "entry-shards",
+                                             batch_size=section.entry_batch_size, max_length=section.max_length,
+                                             autocast=section.autocast, device=section.device)
+    row = {e: i for i, e in enumerate(names)}
+    matrix = np.asarray(sums, dtype=np.float32)[[row[e] for e in data.entries]]
     transform = None
     if ica:  # fitted once here and saved: evaluation and serving reuse this map, never refit it
         f = section.ica_fit

@@ -94,7 +94,7 @@ def test_pst_flow_second_run_reuses_every_step(prefect_test_harness, tiny_bert_d
         raise AssertionError("a cached flow run must not train")
 
     monkeypatch.setattr(loop, "train_encoder", forbidden)
-    monkeypatch.setattr("defsentflow.training.entry_embeddings.build_entry_embeddings", forbidden)
+    monkeypatch.setattr("defsentflow.training.entry_shards.build_entry_matrix_sharded", forbidden)
     again = pst_flow(cfg, run_id="f2")
     assert again.winner.model_dir == first.winner.model_dir and again.reason == first.reason
     stages = Catalog().query("SELECT stage, status FROM stages WHERE run_id = 'f2' ORDER BY stage")

@@ -24,7 +24,7 @@ def test_three_shards_equal_one_bit_for_bit(tiny_bert_dir, toy_pairs, tmp_path):
 
     def recording_fan_out(fn, specs):
         calls.append(len(specs))
-        return [fn(s) for s in reversed(specs)][::-1]  # any execution order, results in submission order
+        return [fn(*s) for s in reversed(specs)][::-1]  # any execution order, results in submission order
 
     one_names, one = build_entry_matrix_sharded(enc, entries, defs, "amp", shards=1, cache_dir=tmp_path / "a", batch_size=4)
     three_names, three = build_entry_matrix_sharded(enc, entries, defs, "amp", shards=3, fan_out=recording_fan_out,
@@ -50,8 +50,8 @@ def test_shards_partition_the_sorted_batches_and_are_cached(tiny_bert_dir, toy_p
     ran: list[str] = []
 
     def fan_out(fn, calls):
-        ran.extend(c.out for c in calls)
-        return [fn(c) for c in calls]
+        ran.extend(c[0].out for c in calls)
+        return [fn(*c) for c in calls]
 
     build_entry_matrix_sharded(enc, entries, defs, "amp", shards=3, fan_out=fan_out, cache_dir=tmp_path, batch_size=4)
     assert ran == list(stamps) and all((tmp_path / o).stat().st_mtime_ns == t for o, t in stamps.items())

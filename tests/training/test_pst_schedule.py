@@ -58,11 +58,11 @@ def section(tiny_bert_dir, **kw) -> PstSection:
 @pytest.fixture()
 def spies(monkeypatch):
     """Record every training call (its config, base model path and starting weights) and entry-matrix build."""
-    import defsentflow.training.entry_embeddings as ee
+    import defsentflow.training.entry_shards as es
     import defsentflow.training.loop as loop
 
     calls = {"train": [], "matrix": []}
-    real_train, real_build = loop.train_encoder, ee.build_entry_embeddings
+    real_train, real_build = loop.train_encoder, es.build_entry_matrix_sharded
 
     def train(config, base_model, definitions, targets, **kw):
         from safetensors.numpy import load_file
@@ -77,7 +77,7 @@ def spies(monkeypatch):
         return real_build(encoder, *a, **kw)
 
     monkeypatch.setattr(loop, "train_encoder", train)
-    monkeypatch.setattr(ee, "build_entry_embeddings", build)
+    monkeypatch.setattr(es, "build_entry_matrix_sharded", build)
     return calls
 
 
@@ -230,7 +230,7 @@ def test_second_run_recomputes_nothing_and_a_killed_run_resumes(tiny_bert_dir, h
 
     monkeypatch.setattr(loop, "train_encoder", forbidden)
     monkeypatch.setattr("defsentflow.evaluation.revdict.evaluate_revdict", forbidden)
-    monkeypatch.setattr("defsentflow.training.entry_embeddings.build_entry_embeddings", forbidden)
+    monkeypatch.setattr("defsentflow.training.entry_shards.build_entry_matrix_sharded", forbidden)
     again = run_pst(s, run_id="k3", steps=SCORED)
     assert all(st.cached for st in again.steps[1:])
     assert again.winner.model_dir == first.winner.model_dir and again.reason == first.reason
