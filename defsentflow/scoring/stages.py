@@ -49,8 +49,8 @@ from defsentflow.scoring.scorer import ContextualScorer, ScorerWeights
 from defsentflow.scoring.vectors import cached_sentence_vectors
 
 __all__ = ["apply_threads", "vectors_path", "prepare_corpus", "prepare_extras", "prepare_pair_file", "prepare_scorer",
-           "prepare_index",
-           "prepare_refs", "plan_harvest", "run_batch", "finalize_harvest", "run_harvest", "load_resources", "harvest_settings",
+           "prepare_index", "prepare_refs", "prepare_inputs", "scorer_step", "index_step", "plan_harvest", "run_batch",
+           "finalize_harvest", "HarvestSteps", "run_harvest", "load_resources", "harvest_settings",
            "discriminative_config"]
 
 log = logging.getLogger(__name__)
@@ -368,37 +368,100 @@ def finalize_harvest(cfg: HarvestConfig, refs: dict, plan: dict, run_id: str | N
 
 def prepare_refs(cfg: HarvestConfig, run_id: str | None = None) -> dict:
     """The corpus, extra sentences, context scorer and chunk index a labeller needs (each cached)."""
-    corpus = prepare_corpus(cfg, run_id)
-    extras = prepare_extras(cfg)
-    refs = {"corpus": corpus, "extras": extras, "scorer": prepare_scorer(cfg, corpus, extras, run_id),
-            "index": prepare_index(cfg, corpus, run_id)}
-    pair_file = prepare_pair_file(cfg)
-    return {**refs, "pair_file": pair_file} if pair_file else refs
+    inputs = prepare_inputs(cfg, run_id)
+    refs = {**inputs, "scorer": prepare_scorer(cfg, inputs["corpus"], inputs["extras"], run_id),
+            "index": prepare_index(cfg, inputs["corpus"], run_id)}
+    return refs if refs.get("pair_file") else {k: v for k, v in refs.items() if k != "pair_file"}
 
 
-def run_harvest(cfg: HarvestConfig, *, run_id: str | None = None,
-                map_batches: Callable[[Callable[[dict], dict], list[dict]], list[dict]] | None = None) -> dict:
-    """All stages in a row (the CLI); ``map_batches(fn, batches)`` may run the batches elsewhere."""
+def prepare_inputs(cfg: HarvestConfig, run_id: str | None = None) -> dict:
+    """Stage 1 in one call: the corpus, the optional extra sentences and the pairs file (``pairs.source: file``)."""
+    return {"corpus": prepare_corpus(cfg, run_id), "extras": prepare_extras(cfg), "pair_file": prepare_pair_file(cfg)}
+
+
+def scorer_step(cfg: HarvestConfig, inputs: dict, run_id: str | None = None) -> dict:
+    return prepare_scorer(cfg, inputs["corpus"], inputs["extras"], run_id)
+
+
+def index_step(cfg: HarvestConfig, inputs: dict, run_id: str | None = None) -> dict:
+    return prepare_index(cfg, inputs["corpus"], run_id)
+
+
+def _map_batches_here(cfg: HarvestConfig, refs: dict, plan: dict, batches: list[dict]) -> list[dict]:
+    from defsentflow.progress import progress
+
+    return [run_batch(cfg, refs, plan, b) for b in progress(batches, desc="harvest batches", unit="batch")]
+
+
+@dataclasses.dataclass(frozen=True)
+class HarvestSteps:
+    """The harvest's pieces, each a callable: the library's own functions here, Prefect tasks in the
+    ``harvest-pairs`` flow (``tasks/harvest.py``; its ``map_batches`` maps a task over the batches,
+    on Dask when the config asks). :func:`run_harvest` calls them in its one order.
+
+    Signatures: ``prepare(cfg, run_id) -> inputs``; ``train_scorer(cfg, inputs, run_id)`` and
+    ``build_index(cfg, inputs, run_id)`` -> a reference; ``plan(cfg, refs) -> plan``;
+    ``map_batches(cfg, refs, plan, batches) -> parts``; ``finalize(cfg, refs, plan, run_id, seconds)``.
+    """
+
+    prepare: Callable[..., dict] = prepare_inputs
+    train_scorer: Callable[..., dict] = scorer_step
+    build_index: Callable[..., dict] = index_step
+    plan: Callable[..., dict] = plan_harvest
+    map_batches: Callable[..., list[dict]] = _map_batches_here
+    finalize: Callable[..., dict] = finalize_harvest
+
+
+LOCAL = HarvestSteps()
+
+
+def run_harvest(cfg: HarvestConfig, *, run_id: str | None = None, steps: HarvestSteps = LOCAL) -> dict:
+    """The harvest's one sequencer: inputs, scorer and index, plan, batches, finalize.
+
+    Args:
+        cfg: the validated harvest config (validated once, here or by the caller).
+        run_id: open a ``runs`` row (flow ``harvest-pairs``) under this id and close it when done
+            (a pipeline's run is not closed: :meth:`Catalog.end_run`); None: no run record.
+        steps: the executor of the pieces (:class:`HarvestSteps`; the flow passes Prefect tasks).
+
+    Returns:
+        One shape whatever the executor: ``key``, ``path``, ``n_pairs``, ``mean``, ``std``, ``cached``
+        (the whole harvest existed), ``batches_computed``, ``scorer_metrics``, ``refs``,
+        ``seconds_prepare``, ``seconds_batches``.
+    """
+    from defsentflow.storage import Catalog, clean_stale_temporaries
+
+    cat = Catalog(cfg.root)
+    if run_id is not None:
+        cat.start_run("harvest-pairs", config=cfg.model_dump(mode="json"), run_id=run_id)
+    try:
+        clean_stale_temporaries(cat.root / "parquet" / "harvest")  # parts half-written by a killed run
+        result = _sequence(cfg, cat, run_id, steps)
+    except BaseException as exc:
+        if run_id is not None:
+            cat.end_run(run_id, "failed", note=f"{type(exc).__name__}: {exc}"[:500])
+        raise
+    if run_id is not None:
+        cat.end_run(run_id, "completed", note=f"{result['n_pairs']} pairs -> {result['key']}")
+    return result
+
+
+def _sequence(cfg: HarvestConfig, cat, run_id: str | None, steps: HarvestSteps) -> dict:
     t0 = time.perf_counter()
-    refs = prepare_refs(cfg, run_id)
-    plan = plan_harvest(cfg, refs)
-    from defsentflow.storage import Catalog
-
-    art = Catalog(cfg.root).artifact(plan["key"])
+    inputs = steps.prepare(cfg, run_id)
+    refs = {**inputs, "scorer": steps.train_scorer(cfg, inputs, run_id), "index": steps.build_index(cfg, inputs, run_id)}
+    if not refs.get("pair_file"):
+        refs.pop("pair_file", None)
+    plan = steps.plan(cfg, refs)
+    common = {"refs": refs, "scorer_metrics": refs["scorer"]["metrics"]}
+    art = cat.artifact(plan["key"])
     if art is not None:  # this exact harvest is complete: nothing to redo
         meta = art.get("meta") or {}
         return {"key": plan["key"], "path": art["path"], "n_pairs": meta.get("n_pairs"), "mean": meta.get("mean"),
-                "std": meta.get("std"), "refs": refs, "scorer_metrics": refs["scorer"]["metrics"], "cached": True,
-                "batches_computed": 0, "seconds_prepare": time.perf_counter() - t0, "seconds_batches": 0.0}
+                "std": meta.get("std"), "cached": True, "batches_computed": 0, **common,
+                "seconds_prepare": time.perf_counter() - t0, "seconds_batches": 0.0}
     t1 = time.perf_counter()
-    fn = lambda b: run_batch(cfg, refs, plan, b)  # noqa: E731
-    if map_batches is None:
-        from defsentflow.progress import progress
-
-        parts = [fn(b) for b in progress(plan["batches"], desc="harvest batches", unit="batch")]
-    else:
-        parts = map_batches(fn, plan["batches"])
-    result = finalize_harvest(cfg, refs, plan, run_id, seconds=time.perf_counter() - t1)
-    result.update(refs=refs, scorer_metrics=refs["scorer"]["metrics"], batches_computed=sum(p["computed"] for p in parts),
-                  seconds_prepare=t1 - t0, seconds_batches=time.perf_counter() - t1)
-    return result
+    parts = steps.map_batches(cfg, refs, plan, plan["batches"])
+    result = steps.finalize(cfg, refs, plan, run_id, time.perf_counter() - t1)
+    return {**result, "batches_computed": sum(bool(p["computed"]) for p in parts), **common,
+            "seconds_prepare": t1 - t0, "seconds_batches": time.perf_counter() - t1}
