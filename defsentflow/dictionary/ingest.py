@@ -52,8 +52,6 @@ __all__ = [
     "register_dictionary",
     "DictionarySteps",
     "ingest_dictionary",
-    "merge_sources",
-    "read_source",
 ]
 
 log = logging.getLogger(__name__)
@@ -133,7 +131,7 @@ def plan_dictionary(config: DictionaryConfig) -> DictionaryPlan:
     return DictionaryPlan(key, input_hashes, key_config)
 
 
-def read_source(kind: SourceKind, path: str | os.PathLike, name: str, *, workers: int = 2) -> Iterator[Record]:
+def _read_source(kind: SourceKind, path: str | os.PathLike, name: str, *, workers: int = 2) -> Iterator[Record]:
     """The records of one source path, with a progress bar over records (files for OEWN)."""
     if kind == "oewn":
         entries, synsets = oewn_files(path)
@@ -149,14 +147,14 @@ def read_source(kind: SourceKind, path: str | os.PathLike, name: str, *, workers
             yield rec
 
 
-def merge_sources(config: DictionaryConfig) -> MergedDictionary:
+def _merge_sources(config: DictionaryConfig) -> MergedDictionary:
     """Read every source of ``config`` and merge them (no writing)."""
     names = config.source_names()
 
     def streams() -> Iterator[tuple[str, Iterator[Record]]]:
         for spec, name in zip(config.sources, names):
             for p in spec.paths:
-                yield name, read_source(spec.kind, p, name, workers=config.workers)
+                yield name, _read_source(spec.kind, p, name, workers=config.workers)
 
     entry_filter = whole_token_filter(config.tokenizer) if config.variant == "c" and config.tokenizer else None
     return merge_records(streams(), case_fold=config.case_fold, max_chars=config.max_chars, seed=config.seed,
@@ -218,7 +216,7 @@ def build_dictionary(config: DictionaryConfig, plan: DictionaryPlan | None = Non
         if found is not None:
             return found
         t0 = time.perf_counter()
-        merged = merge_sources(config)
+        merged = _merge_sources(config)
         total = merged.total()
         assert total.balanced(), vars(total)
         if merged.definitions.num_rows == 0:

@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["RevdictIndex", "IndexMode", "build_revdict_index", "index_key", "measured_modes", "resolve_mode"]
+__all__ = ["RevdictIndex", "IndexMode", "build_revdict_index", "measured_modes", "resolve_mode"]
 
 IndexMode = Literal["auto", "head", "cosine", "hybrid"]
 _MODES = ("head", "cosine", "hybrid")
@@ -107,7 +107,7 @@ def _spec(model: str | os.PathLike, mode: str, pooling: str | None, max_length: 
                  bool(meta.get("ica", False)), bool(meta.get("normalize_logits", False)), max_length)
 
 
-def index_key(spec: _Spec, dictionary_hash: str) -> str:
+def _index_key(spec: _Spec, dictionary_hash: str) -> str:
     from dataclasses import asdict
 
     from defsentflow.encoders import model_content_hash
@@ -338,7 +338,7 @@ def build_revdict_index(model: str | os.PathLike, dictionary: str | pa.Table, *,
         table = table.append_column("split", pa.array(["test"] * table.num_rows, pa.string()))
     spec = _spec(model, mode, pooling, max_length, root)
     dict_hash = tables.dictionary_content_hash(table)
-    key = index_key(spec, dict_hash)
+    key = _index_key(spec, dict_hash)
     cat = Catalog(root)
     found = None if rebuild else cat.artifact(key)
     if found is not None and Path(found["path"]).is_dir():

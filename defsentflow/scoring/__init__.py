@@ -29,7 +29,6 @@ from defsentflow.scoring.harvest import (
     harvest_batch,
     label_stats,
     plan_batches,
-    relabel_parts,
 )
 from defsentflow.scoring.origin import OriginPoint, PairLabeller
 from defsentflow.scoring.pair_file import PairFile, label_file_batch, read_pair_file, sample_pairs
@@ -74,7 +73,6 @@ __all__ = [
     "plan_batches",
     "random_context_set",
     "read_pair_file",
-    "relabel_parts",
     "resolve_input_path",
     "sample_negatives",
     "sample_pairs",

@@ -35,7 +35,7 @@ from defsentflow.scoring.pair_similarity import ScoreCache, pair_similarities
 from defsentflow.scoring.scorer import ContextualScorer
 
 __all__ = ["HarvestSettings", "BatchSpec", "HarvestResources", "PAIRS_SCHEMA", "plan_batches", "eligible_sentences",
-           "harvest_batch", "choose_context_sets", "part_path", "collect_parts", "label_stats", "relabel_parts"]
+           "harvest_batch", "choose_context_sets", "part_path", "collect_parts", "label_stats"]
 
 SearchFn = Callable[[list[str], int], tuple[np.ndarray, np.ndarray]]
 
@@ -303,23 +303,6 @@ def collect_parts(parts_dir: str | os.PathLike, n_batches: int) -> pa.Table:
     if missing:
         raise FileNotFoundError(f"{parts_dir}: {len(missing)} batch parts missing ({', '.join(missing[:5])})")
     return pa.concat_tables([pq.read_table(p, schema=PAIRS_SCHEMA) for p in paths])
-
-
-def relabel_parts(pairs: pa.Table, score_paths: Sequence[str | os.PathLike], *, similarity: Similarity = "cosine") -> np.ndarray:
-    """Labels recomputed from stored context sets and cached scores only (no scorer needed)."""
-    version = pairs.column("scorer_version")[0].as_py() if pairs.num_rows else ""
-    cache = ScoreCache.load(version, score_paths)
-    s1 = pairs.column("s1_id").to_numpy()
-    s2 = pairs.column("s2_id").to_numpy()
-    sets: dict[int, np.ndarray] = {}
-    for col, ids in (("s1_contexts", s1), ("s2_contexts", s2)):
-        lists = pairs.column(col).combine_chunks()
-        flat = lists.values.to_numpy()
-        offs = lists.offsets.to_numpy()
-        for j, i in enumerate(ids.tolist()):
-            if i not in sets:
-                sets[i] = flat[offs[j]:offs[j + 1]]
-    return pair_similarities(np.stack([s1, s2], axis=1), sets, cache, None, center=similarity == "centered_cosine")
 
 
 def label_stats(scores: np.ndarray, bins: int = 20) -> dict:

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 import torch
 from sklearn.metrics.pairwise import cosine_similarity
@@ -22,7 +21,6 @@ from defsentflow.scoring import (
     jaccard,
     label_stats,
     plan_batches,
-    relabel_parts,
 )
 from tests.scoring.helpers import OverlapSearch, make_corpus
 
@@ -150,17 +148,6 @@ def test_resume_does_not_rescore_finished_batches(resources, tmp_path, monkeypat
     resumed = collect_parts(parts, len(specs))
     assert resumed.drop_columns(["score"]).equals(reference.drop_columns(["score"]))
     np.testing.assert_allclose(resumed.column("score").to_numpy(), reference.column("score").to_numpy(), atol=1e-6)
-
-
-def test_relabel_from_cached_scores(resources, tmp_path):
-    specs, out, table = _run(resources, tmp_path)
-    import time
-
-    t0 = time.perf_counter()
-    again = relabel_parts(table, [o["scores_path"] for o in out])
-    assert time.perf_counter() - t0 < 5
-    np.testing.assert_allclose(again, table.column("score").to_numpy(), atol=1e-6)
-    assert pq.read_table(out[0]["scores_path"]).num_rows > 0
 
 
 def test_label_stats():

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from defsentflow.scoring.harvest import HarvestSettings, relabel_parts
+from defsentflow.scoring.harvest import HarvestSettings
 from defsentflow.scoring.pair_file import read_pair_file, sample_pairs
 from defsentflow.scoring.stages import run_harvest
 from tests.scoring.helpers import harvest_config, write_text_corpus
@@ -89,9 +88,6 @@ def test_harvest_labels_the_pairs_of_a_file(corpus_dir, tiny_bert_dir, home, tmp
     assert t.column("s2").to_pylist() == [pf.texts[i] for i in pf.pairs[rows, 1]]
     scores = t.column("score").to_numpy()
     assert np.isfinite(scores).all() and (np.abs(scores) <= 1 + 1e-5).all()
-    # the parts keep the context sets and scores: the labels are recomputed from them alone
-    parts = sorted(Path(res["path"]).parent.glob("parts/scores-*.parquet"))
-    assert np.allclose(relabel_parts(t, parts, similarity="centered_cosine"), scores, atol=1e-5)
     assert run_harvest(cfg)["cached"]
 
     corpus_run = run_harvest(harvest_config(corpus_dir, tiny_bert_dir, home))
