@@ -140,7 +140,7 @@ def _query(catalog: Any, sql: str, params: Any = None) -> list[dict[str, Any]]:
 
     try:
         return catalog.query(sql, params)
-    except duckdb.CatalogException:  # a catalog from before the view or table existed, opened read-only
+    except duckdb.CatalogException:  # older than sql/040_evaluation.sql or 045_leaderboard.sql, opened read-only
         return []
 
 

@@ -183,7 +183,8 @@ class RevdictIndex:
         from defsentflow.storage import Catalog, combine_hashes, data_root, hash_path
 
         if not (self.path / "means.npy").is_file():
-            raise ValueError(f"{self.path} keeps no entry means (built by an older version): rebuild it to add entries")
+            raise ValueError(f"{self.path} keeps no entry means (built before indexes kept them, commit 7201d42 of "
+                             "2026-11-22): rebuild it to add entries")
         missing = [c for c in ("entry", "definition") if c not in table.column_names]
         if missing or table.num_rows == 0:
             raise ValueError(f"entries to add need entry and definition columns and at least one row "
