@@ -119,8 +119,8 @@ class EvaluateSection(EvalConfig):
 
 class EvalSection(EvalConfig):
     """A pipeline config's ``eval:`` section: the selected encoder and the baselines, with the
-    pipeline's defaults. The dictionary is the pipeline's ``dictionary.name``; the evaluation plan
-    keeps the tasks it can run (known names whose data is present, revdict, wordpred)."""
+    pipeline's defaults. The dictionary is the pipeline's ``dictionary.name``; an unknown task name is
+    refused (as everywhere), and the evaluation plan keeps the tasks whose data is present."""
 
     tasks: tuple[str, ...] = (*SEVEN_STS, "revdict")
     data_dir: str | None = Field("../shared/data", description="STS/SICK data; tasks whose files are missing are skipped and listed")
@@ -130,13 +130,6 @@ class EvalSection(EvalConfig):
         False, description="also evaluate the best trained PST candidate when the untrained encoder was selected")
 
     _baselines = field_validator("baselines", mode="before")(_as_tuple)
-
-    @field_validator("tasks", mode="before")
-    @classmethod
-    def _tasks(cls, v: Any) -> Any:
-        """As before this model was shared: a name the evaluation does not know is skipped with the
-        tasks whose data files are missing (:func:`defsentflow.pipeline.evaluation_plan`), not refused."""
-        return _as_tuple(v)
 
     def _check_dictionary(self) -> None:
         if self.dictionary is not None:
