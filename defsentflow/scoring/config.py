@@ -1,7 +1,6 @@
 """The harvest/surrogate YAML config: pydantic models with ``extra="forbid"`` (the boundary).
 
-Inside the library the sections become frozen dataclasses (:class:`HarvestSettings`,
-:class:`~defsentflow.scoring.discriminative.DiscriminativeConfig`, ...).
+The library reads :class:`HarvestConfig` itself (batches, context sets and labels take it whole).
 
 Example:
     >>> cfg = load_harvest_config("configs/harvest-bbc.yaml")

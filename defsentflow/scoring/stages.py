@@ -38,7 +38,6 @@ from defsentflow.scoring.discriminative import DiscriminativeConfig, Discriminat
 from defsentflow.scoring.harvest import (
     BatchSpec,
     HarvestResources,
-    HarvestSettings,
     collect_parts,
     eligible_sentences,
     harvest_batch,
@@ -50,19 +49,18 @@ from defsentflow.scoring.vectors import cached_sentence_vectors
 
 __all__ = ["apply_threads", "vectors_path", "prepare_corpus", "prepare_extras", "prepare_pair_file", "prepare_scorer",
            "prepare_index", "prepare_refs", "prepare_inputs", "scorer_step", "index_step", "plan_harvest", "run_batch",
-           "finalize_harvest", "HarvestSteps", "run_harvest", "load_resources", "harvest_settings",
-           "discriminative_config"]
+           "finalize_harvest", "HarvestSteps", "run_harvest", "load_resources", "discriminative_config"]
 
 log = logging.getLogger(__name__)
 
 
-def harvest_settings(cfg: HarvestConfig) -> HarvestSettings:
-    c, p = cfg.contexts, cfg.pairs
-    return HarvestSettings(k=c.k, context_set_size=c.set_size, max_jaccard=c.max_jaccard, selection=c.selection,
-                           top_n=cfg.retrieval.top_n,
-                           n_pairs=p.n_pairs, neighbour_share=p.neighbour_share, pairs_per_sentence=p.pairs_per_sentence,
-                           neighbour_chunks=p.neighbour_chunks, min_words=p.min_words, max_words=p.max_words,
-                           batch_size=cfg.batch_size, similarity=p.similarity, seed=cfg.seed)
+def _settings_hash(cfg: HarvestConfig) -> str:
+    """What a harvest does, independent of where its inputs come from (those are hashed by content)."""
+    from defsentflow.storage import hash_config
+
+    return hash_config({"contexts": cfg.contexts.model_dump(mode="json"), "top_n": cfg.retrieval.top_n,
+                        "batch_size": cfg.batch_size, "seed": cfg.seed,
+                        "pairs": cfg.pairs.model_dump(mode="json", exclude={"extra_sentences", "file"})})
 
 
 def apply_threads(cfg: HarvestConfig) -> None:
@@ -279,23 +277,22 @@ def load_resources(cfg: HarvestConfig, refs: dict) -> HarvestResources:
 # -- stage 4: plan, batches, finalize ------------------------------------------------------------------
 def plan_harvest(cfg: HarvestConfig, refs: dict) -> dict:
     """The harvest's key and directory and its batches (as dicts)."""
-    from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config
+    from defsentflow.storage import Catalog, code_version, combine_hashes
 
     res = load_resources(cfg, refs)
-    settings = harvest_settings(cfg)
     pair_file = refs.get("pair_file")
     source = [pair_file["hash"], *map(str, pair_file["columns"]), str(pair_file["header"])] if pair_file else []
     key = combine_hashes(["pairs", refs["corpus"]["key"], res.scorer.version, refs["index"]["key"],
-                          (refs.get("extras") or {}).get("hash", "-"), *source, hash_config(settings), code_version()])
+                          (refs.get("extras") or {}).get("hash", "-"), *source, _settings_hash(cfg), code_version()])
     out_dir = Catalog(cfg.root).root / "parquet" / "harvest" / refs["corpus"]["name"] / key
     if pair_file:
         from defsentflow.scoring.pair_file import sample_pairs
 
         pf = _pair_file(pair_file["path"], tuple(pair_file["columns"]), pair_file["header"])
-        batches = [{"index": i, "rows": rows.tolist()} for i, rows in enumerate(sample_pairs(pf, settings))]
+        batches = [{"index": i, "rows": rows.tolist()} for i, rows in enumerate(sample_pairs(pf, cfg))]
     else:
-        eligible = eligible_sentences(res.texts, settings.min_words, settings.max_words)
-        batches = [dataclasses.asdict(s) for s in plan_batches(eligible, settings)]
+        eligible = eligible_sentences(res.texts, cfg.pairs.min_words, cfg.pairs.max_words)
+        batches = [dataclasses.asdict(s) for s in plan_batches(eligible, cfg)]
     return {"key": key, "dir": str(out_dir), "parts_dir": str(out_dir / "parts"), "scorer_version": res.scorer.version,
             "batches": batches}
 
@@ -303,23 +300,21 @@ def plan_harvest(cfg: HarvestConfig, refs: dict) -> dict:
 def run_batch(cfg: HarvestConfig, refs: dict, plan: dict, batch: dict) -> dict:
     """One batch (skipped when its part exists); returns the part's reference."""
     res = load_resources(cfg, refs)
-    settings = harvest_settings(cfg)
     if refs.get("pair_file"):
-        return _run_file_batch(cfg, res, refs["pair_file"], plan, batch, settings)
+        return _run_file_batch(cfg, res, refs["pair_file"], plan, batch)
     spec = BatchSpec(batch["index"], tuple(batch["seeds"]), batch["n_neighbour"], batch["n_random"])
     eligible = _eligible(cfg, refs)
-    return harvest_batch(res, spec, settings, plan["parts_dir"], eligible, scorer_version=plan["scorer_version"])
+    return harvest_batch(res, spec, cfg, plan["parts_dir"], eligible, scorer_version=plan["scorer_version"])
 
 
-def _run_file_batch(cfg: HarvestConfig, res: HarvestResources, pair_file: dict, plan: dict, batch: dict,
-                    settings: HarvestSettings) -> dict:
+def _run_file_batch(cfg: HarvestConfig, res: HarvestResources, pair_file: dict, plan: dict, batch: dict) -> dict:
     from defsentflow.scoring.origin import PairLabeller
     from defsentflow.scoring.pair_file import label_file_batch
 
     pf = _pair_file(pair_file["path"], tuple(pair_file["columns"]), pair_file["header"])
-    labeller = PairLabeller(res, pf.texts, np.load(pair_file["vectors_path"]), k=settings.k,
-                            max_jaccard=settings.max_jaccard, seed=settings.seed)
-    return label_file_batch(labeller, pf, batch["index"], np.asarray(batch["rows"], dtype=np.int64), settings,
+    labeller = PairLabeller(res, pf.texts, np.load(pair_file["vectors_path"]), k=cfg.contexts.k,
+                            max_jaccard=cfg.contexts.max_jaccard, seed=cfg.seed)
+    return label_file_batch(labeller, pf, batch["index"], np.asarray(batch["rows"], dtype=np.int64), cfg,
                             plan["parts_dir"], scorer_version=plan["scorer_version"])
 
 
