@@ -12,7 +12,6 @@ from defsentflow.scoring.context_sets import SELECTIONS, Selection, random_conte
 from defsentflow.scoring.contexts import Context, CorpusLayout, jaccard, word_set
 from defsentflow.scoring.discriminative import (
     ContextDiscriminator,
-    DiscriminativeConfig,
     DiscriminativeScorer,
     sample_negatives,
     train_discriminator,
@@ -45,7 +44,6 @@ __all__ = [
     "ContextScorer",
     "ContextualScorer",
     "CorpusLayout",
-    "DiscriminativeConfig",
     "DiscriminativeScorer",
     "GenerativeScorer",
     "HarvestConfig",

@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 
 from defsentflow.scoring.config import HarvestConfig, resolve_input_path
 from defsentflow.scoring.contexts import CorpusLayout
-from defsentflow.scoring.discriminative import DiscriminativeConfig, DiscriminativeScorer, train_discriminator
+from defsentflow.scoring.discriminative import DiscriminativeScorer, train_discriminator
 from defsentflow.scoring.harvest import (
     BatchSpec,
     HarvestResources,
@@ -49,7 +49,7 @@ from defsentflow.scoring.vectors import cached_sentence_vectors
 
 __all__ = ["apply_threads", "vectors_path", "prepare_corpus", "prepare_extras", "prepare_pair_file", "prepare_scorer",
            "prepare_index", "prepare_refs", "prepare_inputs", "scorer_step", "index_step", "plan_harvest", "run_batch",
-           "finalize_harvest", "HarvestSteps", "run_harvest", "load_resources", "discriminative_config"]
+           "finalize_harvest", "HarvestSteps", "run_harvest", "load_resources"]
 
 log = logging.getLogger(__name__)
 
@@ -69,12 +69,6 @@ def apply_threads(cfg: HarvestConfig) -> None:
         import torch
 
         torch.set_num_threads(cfg.threads)
-
-
-def discriminative_config(cfg: HarvestConfig) -> DiscriminativeConfig:
-    d = cfg.scorer.discriminative
-    return DiscriminativeConfig(encoder=d.encoder, k=cfg.contexts.k, hidden=d.hidden, dropout=d.dropout, epochs=d.epochs,
-                                batch_size=d.batch_size, lr=d.lr, heldout_share=d.heldout_share, seed=d.seed)
 
 
 # -- stage 1: corpus ---------------------------------------------------------------------------
@@ -177,23 +171,25 @@ def prepare_scorer(cfg: HarvestConfig, corpus: dict, extras: dict | None = None,
 
     apply_threads(cfg)
     cat = Catalog(cfg.root)
-    dcfg = discriminative_config(cfg)
+    dcfg = cfg.scorer.discriminative
     texts = _all_texts(corpus, extras)
     vec_path = vectors_path(cat.root, dcfg.encoder, texts)
     key = combine_hashes(["scorer", corpus["key"], model_content_hash(resolve_model_path(dcfg.encoder)),
-                          hash_config(dcfg), code_version()])
+                          hash_config(dcfg.model_dump(mode="json", exclude={"min_accuracy"})), str(cfg.contexts.k),
+                          code_version()])
     final = cat.root / "models" / "scorers" / key
     art = cat.artifact(key)
     if art is None or not (final / "scorer.json").exists():
         t0 = time.perf_counter()
         vectors = cached_sentence_vectors(vec_path, dcfg.encoder, texts)
         layout = _layout(corpus["path"])
-        scorer = train_discriminator(layout, vectors[:layout.n_sentences], dcfg, version=key)
+        scorer = train_discriminator(layout, vectors[:layout.n_sentences], dcfg, k=cfg.contexts.k, version=key)
         with atomic_dir(final) as tmp:
             scorer.save(tmp)
         meta = {**scorer.metrics, "seconds": time.perf_counter() - t0}
         cat.register_artifact(key, "scorer", final, hash_path(final), name=f"{corpus['name']}-discriminative",
-                              input_hashes={"corpus": corpus["key"]}, config=dataclasses.asdict(dcfg), run_id=run_id,
+                              input_hashes={"corpus": corpus["key"]},
+                              config={**dcfg.model_dump(mode="json"), "k": cfg.contexts.k}, run_id=run_id,
                               meta=meta)
         log.info("context scorer %s: held-out accuracy %.3f", key, scorer.metrics["heldout_accuracy"])
     elif not vec_path.exists():

@@ -5,11 +5,11 @@ import pytest
 import torch
 from sklearn.metrics.pairwise import cosine_similarity
 
+from defsentflow.scoring.config import DiscriminativeSection
 from defsentflow.scoring import (
     ContextDiscriminator,
     ContextualScorer,
     CorpusLayout,
-    DiscriminativeConfig,
     DiscriminativeScorer,
     HarvestResources,
     ScorerWeights,
@@ -36,7 +36,7 @@ def resources(tiny_bert_dir):
     texts = list(layout.texts) + extras
     vecs = encode_sentences(tiny_bert_dir, texts)
     torch.manual_seed(0)
-    disc = DiscriminativeScorer(ContextDiscriminator(vecs.shape[1], 16), DiscriminativeConfig(encoder=str(tiny_bert_dir)), "d")
+    disc = DiscriminativeScorer(ContextDiscriminator(vecs.shape[1], 16), DiscriminativeSection(encoder=str(tiny_bert_dir)), "d")
     scorer = ContextualScorer(ScorerWeights(1.0), disc)
     return HarvestResources(layout, texts, vecs, scorer, OverlapSearch(chunks.column("text").to_pylist()).search)
 
