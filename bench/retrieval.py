@@ -1,12 +1,14 @@
-"""Retrieval benchmark on the BBC corpus: sparse BM25 / TF-IDF against rank-bm25.
+"""Retrieval benchmark on the BBC corpus: sparse BM25 / TF-IDF against rank-bm25 and bm25s.
 
-    python bench/retrieval.py [PATH] [--queries 10000] [--baseline 500] [--repeats 3]
+    python bench/retrieval.py [PATH] [--queries 10000] [--baseline 500] [--repeats 3] [--bm25s robertson,lucene]
 
 Ingests PATH (default ``../shared/data/corpus/bbc`` beside the repository) into a temporary data
 root (or ``--home``), builds both indexes over the chunks, takes a deterministic sample of corpus
 sentences as queries and retrieves the top 100 chunks for each. rank-bm25's ``get_scores`` is
 timed per query on a subset and extrapolated; the top-10 lists of the two BM25s are compared on
-that subset. The last line is ``ratio=<rank-bm25 seconds per query / ours>``.
+that subset. Each bm25s method (same tokens) retrieves the top 100 for every query; its lists are
+compared with ours: the share of queries whose top-100 *set* and top-10 *list* are the same, and the
+mean overlap of the top-100 sets. The last line is ``ratio=<rank-bm25 seconds per query / ours>``.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--home", help="data root (default: a fresh temporary one, so ingest is measured)")
+    ap.add_argument("--bm25s", default="robertson,lucene,atire",
+                    help="bm25s methods compared with ours, comma-separated ('' to skip; needs bm25s)")
     args = ap.parse_args(argv)
     if not Path(args.path).is_dir():
         print(f"corpus not found: {args.path}", file=sys.stderr)
@@ -100,10 +104,39 @@ def main(argv: list[str] | None = None) -> int:
     print(f"top-10 identical to rank-bm25 (score desc, then id): {same}/{nb}; max |score difference| {max_diff:.2e}")
     print(f"targets: all {nq} queries <= 30s: {'yes' if t_bm25 <= 30 else 'NO'} (bm25), {'yes' if t_tfidf <= 30 else 'NO'} (tfidf); "
           f"ratio >= 20: {'yes' if per_ref / per_ours >= 20 else 'NO'}")
+    for method in [m for m in args.bm25s.split(",") if m]:
+        _compare_bm25s(method, chunks, queries, ids, n, t_bm25, args.repeats)
     print(f"ratio={per_ref / per_ours:.1f}")
     if tmp is not None:
         tmp.cleanup()
     return 0 if same == nb else 1
+
+
+def _compare_bm25s(method: str, chunks: list[str], queries: list[str], ours: np.ndarray, n: int, t_ours: float,
+                   repeats: int) -> None:
+    """bm25s (``method``, rank-bm25's k1/b) on our tokens: time and agreement with our top-n."""
+    try:
+        import bm25s
+    except ImportError:
+        print(f"bm25s {method}: skipped (pip install bm25s)")
+        return
+
+    from defsentflow.retrieval import tokenize
+
+    t0 = time.perf_counter()
+    index = bm25s.BM25(method=method, k1=1.5, b=0.75)
+    index.index([tokenize(c) for c in chunks], show_progress=False)
+    t_build = time.perf_counter() - t0
+    q_tokens = [tokenize(q) for q in queries]
+    t_search, (docs, _) = _median_time(
+        lambda: index.retrieve(q_tokens, k=n, show_progress=False, n_threads=1), repeats)
+    top_sets = [len(set(a.tolist()) & set(b.tolist())) for a, b in zip(ours, docs)]
+    same_set = sum(k == n for k in top_sets)
+    same_10 = sum(a[:10].tolist() == b[:10].tolist() for a, b in zip(ours, docs))
+    nq = len(queries)
+    print(f"bm25s {method}: build {t_build:.1f}s; {nq} queries in {t_search:.2f}s (ours {t_ours:.2f}s); "
+          f"top-{n} set identical {same_set}/{nq}, mean top-{n} overlap {np.mean(top_sets) / n:.3f}, "
+          f"top-10 list identical {same_10}/{nq}")
 
 
 if __name__ == "__main__":

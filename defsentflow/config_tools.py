@@ -8,18 +8,20 @@ module can use it.
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Hashable, Literal, Sequence
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 __all__ = ["LIMITS", "MAX_YAML_ALIASES", "MAX_YAML_NODES", "AliasBound", "Seed", "YamlAliasError", "expanded_size",
            "Autocast", "CandidateSet", "CorpusFormat", "DictionarySplit", "EvalPooling", "Pooling", "RetrievalKind",
            "RevdictMode", "RevdictProtocol", "SickSplit", "Similarity", "Method", "TrainPooling", "EntryEncoding", "ConfigSection", "format_errors", "load_yaml_text",
-           "read_yaml_mapping", "require_distinct", "resolve_data_dir", "resolve_path"]
+           "read_yaml_mapping", "require_distinct", "resolve_data_dir", "resolve_path", "check_dotted_key", "dotted_overrides",
+           "set_dotted"]
 
 # -- choices shared by config sections and the library (one definition each) ---------------------
 Autocast = Literal["none", "bf16", "fp16"]  # mixed precision on CUDA; ignored on CPU
@@ -245,3 +247,59 @@ def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path | None:
         return None
     p = resolve_path(data_dir, must_exist=False)
     return p if p.is_dir() else None
+
+
+# -- dotted-key overrides (a sweep's and a claims file's `set:`) -----------------------------------
+def check_dotted_key(key: str, owner: str = "the sweep (<sweep>-<point id>)") -> None:
+    """A dotted key into a pipeline config (``pst.lr``), never its ``name`` (``owner`` sets that)."""
+    if not isinstance(key, str) or not key or any(not part for part in key.split(".")):
+        raise ValueError(f"{key!r} is not a dotted key such as pst.lr")
+    if key.split(".")[0] == "name":
+        raise ValueError(f"the config's name is set by {owner}; it cannot be changed by a key")
+
+
+def set_dotted(config: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """A deep copy of ``config`` with ``key`` (``a.b.c``; list positions as numbers) set to ``value``.
+
+    Missing mappings on the way are created (a ``null`` section becomes a mapping); the pipeline
+    config's validation then says whether the key exists.
+
+    Example:
+        >>> set_dotted({"pst": {"lr": 1e-5}}, "pst.lr", 2e-6)
+        {'pst': {'lr': 2e-06}}
+    """
+    out = copy.deepcopy(config)
+    node: Any = out
+    parts = key.split(".")
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ValueError(f"{key}: {'.'.join(parts[:i]) or '<top>'} is a list of {len(node)}; "
+                                 f"{part!r} is not a position in it")
+            if last:
+                node[int(part)] = copy.deepcopy(value)
+            else:
+                node = node[int(part)]
+            continue
+        if not isinstance(node, dict):
+            raise ValueError(f"{key}: {'.'.join(parts[:i])} is a value ({node!r}), not a mapping")
+        if last:
+            node[part] = copy.deepcopy(value)
+        else:
+            if node.get(part) is None:
+                node[part] = {}
+            node = node[part]
+    return out
+
+
+def dotted_overrides(owner: str = "the sweep (<sweep>-<point id>)") -> Any:
+    """The type of a ``set:`` mapping (sweep, claims file): dotted key -> value, each key checked
+    by :func:`check_dotted_key` (``owner`` names who sets the config's name)."""
+    def check(v: dict[str, Any]) -> dict[str, Any]:
+        for key in v:
+            check_dotted_key(key, owner)
+        return v
+
+    return Annotated[dict[str, Any], AfterValidator(check)]
+

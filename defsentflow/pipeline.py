@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from defsentflow.config import PipelineConfig, resolve_path
+from defsentflow.evaluation.baselines import baseline_model_id
 from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config, hash_path
 from defsentflow.storage.rebuild import heal_catalog
 from defsentflow.storage.atomic import pid_alive
 
-__all__ = ["STAGE_METHODS", "PipelineSteps", "baseline_model_id", "best_trained", "evaluation_plan", "input_fingerprint",
+__all__ = ["STAGE_METHODS", "PipelineSteps", "best_trained", "evaluation_plan", "input_fingerprint",
            "mark_interrupted_runs", "resolved_config", "run_pipeline", "selected_model_dir", "start_run",
            "task_plan", "training_section"]
 
@@ -91,11 +92,6 @@ def start_run(config: dict[str, Any], fingerprint: dict[str, Any], *, only_if_ch
         cat.end_run(run_id, "unchanged", note=note, flow="pipeline")
         return {"run_id": run_id, "unchanged": True, "note": note, "previous": previous[0]["run_id"]}
     return {"run_id": run_id, "unchanged": False, "note": None}
-
-
-def baseline_model_id(base_model: str) -> str:
-    """The catalog id the untrained baseline's scores are filed under (``base:<name>``)."""
-    return "base:all-MiniLM-L6-v2" if base_model == "minilm" else f"base:{Path(str(base_model)).name}"
 
 
 def selected_pooling(cfg: PipelineConfig, model_dir: str) -> str:

@@ -33,7 +33,6 @@ The library never imports Prefect: :func:`run_sweep` takes the function that run
 
 from __future__ import annotations
 
-import copy
 import itertools
 import json
 import logging
@@ -50,7 +49,7 @@ from typing import Any
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
-from defsentflow.config_tools import ConfigSection
+from defsentflow.config_tools import ConfigSection, check_dotted_key, dotted_overrides, set_dotted
 from defsentflow.dictionary.config import NAME_PATTERN
 from defsentflow.sweep_seeds import SeedAggregation
 from defsentflow.fanout import FanOut, sequential
@@ -62,6 +61,7 @@ log = logging.getLogger(__name__)
 
 _ID_CHARS = 10
 MAX_SWEEP_POINTS = 10_000  # default cap on a sweep's points (`--max-points` raises it)
+SweepOverrides = dotted_overrides()
 
 
 class SweepFile(SeedAggregation):
@@ -70,7 +70,7 @@ class SweepFile(SeedAggregation):
     name: str = Field(pattern=NAME_PATTERN, description="the sweep's name; point configs are named <name>-<id>")
     description: str | None = None
     base: str | dict[str, Any] = Field(description="the base pipeline config: a path, or the config inline")
-    set: dict[str, Any] = Field(default_factory=dict, description="dotted key -> value applied to every point")
+    set: SweepOverrides = Field(default_factory=dict, description="dotted key -> value applied to every point")
     axes: dict[str, list[Any]] = Field(default_factory=dict, description="dotted key -> list of values (cartesian)")
     points: list[dict[str, Any]] = Field(default_factory=list, description="extra points: dotted key -> value")
     exclude: list[dict[str, Any]] = Field(default_factory=list,
@@ -88,13 +88,6 @@ class SweepFile(SeedAggregation):
                 raise ValueError(f"axis {key!r} lists a value twice: {values}")
         return v
 
-    @field_validator("set")
-    @classmethod
-    def _set(cls, v: dict[str, Any]) -> dict[str, Any]:
-        for key in v:
-            check_dotted_key(key)
-        return v
-
     @field_validator("points", "exclude")
     @classmethod
     def _mappings(cls, v: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -106,51 +99,8 @@ class SweepFile(SeedAggregation):
         return v
 
 
-def check_dotted_key(key: str, owner: str = "the sweep (<sweep>-<point id>)") -> None:
-    """A dotted key into a pipeline config (``pst.lr``), never its ``name`` (``owner`` sets that)."""
-    if not isinstance(key, str) or not key or any(not part for part in key.split(".")):
-        raise ValueError(f"{key!r} is not a dotted key such as pst.lr")
-    if key.split(".")[0] == "name":
-        raise ValueError(f"the config's name is set by {owner}; it cannot be changed by a key")
-
-
 def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
-
-
-def set_dotted(config: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
-    """A deep copy of ``config`` with ``key`` (``a.b.c``; list positions as numbers) set to ``value``.
-
-    Missing mappings on the way are created (a ``null`` section becomes a mapping); the pipeline
-    config's validation then says whether the key exists.
-
-    Example:
-        >>> set_dotted({"pst": {"lr": 1e-5}}, "pst.lr", 2e-6)
-        {'pst': {'lr': 2e-06}}
-    """
-    out = copy.deepcopy(config)
-    node: Any = out
-    parts = key.split(".")
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
-        if isinstance(node, list):
-            if not part.isdigit() or int(part) >= len(node):
-                raise ValueError(f"{key}: {'.'.join(parts[:i]) or '<top>'} is a list of {len(node)}; "
-                                 f"{part!r} is not a position in it")
-            if last:
-                node[int(part)] = copy.deepcopy(value)
-            else:
-                node = node[int(part)]
-            continue
-        if not isinstance(node, dict):
-            raise ValueError(f"{key}: {'.'.join(parts[:i])} is a value ({node!r}), not a mapping")
-        if last:
-            node[part] = copy.deepcopy(value)
-        else:
-            if node.get(part) is None:
-                node[part] = {}
-            node = node[part]
-    return out
 
 
 def _label_value(value: Any) -> str:

@@ -20,7 +20,7 @@ def _steps() -> Any:
     from defsentflow.pipeline import PipelineSteps
     from flows.evaluate import evaluate_flow
     from flows.harvest_pairs import run_harvest_flow
-    from flows.ingest_dictionary import ingest_dictionary
+    from flows.ingest_dictionary import ingest_dictionary_flow
     from flows.pretrain import pretrain_flow
     from flows.pst import pst_flow
     from flows.revdict import revdict_index
@@ -29,7 +29,7 @@ def _steps() -> Any:
     from tasks.report import write_run_report
 
     return PipelineSteps(
-        ingest_dictionary=lambda d: ingest_dictionary(**d),
+        ingest_dictionary=lambda d: ingest_dictionary_flow(d),
         harvest=lambda cfg, run_id: run_harvest_flow(cfg, run_id=run_id),
         train_surrogate=lambda cfg, pairs, run_id: train_surrogate_encoder(
             cfg, {"key": pairs["key"], "path": pairs["path"]}, run_id),

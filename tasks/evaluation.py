@@ -1,9 +1,10 @@
-"""Prefect tasks for evaluation: thin calls into ``defsentflow.evaluation``.
+"""Prefect wrappers of the evaluation stage's pieces: tasks, no decisions.
 
-``evaluate_model`` is a cached stage: its key covers the model's content hash, the evaluation
-settings, the evaluation data's content hash and the code version, so re-evaluating an unchanged
-model is free. Recording in the catalog is a separate, uncached task, so a cache hit still files
-the scores under the current run.
+The order is the library's (:func:`defsentflow.evaluation.stage.run_evaluate`); the ``evaluate``
+flow hands it :data:`EVALUATE_TASKS`. ``evaluate-model`` is a cached stage: its key covers the
+model's content hash, the evaluation settings, the evaluation data's content hash and the code
+version (never the id the scores are filed under), so re-evaluating an unchanged model is free.
+Recording is a separate, uncached task, so a cache hit still files the scores under the current run.
 """
 
 from __future__ import annotations
@@ -13,44 +14,38 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from defsentflow.encoders import model_content_hash
+from defsentflow.evaluation import EvaluateSection, evaluation_inputs_hash
+from defsentflow.evaluation.stage import EvaluateSteps, evaluate_step, record_step, resolve_step
 from tasks.caching import stage_task
 from tasks.retries import IO_RETRIES
 
+__all__ = ["EVALUATE_TASKS"]
+
 
 @task(name="evaluate-resolve-model", cache_policy=NO_CACHE, **IO_RETRIES)
-def resolve_model(section: dict[str, Any], run_id: str) -> dict[str, Any]:
-    """Start the run; find the model's catalog id and path; hash the model and the data files it reads."""
-    from defsentflow.encoders import model_content_hash
-    from defsentflow.evaluation import EvaluateSection, evaluation_inputs_hash, resolve_model as resolve
-    from defsentflow.storage import Catalog, hash_config
-
-    s = EvaluateSection.model_validate(section)
-    cat = Catalog()
-    cat.start_run("evaluate", config=section, config_hash=hash_config(section), run_id=run_id)
-    model_id, path = resolve(cat, s.model)
-    return {"model_id": s.model_id or model_id, "path": path, "model_hash": model_content_hash(path),
-            "data_hash": evaluation_inputs_hash(s)}
+def resolve_evaluated_model(section: EvaluateSection, run_id: str | None, root: str | None = None) -> dict[str, Any]:
+    """The model's catalog id and path, with the content hashes the evaluation's cache key needs."""
+    model = resolve_step(section, run_id, root)
+    return {**model, "model_hash": model_content_hash(model["path"]), "data_hash": evaluation_inputs_hash(section)}
 
 
-@stage_task(name="evaluate-model")
-def evaluate_model(section: dict[str, Any], model: dict[str, Any]) -> dict[str, Any]:
+@stage_task(name="evaluate-model", **IO_RETRIES)
+def evaluate_resolved_model(section: dict[str, Any], model: dict[str, Any]) -> dict[str, Any]:
     """Run the STS tasks (one encoding pass) and revdict; return the metric rows."""
-    from defsentflow.evaluation import EvaluateSection, run_evaluation
-
-    result = run_evaluation(model["path"], EvaluateSection.model_validate(section))
-    return {"pooling": result.pooling, "rows": list(result.rows), "seconds": result.seconds, "average": result.average}
+    return evaluate_step(EvaluateSection.model_validate(section), model)
 
 
-@task(name="evaluate-record", cache_policy=NO_CACHE, **IO_RETRIES)
-def record_evaluation(model: dict[str, Any], evaluated: dict[str, Any], run_id: str, cached: bool = False) -> int:
-    """File the rows under the model id and this run; record the stage (computed or cached)."""
-    from defsentflow.evaluation import EvalResult, record_evaluation as record
-    from defsentflow.storage import Catalog
+def _evaluate(section: EvaluateSection, model: dict[str, Any]) -> dict[str, Any]:
+    # the cache key leaves out the id the scores are filed under: a pipeline names its selected
+    # model after its run, which must not defeat the cache
+    state = evaluate_resolved_model(section.model_dump(mode="json", exclude={"model_id"}),
+                                    {k: v for k, v in model.items() if k != "model_id"}, return_state=True)
+    return {**state.result(), "cached": state.name == "Cached"}
 
-    cat = Catalog()
-    result = EvalResult(model["path"], evaluated["pooling"], tuple(evaluated["rows"]), evaluated["seconds"])
-    n = record(cat, model["model_id"], result, run_id=run_id)
-    cat.record_stage(run_id, "evaluate-model", "cached" if cached else "completed",
-                     seconds=None if cached else sum(evaluated["seconds"].values()),
-                     note=f"{n} metric rows for {model['model_id']}")
-    return n
+
+EVALUATE_TASKS = EvaluateSteps(
+    resolve=resolve_evaluated_model,
+    evaluate=_evaluate,
+    record=task(name="evaluate-record", cache_policy=NO_CACHE, **IO_RETRIES)(record_step),
+)

@@ -1,83 +1,51 @@
-"""Prefect tasks for the contextual pair harvest and the surrogate: thin calls into defsentflow.scoring.
+"""Prefect wrappers of the harvest's pieces and the surrogate: tasks, no decisions.
 
-Every task takes the validated config as a dict plus small references (keys and paths) and
-returns one. The library caches by content itself (scorer, index and pairs artifacts; a batch
-whose Parquet part exists is skipped), so the tasks carry no Prefect cache of their own; a
-re-run finds the work done and returns at once. That makes retries safe: I/O tasks and harvest
-batches retry after a delay (:mod:`tasks.retries`), the surrogate once, resuming its checkpoint.
+The order of the pieces is the library's (:func:`defsentflow.scoring.stages.run_harvest`); the
+``harvest-pairs`` flow hands :data:`HARVEST_TASKS` to it. Every task takes the config the library
+validated once (a :class:`HarvestConfig`) plus small references (keys and paths). The library
+caches by content itself (scorer, index and pairs artifacts; a batch whose Parquet part exists is
+skipped), so the tasks carry no Prefect cache of their own.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from prefect import task
+from prefect import task, unmapped
 from prefect.cache_policies import NO_CACHE
 
+from defsentflow.scoring.config import HarvestConfig
+from defsentflow.scoring.stages import (HarvestSteps, finalize_harvest, index_step, plan_harvest, prepare_inputs,
+                                        run_batch, scorer_step)
+from defsentflow.training.surrogate import run_surrogate
 from tasks.retries import IO_RETRIES, TRAIN_RETRIES
 
-
-def _cfg(config: dict[str, Any]):
-    from defsentflow.scoring.config import HarvestConfig
-
-    return HarvestConfig.model_validate(config)
+__all__ = ["HARVEST_TASKS", "train_surrogate_encoder"]
 
 
-@task(name="harvest-prepare-corpus", cache_policy=NO_CACHE, **IO_RETRIES)
-def prepare_corpus(config: dict[str, Any], run_id: str | None = None) -> dict[str, Any]:
-    """Ingest (or find) the corpus, the optional extra sentences and the pairs file (``pairs.source: file``)."""
-    from defsentflow.scoring.stages import prepare_corpus as corpus, prepare_extras, prepare_pair_file
-
-    cfg = _cfg(config)
-    return {"corpus": corpus(cfg, run_id), "extras": prepare_extras(cfg), "pair_file": prepare_pair_file(cfg)}
+def _task(name: str, fn, retries: dict[str, Any] | None = None):
+    return task(name=name, cache_policy=NO_CACHE, persist_result=False, **(retries or {}))(fn)
 
 
-@task(name="train-context-scorer", cache_policy=NO_CACHE)
-def train_context_scorer(config: dict[str, Any], inputs: dict[str, Any], run_id: str | None = None) -> dict[str, Any]:
-    """Encode the sentences (cached) and train the discriminative context scorer (cached artifact)."""
-    from defsentflow.scoring.stages import prepare_scorer
-
-    return prepare_scorer(_cfg(config), inputs["corpus"], inputs["extras"], run_id)
+harvest_pair_batch = _task("harvest-pair-batch", run_batch, IO_RETRIES)
 
 
-@task(name="build-chunk-index", cache_policy=NO_CACHE)
-def build_chunk_index(config: dict[str, Any], inputs: dict[str, Any], run_id: str | None = None) -> dict[str, Any]:
-    """The retrieval index over the corpus's chunks (cached artifact)."""
-    from defsentflow.scoring.stages import prepare_index
-
-    return prepare_index(_cfg(config), inputs["corpus"], run_id)
+def _map_batches(cfg: HarvestConfig, refs: dict, plan: dict, batches: list[dict]) -> list[dict]:
+    """One ``harvest-pair-batch`` task per batch, on the flow's task runner (Dask when asked)."""
+    return harvest_pair_batch.map(unmapped(cfg), unmapped(refs), unmapped(plan), batches).result()
 
 
-@task(name="plan-pair-harvest", cache_policy=NO_CACHE)
-def plan_pair_harvest(config: dict[str, Any], refs: dict[str, Any]) -> dict[str, Any]:
-    """The harvest's key, directory and batches of seed sentences."""
-    from defsentflow.scoring.stages import plan_harvest
-
-    return plan_harvest(_cfg(config), refs)
-
-
-@task(name="harvest-pair-batch", cache_policy=NO_CACHE, **IO_RETRIES)
-def harvest_pair_batch(config: dict[str, Any], refs: dict[str, Any], plan: dict[str, Any],
-                       batch: dict[str, Any]) -> dict[str, Any]:
-    """One batch of seeds -> labelled pairs (one Parquet part; skipped when the part exists)."""
-    from defsentflow.scoring.stages import run_batch
-
-    return run_batch(_cfg(config), refs, plan, batch)
-
-
-@task(name="finalize-pair-harvest", cache_policy=NO_CACHE, **IO_RETRIES)
-def finalize_pair_harvest(config: dict[str, Any], refs: dict[str, Any], plan: dict[str, Any],
-                          parts: list[dict[str, Any]], run_id: str | None = None) -> dict[str, Any]:
-    """Concatenate the parts, register the pairs artifact and its label statistics."""
-    from defsentflow.scoring.stages import finalize_harvest
-
-    result = finalize_harvest(_cfg(config), refs, plan, run_id)
-    return {**result, "batches_computed": sum(bool(p["computed"]) for p in parts)}
+HARVEST_TASKS = HarvestSteps(
+    prepare=_task("harvest-prepare-corpus", prepare_inputs, IO_RETRIES),
+    train_scorer=_task("train-context-scorer", scorer_step, TRAIN_RETRIES),
+    build_index=_task("build-chunk-index", index_step, IO_RETRIES),
+    plan=_task("plan-pair-harvest", plan_harvest),
+    map_batches=_map_batches,
+    finalize=_task("finalize-pair-harvest", finalize_harvest, IO_RETRIES),
+)
 
 
 @task(name="train-surrogate-encoder", cache_policy=NO_CACHE, **TRAIN_RETRIES)
 def train_surrogate_encoder(config: dict[str, Any], pairs: dict[str, Any], run_id: str | None = None) -> dict[str, Any]:
     """Train (or find) the surrogate encoder on the harvested pairs and register it."""
-    from defsentflow.training.surrogate import run_surrogate
-
-    return run_surrogate(_cfg(config), pairs, run_id=run_id)
+    return run_surrogate(HarvestConfig.model_validate(config), pairs, run_id=run_id)

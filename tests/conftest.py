@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,12 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Before Prefect is imported: Prefect's home and persisted task results in a throw-away directory,
+# so no cached result from another session (or the user's ./storage) leaks in.
+_PREFECT_TMP = tempfile.mkdtemp(prefix="defsentflow-prefect-")
+os.environ["PREFECT_HOME"] = os.path.join(_PREFECT_TMP, "home")
+os.environ["PREFECT_LOCAL_STORAGE_PATH"] = os.path.join(_PREFECT_TMP, "results")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -77,3 +84,13 @@ def shared_data() -> Path:
     if not SHARED.is_dir():
         pytest.skip(f"shared data not found at {SHARED}")
     return SHARED
+
+
+@pytest.fixture(scope="session")
+def prefect_test_harness():
+    """One temporary Prefect database and API server for the session, started by the first test
+    that asks for it (flow tests; the rest of the suite never pays its start-up)."""
+    from prefect.testing.utilities import prefect_test_harness as harness
+
+    with harness(server_startup_timeout=None):
+        yield

@@ -115,6 +115,35 @@ def test_no_import_cycles():
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
 
 
+def _folder(module: str) -> str:
+    """The folder-level node of a module: ``flows``, ``tasks``, a sub-package of ``defsentflow``
+    (``defsentflow.training``) or a top-level module of it (``defsentflow.pipeline``)."""
+    parts = module.split(".")
+    return parts[0] if parts[0] != "defsentflow" or len(parts) == 1 else ".".join(parts[:2])
+
+
+def _folder_graph() -> nx.DiGraph:
+    graph = nx.DiGraph()
+    for a, b in _graph_without_parent_edges().edges:
+        fa, fb = _folder(a), _folder(b)
+        if fa != fb and "defsentflow" not in (fa, fb):  # the root package only re-exports
+            graph.add_edge(fa, fb)
+    return graph
+
+
+# The remaining loop runs through training/pst_steps.py (PST's selection scorer and entry-space
+# diagnostics: training -> evaluation, training -> report), rewritten on the scale-out branch.
+@pytest.mark.xfail(strict=False, reason="fixed by the scale-out branch")
+def test_no_folder_level_import_loops():
+    """No strongly connected component of more than one node among the sub-packages and top-level
+    modules of ``defsentflow`` plus ``flows`` and ``tasks``, function-level imports included: a
+    folder depends on another only one way."""
+    graph = _folder_graph()
+    loops = [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
+    detail = [f"{' <-> '.join(c)}: " + ", ".join(f"{a}->{b}" for a, b in graph.subgraph(c).edges) for c in loops]
+    assert not loops, "folder-level import loops:\n" + "\n".join(detail)
+
+
 # flows -> tasks -> defsentflow, one way; the CLI is a client of all three and nothing imports it.
 LAYER_RULES = {
     "defsentflow": ("prefect", "prefect_dask", "flows", "tasks", "defsentflow.cli"),

@@ -26,8 +26,10 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from defsentflow.config_tools import LIMITS, ConfigSection, require_distinct
+from defsentflow.config_tools import LIMITS, ConfigSection, dotted_overrides, require_distinct
 from defsentflow.dictionary.config import NAME_PATTERN
+
+ClaimsOverrides = dotted_overrides("the claims file")
 
 __all__ = ["CLAIM_IDS", "ClaimId", "ClaimsConfig", "ClaimsFile", "IsotropyStatistic"]
 
@@ -53,7 +55,7 @@ class ClaimsFile(ConfigSection):
     name: str = Field(pattern=NAME_PATTERN, description="the claims run's name; arm configs are named <name>-<id>")
     description: str | None = None
     base: str | dict[str, Any] = Field(description="the base pipeline config (a pst: section): a path, or inline")
-    set: dict[str, Any] = Field(default_factory=dict, description="dotted key -> value applied to the base first")
+    set: ClaimsOverrides = Field(default_factory=dict, description="dotted key -> value applied to the base first")
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1, description="training seeds")
     claims: list[ClaimId] = Field(default_factory=lambda: list(CLAIM_IDS), min_length=1)
     entries: list[int] = Field(default_factory=lambda: [2000, 4000, 8000], min_length=2,
@@ -91,15 +93,6 @@ class ClaimsFile(ConfigSection):
     def _ascending(cls, v: list[int]) -> list[int]:
         if any(b <= a for a, b in zip(v, v[1:])) or v[0] < 2:
             raise ValueError(f"entries must be ascending counts >= 2, got {v}")
-        return v
-
-    @field_validator("set")
-    @classmethod
-    def _keys(cls, v: dict[str, Any]) -> dict[str, Any]:
-        from defsentflow.sweep import check_dotted_key
-
-        for key in v:
-            check_dotted_key(key, "the claims file")
         return v
 
 

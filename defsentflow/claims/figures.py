@@ -83,7 +83,7 @@ class CatalogFigures:
 
     def raw_model_ids(self, run_id: str) -> tuple[str, str] | None:
         """The ids the raw (pretrained) encoder's baseline scores are filed under: mean, SBERT-WK."""
-        from defsentflow.pipeline import baseline_model_id
+        from defsentflow.evaluation.baselines import baseline_model_id
 
         m = self.stage_model(run_id, ["pretrain"])
         if m is None:

@@ -21,7 +21,8 @@ def load_claims(path: str | os.PathLike | None = None, *, data: dict[str, Any] |
             or an arm that makes an invalid config (the message names the file and the key).
     """
     from defsentflow.config import config_from_dict
-    from defsentflow.sweep import read_with_base, set_dotted
+    from defsentflow.config_tools import set_dotted
+    from defsentflow.sweep import read_with_base
 
     origin = str(path) if path is not None else "<claims file>"
     spec, base, base_path = read_with_base(path, data, ClaimsFile, what="claims file", invalid="invalid claims file")

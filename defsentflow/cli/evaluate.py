@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import uuid
 from pathlib import Path
 
 from defsentflow.eval_tasks import DEFAULT_TASKS, EVAL_TASKS
@@ -57,8 +58,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_leaderboard)
 
 
-def _csv(value: str) -> tuple[str, ...]:
-    return tuple(v.strip() for v in value.split(",") if v.strip())
+def _section(args: argparse.Namespace):
+    """The ``EvaluateSection`` from every flag named after one of its fields (comma lists split)."""
+    from defsentflow.evaluation.suite import EvaluateSection
+
+    data = {}
+    for name in EvaluateSection.model_fields:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and name != "tasks" and "tuple" in str(EvaluateSection.model_fields[name].annotation):
+            value = tuple(v.strip() for v in value.split(",") if v.strip())
+        if value is not None:
+            data[name] = value
+    return EvaluateSection.model_validate(data)
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -69,61 +80,33 @@ def _eval(args: argparse.Namespace) -> int:
     from defsentflow.cli import UserError
     from defsentflow.cli.table import print_table
     from defsentflow.config_tools import format_errors
-    from defsentflow.evaluation.suite import (EvalConfig, default_data_dir, record_evaluation, resolve_model,
-                                              run_evaluation)
-    from defsentflow.storage import Catalog
+    from defsentflow.evaluation.stage import run_evaluate
 
-    from defsentflow.encoders import validate_pooling
-
-    data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
     try:
-        if args.pooling is not None:
-            validate_pooling(args.pooling)
-        config = EvalConfig(tasks=args.tasks, data_dir=str(data_dir), pooling=args.pooling, batch_size=args.batch_size,
-                            max_length=args.max_length, autocast=args.autocast, sick_split=args.sick_split,
-                            per_subset=args.per_subset, dictionary=args.dictionary, revdict_splits=_csv(args.revdict_splits),
-                            revdict_protocols=_csv(args.revdict_protocols),
-                            revdict_candidates=args.revdict_candidates, revdict_max_queries=args.revdict_max_queries,
-                            revdict_modes=tuple(m.strip() for m in args.revdict_modes.split(",") if m.strip()),
-                            device=args.device, cache=args.cache)
+        section = _section(args)
     except ValidationError as exc:
         raise UserError(format_errors(exc)) from None
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-    if any(t not in ("revdict", "wordpred") for t in config.tasks) and not data_dir.is_dir():
+    data_dir = Path(section.resolved_data_dir())
+    if any(t not in ("revdict", "wordpred") for t in section.tasks) and not data_dir.is_dir():
         raise UserError(f"data directory not found: {data_dir} (pass --data-dir)")
-    cat = None if args.no_record else Catalog()
-    model_id, path = resolve_model(cat, args.model) if cat else (args.model, args.model)
-    model_id = args.model_id or model_id
-    run_id = None
-    if cat is not None:
-        run_id = cat.start_run("evaluate", {"model": args.model, "model_id": model_id, **config.model_dump(mode="json")})
+    run_id = None if args.no_record else f"eval-{uuid.uuid4().hex[:8]}"
     t0 = time.perf_counter()
     try:
-        result = run_evaluation(path, config)
+        result = run_evaluate(section, run_id=run_id)
     except RuntimeError as exc:
-        if cat is not None:
-            cat.end_run(run_id, "failed", note=str(exc))
         raise UserError(str(exc)) from None
-    except BaseException as exc:
-        if cat is not None:
-            cat.end_run(run_id, "failed", note=f"{type(exc).__name__}: {exc}")
-        raise
     seconds = time.perf_counter() - t0
     print_table(["task", "setting", "metric", "value", "n", "pooling", "source"],
                 [(r["task"], r["setting"], r["metric"], r["value"], r.get("n"), r.get("pooling"),
                   os.path.basename(str(r.get("source") or "")) if "," not in str(r.get("source") or "") else "")
-                 for r in result.rows])
-    avg = result.average
+                 for r in result["rows"]])
+    avg = result["average"]
     if avg is not None:
         print(f"\n{avg['label']}: {avg['value']:.2f}")
-    timing = ", ".join(f"{k} {v:.1f}s" for k, v in result.seconds.items())
-    print(f"model {model_id} ({result.pooling} pooling): {seconds:.1f}s in all ({timing})")
-    if cat is not None:
-        n = record_evaluation(cat, model_id, result, run_id=run_id)
-        cat.record_stage(run_id, "evaluate", "completed", seconds=seconds, note=f"{n} metric rows for {model_id}")
-        cat.end_run(run_id, "completed")
-        print(f"recorded {n} metric rows for {model_id} (run {run_id})")
+    timing = ", ".join(f"{k} {v:.1f}s" for k, v in result["seconds"].items())
+    print(f"model {result['model_id']} ({result['pooling']} pooling): {seconds:.1f}s in all ({timing})")
+    if run_id is not None:
+        print(f"recorded {result['recorded']} metric rows for {result['model_id']} (run {run_id})")
     return 0
 
 

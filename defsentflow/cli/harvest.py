@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import uuid
 
 from defsentflow.cli import identifier
 from defsentflow.cli.compute import add_compute_flags
@@ -51,26 +50,15 @@ def _uses_dask(cfg) -> bool:
 
 
 def _harvest(args: argparse.Namespace) -> int:
-    from defsentflow.storage import Catalog, clean_stale_temporaries
-
-    cfg = _config(args)
     from defsentflow.cli.stage import run_stage
     from defsentflow.scoring.stages import run_harvest
+    from defsentflow.storage import Catalog
 
-    run_id = args.run_id or f"harvest-{uuid.uuid4().hex[:8]}"
-    cat = Catalog(cfg.root)
-    clean_stale_temporaries(cat.root / "parquet" / "harvest")  # parts half-written by a killed run
-    cat.start_run("harvest-pairs", config=cfg.model_dump(mode="json"), run_id=run_id)
-    try:
-        result, _, seconds = run_stage(
-            args, prefix="harvest", run_id=run_id, flow="flows.harvest_pairs:run_harvest_flow",
-            payload=cfg.model_dump(mode="json"), local=lambda rid: run_harvest(cfg, run_id=rid),
-            use_flow=args.prefect or _uses_dask(cfg))
-    except BaseException:
-        cat.end_run(run_id, "failed")
-        raise
-    cat.end_run(run_id, "completed")
-    _print_harvest(cat, result, seconds, run_id)
+    cfg = _config(args)
+    result, run_id, seconds = run_stage(
+        args, prefix="harvest", flow="flows.harvest_pairs:run_harvest_flow", payload=cfg.model_dump(mode="json"),
+        local=lambda rid: run_harvest(cfg, run_id=rid), use_flow=args.prefect or _uses_dask(cfg))
+    _print_harvest(Catalog(cfg.root), result, seconds, run_id)
     return 0
 
 
@@ -90,11 +78,9 @@ def _print_harvest(cat, result: dict, seconds: float, run_id: str) -> None:
         peak = max(h["counts"]) or 1
         for lo, hi, n in zip(h["edges"], h["edges"][1:], h["counts"]):
             print(f"  [{lo:7.4f}, {hi:7.4f})  {n:7d}  {'#' * int(round(40 * n / peak))}")
-    metrics = result.get("scorer_metrics") or (result.get("refs") or {}).get("scorer", {}).get("metrics") or {}
-    if metrics:
-        print(f"context scorer held-out accuracy: {metrics['heldout_accuracy']:.3f}")
-    if "batches_computed" in result:
-        print(f"batches computed this run: {result['batches_computed']}")
+    if result["scorer_metrics"]:
+        print(f"context scorer held-out accuracy: {result['scorer_metrics']['heldout_accuracy']:.3f}")
+    print(f"batches computed this run: {result['batches_computed']}")
     print(f"pairs: {result['path']}")
     print(f"run {run_id} done in {seconds:.1f}s")
 

@@ -16,9 +16,7 @@ from defsentflow.dictionary.ingest import (
     IngestResult,
     build_dictionary,
     ingest_dictionary,
-    merge_sources,
     plan_dictionary,
-    read_source,
     register_dictionary,
 )
 from defsentflow.dictionary.jsonl import read_jsonl
@@ -39,7 +37,7 @@ from defsentflow.dictionary.records import (
     Variant,
 )
 from defsentflow.dictionary.schemas import DEFINITIONS_SCHEMA, EXAMPLES_SCHEMA, QUARANTINE_SCHEMA
-from defsentflow.dictionary.split import assign_split, split_position
+from defsentflow.dictionary.split import assign_split
 from defsentflow.dictionary.store import load_dictionary, load_examples, load_quarantine, resolve_dictionary
 from defsentflow.dictionary.tsv import read_tsv
 from defsentflow.dictionary.validate import MAX_CHARS, check_record, check_text
@@ -77,17 +75,14 @@ __all__ = [
     "load_examples",
     "load_quarantine",
     "merge_records",
-    "merge_sources",
     "oewn_files",
     "plan_dictionary",
     "read_jsonl",
     "read_oewn",
     "read_oxford",
     "read_wiktextract",
-    "read_source",
     "read_tsv",
     "register_dictionary",
     "resolve_dictionary",
-    "split_position",
     "whole_token_filter",
 ]

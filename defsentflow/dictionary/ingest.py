@@ -52,9 +52,8 @@ __all__ = [
     "plan_dictionary",
     "build_dictionary",
     "register_dictionary",
+    "DictionarySteps",
     "ingest_dictionary",
-    "merge_sources",
-    "read_source",
 ]
 
 log = logging.getLogger(__name__)
@@ -135,7 +134,7 @@ def plan_dictionary(config: DictionaryConfig) -> DictionaryPlan:
     return DictionaryPlan(key, input_hashes, key_config)
 
 
-def read_source(kind: SourceKind, path: str | os.PathLike, name: str, *, workers: int = 2,
+def _read_source(kind: SourceKind, path: str | os.PathLike, name: str, *, workers: int = 2,
                 **options: Any) -> Iterator[Record]:
     """The records of one source path, with a progress bar over records (files for OEWN);
     ``options`` go to the reader (``lang_code`` for wiktextract)."""
@@ -156,7 +155,7 @@ def read_source(kind: SourceKind, path: str | os.PathLike, name: str, *, workers
 def _streams(config: DictionaryConfig) -> Iterator[tuple[str, Iterator[Record]]]:
     for spec, name in zip(config.sources, config.source_names()):
         for p in spec.paths:
-            yield name, read_source(spec.kind, p, name, workers=config.workers, **spec.reader_options())
+            yield name, _read_source(spec.kind, p, name, workers=config.workers, **spec.reader_options())
 
 
 def _merge_options(config: DictionaryConfig) -> dict[str, Any]:
@@ -165,7 +164,7 @@ def _merge_options(config: DictionaryConfig) -> dict[str, Any]:
                 split_by=config.split_by, entry_filter=entry_filter)
 
 
-def merge_sources(config: DictionaryConfig) -> MergedDictionary:
+def _merge_sources(config: DictionaryConfig) -> MergedDictionary:
     """Read every source of ``config`` and merge them into tables in memory (no artifact written)."""
     return merge_records(_streams(config), **_merge_options(config))
 
@@ -240,20 +239,51 @@ def register_dictionary(config: DictionaryConfig, artifact: DictionaryArtifact, 
     return True
 
 
-def ingest_dictionary(config: DictionaryConfig, *, root: str | os.PathLike | None = None) -> IngestResult:
-    """Plan, build and register ``config``'s dataset; a no-op if it is registered with the same key.
+@dataclass(frozen=True)
+class DictionarySteps:
+    """The ingest's pieces: the library's own functions here, Prefect tasks in the
+    ``ingest-dictionary`` flow (``tasks/dictionary.py``). :func:`ingest_dictionary` calls them in
+    its one order. Signatures as :func:`build_dictionary` and :func:`register_dictionary`."""
+
+    build: Callable[..., DictionaryArtifact] = build_dictionary
+    register: Callable[..., bool] = register_dictionary
+
+
+LOCAL = DictionarySteps()
+
+
+def ingest_dictionary(config: DictionaryConfig, *, root: str | os.PathLike | None = None, run_id: str | None = None,
+                      steps: DictionarySteps = LOCAL) -> IngestResult:
+    """The ingest's one sequencer: plan, build and register ``config``'s dataset; a no-op if it is
+    registered with the same key. ``run_id``: open and close a ``runs`` row (flow
+    ``ingest-dictionary``) under this id; ``steps``: the executor of the pieces.
 
     Example:
         >>> cfg = DictionaryConfig(name="oewn", sources=[{"kind": "oewn", "paths": ["../shared/data/oewn/yaml"]}])
         >>> ingest_dictionary(cfg).summary["entries"]
     """
+    cat = Catalog(root)
+    if run_id is not None:
+        cat.start_run("ingest-dictionary", config=config.model_dump(mode="json"), run_id=run_id)
+    try:
+        result = _sequence(config, root, steps)
+    except BaseException as exc:
+        if run_id is not None:
+            cat.end_run(run_id, "failed", note=f"{type(exc).__name__}: {exc}"[:500])
+        raise
+    if run_id is not None:
+        cat.end_run(run_id, "completed", note=f"{result.status} {result.name} {result.key}")
+    return result
+
+
+def _sequence(config: DictionaryConfig, root: str | os.PathLike | None, steps: DictionarySteps) -> IngestResult:
     t0 = time.perf_counter()
     plan = plan_dictionary(config)
     if registered_key(config.name, root) == plan.key:
         art = _existing(plan, config, root)
         if art is not None:
             return IngestResult(config.name, plan.key, art.path, "unchanged", art.summary, time.perf_counter() - t0)
-    art = build_dictionary(config, plan, root=root)
-    register_dictionary(config, art, plan, root=root)
+    art = steps.build(config, plan, root=root)
+    steps.register(config, art, plan, root=root)
     status = "built" if art.built else "registered"
     return IngestResult(config.name, plan.key, art.path, status, art.summary, time.perf_counter() - t0)

@@ -18,7 +18,7 @@ from typing import Literal, Sequence
 
 from defsentflow.dictionary.records import Split
 
-__all__ = ["DEFAULT_RATIOS", "SPLIT_BY", "SplitBy", "assign_split", "split_position", "split_rows"]
+__all__ = ["DEFAULT_RATIOS", "SPLIT_BY", "SplitBy", "assign_split", "split_rows"]
 
 SplitBy = Literal["entry", "gloss"]
 SPLIT_BY: tuple[str, ...] = ("entry", "gloss")
@@ -27,7 +27,7 @@ DEFAULT_RATIOS: tuple[float, float, float] = (0.8, 0.1, 0.1)
 _SCALE = float(1 << 64)
 
 
-def split_position(entry: str, seed: int = 0) -> float:
+def _split_position(entry: str, seed: int = 0) -> float:
     """A uniform number in [0, 1) fixed by ``(seed, entry)``."""
     digest = hashlib.blake2b(f"{seed}\x1f{entry}".encode("utf-8", "surrogateescape"), digest_size=8).digest()
     return int.from_bytes(digest, "big") / _SCALE
@@ -40,7 +40,7 @@ def assign_split(entry: str, seed: int = 0, ratios: tuple[float, float, float] =
         >>> assign_split("dog", seed=0) in ("train", "dev", "test")
         True
     """
-    x = split_position(entry, seed) * sum(ratios)
+    x = _split_position(entry, seed) * sum(ratios)
     if x < ratios[0]:
         return "train"
     if x < ratios[0] + ratios[1]:

@@ -87,7 +87,7 @@ def registered_key(name: str, root: str | os.PathLike | None = None) -> str | No
     try:
         rows = cat.query("SELECT d.artifact_key, a.path FROM dictionaries d JOIN artifacts a USING (artifact_key) "
                          "WHERE d.name = ?", [name])
-    except duckdb.CatalogException:  # a catalog made before the dictionary tables existed
+    except duckdb.CatalogException:  # a catalog made before sql/010_dictionaries.sql (commit 3f8185d)
         return None
     if not rows or read_summary(rows[0]["path"]) is None:
         return None

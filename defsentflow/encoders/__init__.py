@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from defsentflow.encoders.cache import EmbeddingCache
-from defsentflow.encoders.encoding import encode_batch, encode_texts, pad_batch, tokenize_sorted
+from defsentflow.encoders.encoding import encode_texts, pad_batch, tokenize_sorted
 from defsentflow.encoders.export import save_encoder
 from defsentflow.encoders.loading import (
     Autocast,
@@ -27,7 +27,6 @@ __all__ = [
     "Pooling",
     "apply_prompt",
     "autocast_context",
-    "encode_batch",
     "encode_texts",
     "has_mlm_head",
     "load_encoder",

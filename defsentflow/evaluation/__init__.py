@@ -6,7 +6,6 @@ from defsentflow.evaluation.baselines import tfidf_similarities, word_vector_ave
 from defsentflow.evaluation.label_quality import (
     LABEL_QUALITY_METHODS,
     LabelQualityResult,
-    origin_model_id,
     record_label_quality,
     run_label_quality,
 )
@@ -58,7 +57,6 @@ __all__ = [
     "load_sts_year",
     "load_stsb",
     "load_task",
-    "origin_model_id",
     "paired_cosine",
     "pearson",
     "record_evaluation",

@@ -4,17 +4,29 @@
   lower-cased word unigrams, smoothed idf, L2 norm), the idf fitted on the sentences given;
 * :func:`word_vector_average`: the mean of an encoder's *input* token embeddings over a
   sentence's word pieces (no transformer layer, special tokens left out): "averaged word
-  vectors" with the encoder's own vocabulary.
+  vectors" with the encoder's own vocabulary;
+* :func:`baseline_model_id`: the catalog id an untrained encoder's baseline scores are filed under.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-__all__ = ["tfidf_similarities", "word_vector_average"]
+__all__ = ["baseline_model_id", "tfidf_similarities", "word_vector_average"]
+
+
+def baseline_model_id(base_model: str) -> str:
+    """The catalog id the untrained baseline's scores are filed under (``base:<name>``).
+
+    Example:
+        >>> baseline_model_id("/models/bert-base-uncased")
+        'base:bert-base-uncased'
+    """
+    return "base:all-MiniLM-L6-v2" if base_model == "minilm" else f"base:{Path(str(base_model)).name}"
 
 
 def tfidf_similarities(sentences1: Sequence[str], sentences2: Sequence[str], fit_texts: Sequence[str]) -> np.ndarray:

@@ -34,7 +34,7 @@ from defsentflow.evaluation.sts import spearman_rows
 from defsentflow.evaluation.sts_data import StsTask, load_task, validate_tasks
 from defsentflow.scoring.origin import OriginPoint
 
-__all__ = ["LABEL_QUALITY_METHODS", "LabelQualityResult", "origin_model_id", "record_label_quality", "run_label_quality"]
+__all__ = ["LABEL_QUALITY_METHODS", "LabelQualityResult", "record_label_quality", "run_label_quality"]
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ class _Pool:
         return out
 
 
-def origin_model_id(corpus: str, retrieval: str, scorer_key: str, point: OriginPoint) -> str:
+def _origin_model_id(corpus: str, retrieval: str, scorer_key: str, point: OriginPoint) -> str:
     """``origin-<corpus>-<retrieval>-<selection>-c<|C_s|>-n<top_n>-<scorer key prefix>``."""
     return f"origin-{corpus}-{retrieval}-{point.name}-{scorer_key[:8]}"
 
@@ -133,7 +133,7 @@ def run_label_quality(cfg: Any, *, tasks: Sequence[str] | str, data_dir: str | o
         log.info("origin %s: %s in %.0fs", point.name,
                  ", ".join(f"{r['task']} {r['value']:.2f}" for r in point_rows if r["setting"] == "all"),
                  seconds[point.name])
-        add({"model_id": origin_model_id(corpus["name"], cfg.retrieval.kind, refs["scorer"]["key"], point),
+        add({"model_id": _origin_model_id(corpus["name"], cfg.retrieval.kind, refs["scorer"]["key"], point),
              "method": "origin", "base_model": encoder, "path": refs["scorer"]["path"], "pooling": None,
              "meta": {"label": f"origin {point.name}", "set_size": point.set_size, "selection": point.selection,
                       "top_n": point.top_n, "similarity": point.similarity, "retrieval": cfg.retrieval.kind, "corpus": corpus["name"],

@@ -58,7 +58,7 @@ def _note(run: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
 
 def run_facts(rows: Callable[..., list[dict[str, Any]]], run: dict[str, Any], status: str | None = None) -> RunFacts:
     """Collect the facts of ``run`` through ``rows(sql, **params)`` (``$run_id`` is bound)."""
-    from defsentflow.pipeline import baseline_model_id
+    from defsentflow.evaluation.baselines import baseline_model_id
 
     config = _config(run)
     data, text = _note(run)

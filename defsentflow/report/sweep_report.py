@@ -42,7 +42,7 @@ class SweepReport:
 
 def _baseline(cat: Any, results: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The untrained base encoder's leaderboard row (the pipeline's ``untrained`` baseline)."""
-    from defsentflow.pipeline import baseline_model_id
+    from defsentflow.evaluation.baselines import baseline_model_id
 
     run_ids = [r["run_id"] for r in results if r["run_id"]]
     if not run_ids:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from defsentflow.revdict.index import (IndexMode, RevdictIndex, build_revdict_index, index_key, measured_modes,
+from defsentflow.revdict.index import (IndexMode, RevdictIndex, build_revdict_index, measured_modes,
                                        resolve_mode)
 
-__all__ = ["IndexMode", "RevdictIndex", "build_revdict_index", "index_key", "measured_modes", "resolve_mode"]
+__all__ = ["IndexMode", "RevdictIndex", "build_revdict_index", "measured_modes", "resolve_mode"]

@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 
 from defsentflow.revdict.ann import INDEX_KINDS
 
-__all__ = ["RevdictIndex", "IndexMode", "build_revdict_index", "index_key", "measured_modes", "resolve_mode"]
+__all__ = ["RevdictIndex", "IndexMode", "build_revdict_index", "measured_modes", "resolve_mode"]
 
 IndexMode = Literal["auto", "head", "cosine", "hybrid"]
 _MODES = ("head", "cosine", "hybrid")
@@ -112,7 +112,7 @@ def _spec(model: str | os.PathLike, mode: str, pooling: str | None, max_length: 
                  bool(meta.get("ica", False)), bool(meta.get("normalize_logits", False)), max_length)
 
 
-def index_key(spec: _Spec, dictionary_hash: str) -> str:
+def _index_key(spec: _Spec, dictionary_hash: str) -> str:
     from dataclasses import asdict
 
     from defsentflow.encoders import model_content_hash
@@ -218,7 +218,8 @@ class RevdictIndex:
         from defsentflow.storage import Catalog, combine_hashes, data_root, hash_path
 
         if not (self.path / "means.npy").is_file():
-            raise ValueError(f"{self.path} keeps no entry means (built by an older version): rebuild it to add entries")
+            raise ValueError(f"{self.path} keeps no entry means (built before indexes kept them, commit 7201d42 of "
+                             "2026-11-22): rebuild it to add entries")
         missing = [c for c in ("entry", "definition") if c not in table.column_names]
         if missing or table.num_rows == 0:
             raise ValueError(f"entries to add need entry and definition columns and at least one row "
@@ -393,7 +394,7 @@ def build_revdict_index(model: str | os.PathLike, dictionary: str | pa.Table, *,
     dict_hash = tables.dictionary_content_hash(table)
     if index_kind not in INDEX_KINDS:
         raise ValueError(f"index kind must be one of {INDEX_KINDS}, got {index_kind!r}")
-    key = index_key(spec, dict_hash)
+    key = _index_key(spec, dict_hash)
     if index_kind != "flat":  # flat indexes keep their keys
         from defsentflow.storage import combine_hashes
 

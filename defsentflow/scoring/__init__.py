@@ -12,7 +12,6 @@ from defsentflow.scoring.context_sets import SELECTIONS, Selection, random_conte
 from defsentflow.scoring.contexts import Context, CorpusLayout, jaccard, word_set
 from defsentflow.scoring.discriminative import (
     ContextDiscriminator,
-    DiscriminativeConfig,
     DiscriminativeScorer,
     sample_negatives,
     train_discriminator,
@@ -22,14 +21,12 @@ from defsentflow.scoring.harvest import (
     PAIRS_SCHEMA,
     BatchSpec,
     HarvestResources,
-    HarvestSettings,
     choose_context_sets,
     collect_parts,
     eligible_sentences,
     harvest_batch,
     label_stats,
     plan_batches,
-    relabel_parts,
 )
 from defsentflow.scoring.origin import OriginPoint, PairLabeller
 from defsentflow.scoring.pair_file import PairFile, label_file_batch, read_pair_file, sample_pairs
@@ -47,12 +44,10 @@ __all__ = [
     "ContextScorer",
     "ContextualScorer",
     "CorpusLayout",
-    "DiscriminativeConfig",
     "DiscriminativeScorer",
     "GenerativeScorer",
     "HarvestConfig",
     "HarvestResources",
-    "HarvestSettings",
     "OriginPoint",
     "PairFile",
     "PairLabeller",
@@ -74,7 +69,6 @@ __all__ = [
     "plan_batches",
     "random_context_set",
     "read_pair_file",
-    "relabel_parts",
     "resolve_input_path",
     "sample_negatives",
     "sample_pairs",

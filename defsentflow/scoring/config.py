@@ -1,7 +1,6 @@
 """The harvest/surrogate YAML config: pydantic models with ``extra="forbid"`` (the boundary).
 
-Inside the library the sections become frozen dataclasses (:class:`HarvestSettings`,
-:class:`~defsentflow.scoring.discriminative.DiscriminativeConfig`, ...).
+The library reads :class:`HarvestConfig` itself (batches, context sets and labels take it whole).
 
 Example:
     >>> cfg = load_harvest_config("configs/harvest-bbc.yaml")
@@ -55,6 +54,8 @@ class DiscriminativeSection(ConfigSection):
     batch_size: int = Field(256, ge=8, le=LIMITS["batch"])
     lr: float = Field(1e-3, gt=0)
     heldout_share: float = Field(0.1, gt=0.0, lt=0.5)
+    weight_decay: float = Field(1e-4, ge=0.0)
+    same_doc_share: float = Field(0.5, ge=0.0, le=1.0, description="negatives drawn from the slot's own document")
     seed: Seed = 0
     min_accuracy: float | None = Field(None, ge=0.0, le=1.0, description="fail when held-out accuracy is lower")
 

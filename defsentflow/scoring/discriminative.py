@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -31,28 +30,12 @@ import torch
 from torch import nn
 
 from defsentflow.progress import progress
+from defsentflow.scoring.config import DiscriminativeSection
 from defsentflow.scoring.contexts import Context, CorpusLayout
 from defsentflow.scoring.vectors import context_vectors, encode_sentences
 
-__all__ = ["DiscriminativeConfig", "ContextDiscriminator", "DiscriminativeScorer", "train_discriminator",
+__all__ = ["ContextDiscriminator", "DiscriminativeScorer", "train_discriminator",
            "sample_negatives"]
-
-
-@dataclass(frozen=True)
-class DiscriminativeConfig:
-    """Settings of the discriminative scorer (the encoder only provides frozen vectors)."""
-
-    encoder: str = "bundled:all-MiniLM-L6-v2"
-    k: int = 1
-    hidden: int = 256
-    dropout: float = 0.1
-    epochs: int = 8
-    batch_size: int = 256
-    lr: float = 1e-3
-    weight_decay: float = 1e-4
-    heldout_share: float = 0.1
-    same_doc_share: float = 0.5
-    seed: int = 0
 
 
 class ContextDiscriminator(nn.Module):
@@ -97,7 +80,8 @@ class DiscriminativeScorer:
         >>> scorer.score(["Prices rose."], [Context(("Markets opened.",), ("Traders cheered.",))])
     """
 
-    def __init__(self, head: ContextDiscriminator, config: DiscriminativeConfig, version: str, metrics: dict | None = None):
+    def __init__(self, head: ContextDiscriminator, config: DiscriminativeSection, version: str,
+                 metrics: dict | None = None):
         self.head = head.eval()
         self.config = config
         self.version = version
@@ -153,7 +137,7 @@ class DiscriminativeScorer:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         save_file({k: v.contiguous() for k, v in self.head.state_dict().items()}, str(directory / "head.safetensors"))
-        meta = {"config": asdict(self.config), "dim": self.head.dim, "version": self.version, "metrics": self.metrics}
+        meta = {"config": self.config.model_dump(mode="json"), "dim": self.head.dim, "version": self.version, "metrics": self.metrics}
         (directory / "scorer.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
         return directory
 
@@ -163,7 +147,7 @@ class DiscriminativeScorer:
 
         directory = Path(directory)
         meta = json.loads((directory / "scorer.json").read_text())
-        config = DiscriminativeConfig(**meta["config"])
+        config = DiscriminativeSection.model_validate(meta["config"])
         head = ContextDiscriminator(meta["dim"], config.hidden, config.dropout)
         head.load_state_dict(load_file(str(directory / "head.safetensors")))
         return cls(head, config, meta["version"], meta.get("metrics"))
@@ -186,9 +170,10 @@ def sample_negatives(layout: CorpusLayout, slots: np.ndarray, k: int, same_doc_s
     return np.where(same, doc_pick, neg)
 
 
-def train_discriminator(layout: CorpusLayout, vectors: np.ndarray, config: DiscriminativeConfig,
+def train_discriminator(layout: CorpusLayout, vectors: np.ndarray, config: DiscriminativeSection, *, k: int = 1,
                         version: str = "") -> DiscriminativeScorer:
-    """Train the head on the corpus; ``scorer.metrics`` holds held-out accuracy and loss."""
+    """Train the head on the corpus (contexts of ``k`` sentences a side); ``scorer.metrics`` holds
+    held-out accuracy and loss."""
     rng = np.random.default_rng(config.seed)
     torch.manual_seed(config.seed)
     slots = np.flatnonzero(layout.doc_end - layout.doc_start > 1)  # slots with a non-empty context
@@ -200,7 +185,7 @@ def train_discriminator(layout: CorpusLayout, vectors: np.ndarray, config: Discr
     train, test = slots[~is_held], slots[is_held]
 
     vec = np.asarray(vectors, dtype=np.float32)
-    left_all, right_all = context_vectors(layout, vec, slots, config.k)
+    left_all, right_all = context_vectors(layout, vec, slots, k)
     pos_of = {s: i for i, s in enumerate(slots.tolist())}
     tr_rows = np.array([pos_of[s] for s in train.tolist()], dtype=np.int64)
     te_rows = np.array([pos_of[s] for s in test.tolist()], dtype=np.int64)
@@ -219,7 +204,7 @@ def train_discriminator(layout: CorpusLayout, vectors: np.ndarray, config: Discr
     bar = progress(total=steps, desc="context scorer", unit="step")
     for _ in range(config.epochs):
         head.train()
-        neg = sample_negatives(layout, train, config.k, config.same_doc_share, rng)
+        neg = sample_negatives(layout, train, k, config.same_doc_share, rng)
         rows = np.concatenate([tr_rows, tr_rows])
         sent = np.concatenate([train, neg])
         label = np.concatenate([np.ones(len(train)), np.zeros(len(train))]).astype(np.float32)
@@ -237,7 +222,7 @@ def train_discriminator(layout: CorpusLayout, vectors: np.ndarray, config: Discr
     head.eval()
 
     test_rng = np.random.default_rng(config.seed + 1)
-    neg = sample_negatives(layout, test, config.k, config.same_doc_share, test_rng)
+    neg = sample_negatives(layout, test, k, config.same_doc_share, test_rng)
     same_doc = layout.doc_start[neg] == layout.doc_start[test]
     with torch.inference_mode():
         pos_logit = batch_logits(te_rows, test).numpy()

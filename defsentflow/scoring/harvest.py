@@ -28,14 +28,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from defsentflow.config_tools import Similarity
 from defsentflow.scoring.context_sets import Selection, random_context_set, select_context_set, top_context_set
+from defsentflow.scoring.config import HarvestConfig
 from defsentflow.scoring.contexts import CorpusLayout, jaccard, word_set
 from defsentflow.scoring.pair_similarity import ScoreCache, pair_similarities
 from defsentflow.scoring.scorer import ContextualScorer
 
-__all__ = ["HarvestSettings", "BatchSpec", "HarvestResources", "PAIRS_SCHEMA", "plan_batches", "eligible_sentences",
-           "harvest_batch", "choose_context_sets", "part_path", "collect_parts", "label_stats", "relabel_parts"]
+__all__ = ["BatchSpec", "HarvestResources", "PAIRS_SCHEMA", "plan_batches", "eligible_sentences",
+           "harvest_batch", "choose_context_sets", "part_path", "collect_parts", "label_stats"]
 
 SearchFn = Callable[[list[str], int], tuple[np.ndarray, np.ndarray]]
 
@@ -52,26 +52,6 @@ PAIRS_SCHEMA = pa.schema([
     ("s2_contexts", pa.list_(pa.int64())),
     ("scorer_version", pa.string()),
 ])
-
-
-@dataclass(frozen=True)
-class HarvestSettings:
-    """What a harvest does, independent of where its inputs come from."""
-
-    k: int = 1
-    context_set_size: int = 500  # Sun et al., Table 6
-    max_jaccard: float = 0.5
-    selection: Selection = "diverse"
-    top_n: int = 500
-    n_pairs: int = 20000
-    neighbour_share: float = 0.5
-    pairs_per_sentence: float = 4.0
-    neighbour_chunks: int = 5
-    min_words: int = 4
-    max_words: int = 60
-    batch_size: int = 500
-    similarity: Similarity = "cosine"
-    seed: int = 0
 
 
 @dataclass(frozen=True)
@@ -131,21 +111,21 @@ def eligible_sentences(texts: Sequence[str], min_words: int, max_words: int) -> 
     return np.flatnonzero((counts >= min_words) & (counts <= max_words))
 
 
-def plan_batches(eligible: np.ndarray, settings: HarvestSettings) -> list[BatchSpec]:
+def plan_batches(eligible: np.ndarray, cfg: HarvestConfig) -> list[BatchSpec]:
     """Draw the seeds (seeded) and split them and the pair budget into batches."""
-    n_seeds = min(len(eligible), int(np.ceil(settings.n_pairs / settings.pairs_per_sentence)))
+    n_seeds = min(len(eligible), int(np.ceil(cfg.pairs.n_pairs / cfg.pairs.pairs_per_sentence)))
     if n_seeds < 2:
         raise ValueError(f"only {len(eligible)} eligible sentences: too few to make pairs")
-    seeds = np.random.default_rng(settings.seed).permutation(np.asarray(eligible, dtype=np.int64))[:n_seeds]
-    bounds = list(range(0, n_seeds, settings.batch_size)) + [n_seeds]
-    if len(bounds) > 2 and bounds[-1] - bounds[-2] < settings.batch_size / 2:
+    seeds = np.random.default_rng(cfg.seed).permutation(np.asarray(eligible, dtype=np.int64))[:n_seeds]
+    bounds = list(range(0, n_seeds, cfg.batch_size)) + [n_seeds]
+    if len(bounds) > 2 and bounds[-1] - bounds[-2] < cfg.batch_size / 2:
         del bounds[-2]  # a short last batch joins the one before: too few sentences to pair at random
     # pairs per batch in proportion to its seeds, summing exactly to n_pairs
-    cum = np.round(np.asarray(bounds, dtype=np.float64) / n_seeds * settings.n_pairs).astype(np.int64)
+    cum = np.round(np.asarray(bounds, dtype=np.float64) / n_seeds * cfg.pairs.n_pairs).astype(np.int64)
     specs = []
     for b in range(len(bounds) - 1):
         total = int(cum[b + 1] - cum[b])
-        n_nb = int(round(total * settings.neighbour_share))
+        n_nb = int(round(total * cfg.pairs.neighbour_share))
         specs.append(BatchSpec(b, tuple(int(x) for x in seeds[bounds[b]:bounds[b + 1]]), n_nb, total - n_nb))
     return specs
 
@@ -165,12 +145,12 @@ def _retrieve(res: HarvestResources, ids: np.ndarray, top_n: int) -> dict[int, n
     return out
 
 
-def _neighbours(res: HarvestResources, seed: int, chunks: np.ndarray, want: int, settings: HarvestSettings,
+def _neighbours(res: HarvestResources, seed: int, chunks: np.ndarray, want: int, cfg: HarvestConfig,
                 eligible: set[int]) -> list[int]:
     lay = res.layout
     own_doc = res.doc_of[seed]
     own_text = " ".join(res.texts[seed].lower().split())
-    other = [c for c in chunks.tolist() if lay.doc_start[lay.chunk_first[c]] != own_doc][: settings.neighbour_chunks]
+    other = [c for c in chunks.tolist() if lay.doc_start[lay.chunk_first[c]] != own_doc][: cfg.pairs.neighbour_chunks]
     cands = []
     seen = {own_text}
     mine = res.words(seed)
@@ -191,10 +171,10 @@ def _spread(total: int, n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def _neighbour_pairs(res: HarvestResources, seeds: np.ndarray, retrieved: dict[int, np.ndarray], n_neighbour: int,
-                     settings: HarvestSettings, eligible: set[int], rng: np.random.Generator) -> list[tuple[int, int]]:
+                     cfg: HarvestConfig, eligible: set[int], rng: np.random.Generator) -> list[tuple[int, int]]:
     pairs, seen = [], set()
     for seed, want in zip(seeds.tolist(), _spread(n_neighbour, len(seeds), rng).tolist()):
-        for nb in _neighbours(res, seed, retrieved[seed], want, settings, eligible) if want else ():
+        for nb in _neighbours(res, seed, retrieved[seed], want, cfg, eligible) if want else ():
             key = (min(seed, nb), max(seed, nb))
             if key not in seen:
                 seen.add(key)
@@ -249,7 +229,7 @@ def choose_context_sets(res: HarvestResources, members: np.ndarray, retrieved: d
     return out
 
 
-def harvest_batch(res: HarvestResources, spec: BatchSpec, settings: HarvestSettings, parts_dir: str | os.PathLike,
+def harvest_batch(res: HarvestResources, spec: BatchSpec, cfg: HarvestConfig, parts_dir: str | os.PathLike,
                   eligible: np.ndarray, *, scorer_version: str | None = None) -> dict:
     """Run one batch and write its parts; a batch whose pairs part exists is skipped.
 
@@ -264,21 +244,21 @@ def harvest_batch(res: HarvestResources, spec: BatchSpec, settings: HarvestSetti
         return {"index": spec.index, "path": str(out), "scores_path": str(scores_out),
                 "n_pairs": pq.read_metadata(out).num_rows, "computed": False, "n_scored": 0}
     version = scorer_version or res.scorer.version
-    rng = np.random.default_rng([settings.seed, spec.index])
+    rng = np.random.default_rng([cfg.seed, spec.index])
     seeds = np.asarray(spec.seeds, dtype=np.int64)
-    retrieved = _retrieve(res, seeds, settings.top_n)  # 1
-    neighbour = _neighbour_pairs(res, seeds, retrieved, spec.n_neighbour, settings,  # 2
+    retrieved = _retrieve(res, seeds, cfg.retrieval.top_n)  # 1
+    neighbour = _neighbour_pairs(res, seeds, retrieved, spec.n_neighbour, cfg,  # 2
                                  set(np.asarray(eligible).tolist()), rng)
     members = np.unique(np.asarray([s for p in neighbour for s in p] + seeds.tolist(), dtype=np.int64))
-    retrieved.update(_retrieve(res, np.setdiff1d(members, seeds), settings.top_n))
+    retrieved.update(_retrieve(res, np.setdiff1d(members, seeds), cfg.retrieval.top_n))
     cache = ScoreCache(version)
-    score_fn = lambda s, c: res.score_ids(s, c, settings.k)  # noqa: E731
-    context_sets = choose_context_sets(res, members, retrieved, cache, score_fn, size=settings.context_set_size,  # 3
-                                       selection=settings.selection, max_jaccard=settings.max_jaccard, seed=settings.seed)
+    score_fn = lambda s, c: res.score_ids(s, c, cfg.contexts.k)  # noqa: E731
+    context_sets = choose_context_sets(res, members, retrieved, cache, score_fn, size=cfg.contexts.set_size,  # 3
+                                       selection=cfg.contexts.selection, max_jaccard=cfg.contexts.max_jaccard, seed=cfg.seed)
     # neighbours that could not be found are made up with random pairs
     random = _random_pairs(members, spec.n_neighbour + spec.n_random - len(neighbour), neighbour, rng, spec.index)  # 4
     arr = np.asarray(neighbour + random, dtype=np.int64).reshape(-1, 2)
-    scores = pair_similarities(arr, context_sets, cache, score_fn, center=settings.similarity == "centered_cosine")  # 5
+    scores = pair_similarities(arr, context_sets, cache, score_fn, center=cfg.pairs.similarity == "centered_cosine")  # 5
     first, second = arr[:, 0].tolist(), arr[:, 1].tolist()
     table = pa.table({
         "batch": np.full(len(arr), spec.index, dtype=np.int32),
@@ -303,23 +283,6 @@ def collect_parts(parts_dir: str | os.PathLike, n_batches: int) -> pa.Table:
     if missing:
         raise FileNotFoundError(f"{parts_dir}: {len(missing)} batch parts missing ({', '.join(missing[:5])})")
     return pa.concat_tables([pq.read_table(p, schema=PAIRS_SCHEMA) for p in paths])
-
-
-def relabel_parts(pairs: pa.Table, score_paths: Sequence[str | os.PathLike], *, similarity: Similarity = "cosine") -> np.ndarray:
-    """Labels recomputed from stored context sets and cached scores only (no scorer needed)."""
-    version = pairs.column("scorer_version")[0].as_py() if pairs.num_rows else ""
-    cache = ScoreCache.load(version, score_paths)
-    s1 = pairs.column("s1_id").to_numpy()
-    s2 = pairs.column("s2_id").to_numpy()
-    sets: dict[int, np.ndarray] = {}
-    for col, ids in (("s1_contexts", s1), ("s2_contexts", s2)):
-        lists = pairs.column(col).combine_chunks()
-        flat = lists.values.to_numpy()
-        offs = lists.offsets.to_numpy()
-        for j, i in enumerate(ids.tolist()):
-            if i not in sets:
-                sets[i] = flat[offs[j]:offs[j + 1]]
-    return pair_similarities(np.stack([s1, s2], axis=1), sets, cache, None, center=similarity == "centered_cosine")
 
 
 def label_stats(scores: np.ndarray, bins: int = 20) -> dict:

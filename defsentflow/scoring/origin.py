@@ -19,8 +19,9 @@ from typing import Sequence
 
 import numpy as np
 
+from defsentflow.config_tools import Similarity
 from defsentflow.scoring.context_sets import SELECTIONS, Selection
-from defsentflow.scoring.harvest import HarvestResources, Similarity, choose_context_sets
+from defsentflow.scoring.harvest import HarvestResources, choose_context_sets
 from defsentflow.scoring.pair_similarity import ScoreCache, pair_similarities
 
 __all__ = ["OriginPoint", "PairLabeller"]

@@ -31,7 +31,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from defsentflow.scoring.harvest import PAIRS_SCHEMA, HarvestSettings, part_path
+from defsentflow.scoring.config import HarvestConfig
+from defsentflow.scoring.harvest import PAIRS_SCHEMA, part_path
 from defsentflow.scoring.origin import OriginPoint, PairLabeller
 
 __all__ = ["PairFile", "read_pair_file", "sample_pairs", "label_file_batch"]
@@ -90,15 +91,15 @@ def read_pair_file(path: str | os.PathLike, *, columns: Sequence[int] = (0, 1), 
     return PairFile(tuple(index), pairs)
 
 
-def sample_pairs(pf: PairFile, settings: HarvestSettings) -> list[np.ndarray]:
+def sample_pairs(pf: PairFile, cfg: HarvestConfig) -> list[np.ndarray]:
     """At most ``n_pairs`` of the file's pairs (a seeded sample, in file order), cut into batches of ``batch_size``."""
     idx = np.arange(len(pf.pairs))
-    if settings.n_pairs < len(idx):
-        idx = np.sort(np.random.default_rng(settings.seed).permutation(len(idx))[:settings.n_pairs])
-    return [idx[a:a + settings.batch_size] for a in range(0, len(idx), settings.batch_size)]
+    if cfg.pairs.n_pairs < len(idx):
+        idx = np.sort(np.random.default_rng(cfg.seed).permutation(len(idx))[:cfg.pairs.n_pairs])
+    return [idx[a:a + cfg.batch_size] for a in range(0, len(idx), cfg.batch_size)]
 
 
-def label_file_batch(labeller: PairLabeller, pf: PairFile, index: int, rows: np.ndarray, settings: HarvestSettings,
+def label_file_batch(labeller: PairLabeller, pf: PairFile, index: int, rows: np.ndarray, cfg: HarvestConfig,
                      parts_dir: str | os.PathLike, *, scorer_version: str) -> dict:
     """Label the pairs ``rows`` (indices into ``pf.pairs``) and write part ``index``; skipped when it exists."""
     from defsentflow.storage import write_parquet
@@ -108,7 +109,7 @@ def label_file_batch(labeller: PairLabeller, pf: PairFile, index: int, rows: np.
     if out.exists():
         return {"index": index, "path": str(out), "scores_path": str(scores_out),
                 "n_pairs": pq.read_metadata(out).num_rows, "computed": False, "n_scored": 0}
-    point = OriginPoint(settings.context_set_size, settings.selection, settings.top_n, settings.similarity)
+    point = OriginPoint(cfg.contexts.set_size, cfg.contexts.selection, cfg.retrieval.top_n, cfg.pairs.similarity)
     pairs = pf.pairs[np.asarray(rows, dtype=np.int64)]
     before = labeller.cache.misses
     sets = labeller.context_sets(pairs.ravel(), point)

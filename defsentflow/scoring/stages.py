@@ -34,11 +34,10 @@ import pyarrow.parquet as pq
 
 from defsentflow.scoring.config import HarvestConfig, resolve_input_path
 from defsentflow.scoring.contexts import CorpusLayout
-from defsentflow.scoring.discriminative import DiscriminativeConfig, DiscriminativeScorer, train_discriminator
+from defsentflow.scoring.discriminative import DiscriminativeScorer, train_discriminator
 from defsentflow.scoring.harvest import (
     BatchSpec,
     HarvestResources,
-    HarvestSettings,
     collect_parts,
     eligible_sentences,
     harvest_batch,
@@ -49,20 +48,19 @@ from defsentflow.scoring.scorer import ContextualScorer, ScorerWeights
 from defsentflow.scoring.vectors import cached_sentence_vectors
 
 __all__ = ["apply_threads", "vectors_path", "prepare_corpus", "prepare_extras", "prepare_pair_file", "prepare_scorer",
-           "prepare_index",
-           "prepare_refs", "plan_harvest", "run_batch", "finalize_harvest", "run_harvest", "load_resources", "harvest_settings",
-           "discriminative_config"]
+           "prepare_index", "prepare_refs", "prepare_inputs", "scorer_step", "index_step", "plan_harvest", "run_batch",
+           "finalize_harvest", "HarvestSteps", "run_harvest", "load_resources"]
 
 log = logging.getLogger(__name__)
 
 
-def harvest_settings(cfg: HarvestConfig) -> HarvestSettings:
-    c, p = cfg.contexts, cfg.pairs
-    return HarvestSettings(k=c.k, context_set_size=c.set_size, max_jaccard=c.max_jaccard, selection=c.selection,
-                           top_n=cfg.retrieval.top_n,
-                           n_pairs=p.n_pairs, neighbour_share=p.neighbour_share, pairs_per_sentence=p.pairs_per_sentence,
-                           neighbour_chunks=p.neighbour_chunks, min_words=p.min_words, max_words=p.max_words,
-                           batch_size=cfg.batch_size, similarity=p.similarity, seed=cfg.seed)
+def _settings_hash(cfg: HarvestConfig) -> str:
+    """What a harvest does, independent of where its inputs come from (those are hashed by content)."""
+    from defsentflow.storage import hash_config
+
+    return hash_config({"contexts": cfg.contexts.model_dump(mode="json"), "top_n": cfg.retrieval.top_n,
+                        "batch_size": cfg.batch_size, "seed": cfg.seed,
+                        "pairs": cfg.pairs.model_dump(mode="json", exclude={"extra_sentences", "file"})})
 
 
 def apply_threads(cfg: HarvestConfig) -> None:
@@ -71,12 +69,6 @@ def apply_threads(cfg: HarvestConfig) -> None:
         import torch
 
         torch.set_num_threads(cfg.threads)
-
-
-def discriminative_config(cfg: HarvestConfig) -> DiscriminativeConfig:
-    d = cfg.scorer.discriminative
-    return DiscriminativeConfig(encoder=d.encoder, k=cfg.contexts.k, hidden=d.hidden, dropout=d.dropout, epochs=d.epochs,
-                                batch_size=d.batch_size, lr=d.lr, heldout_share=d.heldout_share, seed=d.seed)
 
 
 # -- stage 1: corpus ---------------------------------------------------------------------------
@@ -179,23 +171,25 @@ def prepare_scorer(cfg: HarvestConfig, corpus: dict, extras: dict | None = None,
 
     apply_threads(cfg)
     cat = Catalog(cfg.root)
-    dcfg = discriminative_config(cfg)
+    dcfg = cfg.scorer.discriminative
     texts = _all_texts(corpus, extras)
     vec_path = vectors_path(cat.root, dcfg.encoder, texts)
     key = combine_hashes(["scorer", corpus["key"], model_content_hash(resolve_model_path(dcfg.encoder)),
-                          hash_config(dcfg), code_version()])
+                          hash_config(dcfg.model_dump(mode="json", exclude={"min_accuracy"})), str(cfg.contexts.k),
+                          code_version()])
     final = cat.root / "models" / "scorers" / key
     art = cat.artifact(key)
     if art is None or not (final / "scorer.json").exists():
         t0 = time.perf_counter()
         vectors = cached_sentence_vectors(vec_path, dcfg.encoder, texts)
         layout = _layout(corpus["path"])
-        scorer = train_discriminator(layout, vectors[:layout.n_sentences], dcfg, version=key)
+        scorer = train_discriminator(layout, vectors[:layout.n_sentences], dcfg, k=cfg.contexts.k, version=key)
         with atomic_dir(final) as tmp:
             scorer.save(tmp)
         meta = {**scorer.metrics, "seconds": time.perf_counter() - t0}
         cat.register_artifact(key, "scorer", final, hash_path(final), name=f"{corpus['name']}-discriminative",
-                              input_hashes={"corpus": corpus["key"]}, config=dataclasses.asdict(dcfg), run_id=run_id,
+                              input_hashes={"corpus": corpus["key"]},
+                              config={**dcfg.model_dump(mode="json"), "k": cfg.contexts.k}, run_id=run_id,
                               meta=meta)
         log.info("context scorer %s: held-out accuracy %.3f", key, scorer.metrics["heldout_accuracy"])
     elif not vec_path.exists():
@@ -282,23 +276,22 @@ def load_resources(cfg: HarvestConfig, refs: dict) -> HarvestResources:
 # -- stage 4: plan, batches, finalize ------------------------------------------------------------------
 def plan_harvest(cfg: HarvestConfig, refs: dict) -> dict:
     """The harvest's key and directory and its batches (as dicts)."""
-    from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config
+    from defsentflow.storage import Catalog, code_version, combine_hashes
 
     res = load_resources(cfg, refs)
-    settings = harvest_settings(cfg)
     pair_file = refs.get("pair_file")
     source = [pair_file["hash"], *map(str, pair_file["columns"]), str(pair_file["header"])] if pair_file else []
     key = combine_hashes(["pairs", refs["corpus"]["key"], res.scorer.version, refs["index"]["key"],
-                          (refs.get("extras") or {}).get("hash", "-"), *source, hash_config(settings), code_version()])
+                          (refs.get("extras") or {}).get("hash", "-"), *source, _settings_hash(cfg), code_version()])
     out_dir = Catalog(cfg.root).root / "parquet" / "harvest" / refs["corpus"]["name"] / key
     if pair_file:
         from defsentflow.scoring.pair_file import sample_pairs
 
         pf = _pair_file(pair_file["path"], tuple(pair_file["columns"]), pair_file["header"])
-        batches = [{"index": i, "rows": rows.tolist()} for i, rows in enumerate(sample_pairs(pf, settings))]
+        batches = [{"index": i, "rows": rows.tolist()} for i, rows in enumerate(sample_pairs(pf, cfg))]
     else:
-        eligible = eligible_sentences(res.texts, settings.min_words, settings.max_words)
-        batches = [dataclasses.asdict(s) for s in plan_batches(eligible, settings)]
+        eligible = eligible_sentences(res.texts, cfg.pairs.min_words, cfg.pairs.max_words)
+        batches = [dataclasses.asdict(s) for s in plan_batches(eligible, cfg)]
     return {"key": key, "dir": str(out_dir), "parts_dir": str(out_dir / "parts"), "scorer_version": res.scorer.version,
             "batches": batches}
 
@@ -306,23 +299,21 @@ def plan_harvest(cfg: HarvestConfig, refs: dict) -> dict:
 def run_batch(cfg: HarvestConfig, refs: dict, plan: dict, batch: dict) -> dict:
     """One batch (skipped when its part exists); returns the part's reference."""
     res = load_resources(cfg, refs)
-    settings = harvest_settings(cfg)
     if refs.get("pair_file"):
-        return _run_file_batch(cfg, res, refs["pair_file"], plan, batch, settings)
+        return _run_file_batch(cfg, res, refs["pair_file"], plan, batch)
     spec = BatchSpec(batch["index"], tuple(batch["seeds"]), batch["n_neighbour"], batch["n_random"])
     eligible = _eligible(cfg, refs)
-    return harvest_batch(res, spec, settings, plan["parts_dir"], eligible, scorer_version=plan["scorer_version"])
+    return harvest_batch(res, spec, cfg, plan["parts_dir"], eligible, scorer_version=plan["scorer_version"])
 
 
-def _run_file_batch(cfg: HarvestConfig, res: HarvestResources, pair_file: dict, plan: dict, batch: dict,
-                    settings: HarvestSettings) -> dict:
+def _run_file_batch(cfg: HarvestConfig, res: HarvestResources, pair_file: dict, plan: dict, batch: dict) -> dict:
     from defsentflow.scoring.origin import PairLabeller
     from defsentflow.scoring.pair_file import label_file_batch
 
     pf = _pair_file(pair_file["path"], tuple(pair_file["columns"]), pair_file["header"])
-    labeller = PairLabeller(res, pf.texts, np.load(pair_file["vectors_path"]), k=settings.k,
-                            max_jaccard=settings.max_jaccard, seed=settings.seed)
-    return label_file_batch(labeller, pf, batch["index"], np.asarray(batch["rows"], dtype=np.int64), settings,
+    labeller = PairLabeller(res, pf.texts, np.load(pair_file["vectors_path"]), k=cfg.contexts.k,
+                            max_jaccard=cfg.contexts.max_jaccard, seed=cfg.seed)
+    return label_file_batch(labeller, pf, batch["index"], np.asarray(batch["rows"], dtype=np.int64), cfg,
                             plan["parts_dir"], scorer_version=plan["scorer_version"])
 
 
@@ -371,37 +362,100 @@ def finalize_harvest(cfg: HarvestConfig, refs: dict, plan: dict, run_id: str | N
 
 def prepare_refs(cfg: HarvestConfig, run_id: str | None = None) -> dict:
     """The corpus, extra sentences, context scorer and chunk index a labeller needs (each cached)."""
-    corpus = prepare_corpus(cfg, run_id)
-    extras = prepare_extras(cfg)
-    refs = {"corpus": corpus, "extras": extras, "scorer": prepare_scorer(cfg, corpus, extras, run_id),
-            "index": prepare_index(cfg, corpus, run_id)}
-    pair_file = prepare_pair_file(cfg)
-    return {**refs, "pair_file": pair_file} if pair_file else refs
+    inputs = prepare_inputs(cfg, run_id)
+    refs = {**inputs, "scorer": prepare_scorer(cfg, inputs["corpus"], inputs["extras"], run_id),
+            "index": prepare_index(cfg, inputs["corpus"], run_id)}
+    return refs if refs.get("pair_file") else {k: v for k, v in refs.items() if k != "pair_file"}
 
 
-def run_harvest(cfg: HarvestConfig, *, run_id: str | None = None,
-                map_batches: Callable[[Callable[[dict], dict], list[dict]], list[dict]] | None = None) -> dict:
-    """All stages in a row (the CLI); ``map_batches(fn, batches)`` may run the batches elsewhere."""
+def prepare_inputs(cfg: HarvestConfig, run_id: str | None = None) -> dict:
+    """Stage 1 in one call: the corpus, the optional extra sentences and the pairs file (``pairs.source: file``)."""
+    return {"corpus": prepare_corpus(cfg, run_id), "extras": prepare_extras(cfg), "pair_file": prepare_pair_file(cfg)}
+
+
+def scorer_step(cfg: HarvestConfig, inputs: dict, run_id: str | None = None) -> dict:
+    return prepare_scorer(cfg, inputs["corpus"], inputs["extras"], run_id)
+
+
+def index_step(cfg: HarvestConfig, inputs: dict, run_id: str | None = None) -> dict:
+    return prepare_index(cfg, inputs["corpus"], run_id)
+
+
+def _map_batches_here(cfg: HarvestConfig, refs: dict, plan: dict, batches: list[dict]) -> list[dict]:
+    from defsentflow.progress import progress
+
+    return [run_batch(cfg, refs, plan, b) for b in progress(batches, desc="harvest batches", unit="batch")]
+
+
+@dataclasses.dataclass(frozen=True)
+class HarvestSteps:
+    """The harvest's pieces, each a callable: the library's own functions here, Prefect tasks in the
+    ``harvest-pairs`` flow (``tasks/harvest.py``; its ``map_batches`` maps a task over the batches,
+    on Dask when the config asks). :func:`run_harvest` calls them in its one order.
+
+    Signatures: ``prepare(cfg, run_id) -> inputs``; ``train_scorer(cfg, inputs, run_id)`` and
+    ``build_index(cfg, inputs, run_id)`` -> a reference; ``plan(cfg, refs) -> plan``;
+    ``map_batches(cfg, refs, plan, batches) -> parts``; ``finalize(cfg, refs, plan, run_id, seconds)``.
+    """
+
+    prepare: Callable[..., dict] = prepare_inputs
+    train_scorer: Callable[..., dict] = scorer_step
+    build_index: Callable[..., dict] = index_step
+    plan: Callable[..., dict] = plan_harvest
+    map_batches: Callable[..., list[dict]] = _map_batches_here
+    finalize: Callable[..., dict] = finalize_harvest
+
+
+LOCAL = HarvestSteps()
+
+
+def run_harvest(cfg: HarvestConfig, *, run_id: str | None = None, steps: HarvestSteps = LOCAL) -> dict:
+    """The harvest's one sequencer: inputs, scorer and index, plan, batches, finalize.
+
+    Args:
+        cfg: the validated harvest config (validated once, here or by the caller).
+        run_id: open a ``runs`` row (flow ``harvest-pairs``) under this id and close it when done
+            (a pipeline's run is not closed: :meth:`Catalog.end_run`); None: no run record.
+        steps: the executor of the pieces (:class:`HarvestSteps`; the flow passes Prefect tasks).
+
+    Returns:
+        One shape whatever the executor: ``key``, ``path``, ``n_pairs``, ``mean``, ``std``, ``cached``
+        (the whole harvest existed), ``batches_computed``, ``scorer_metrics``, ``refs``,
+        ``seconds_prepare``, ``seconds_batches``.
+    """
+    from defsentflow.storage import Catalog, clean_stale_temporaries
+
+    cat = Catalog(cfg.root)
+    if run_id is not None:
+        cat.start_run("harvest-pairs", config=cfg.model_dump(mode="json"), run_id=run_id)
+    try:
+        clean_stale_temporaries(cat.root / "parquet" / "harvest")  # parts half-written by a killed run
+        result = _sequence(cfg, cat, run_id, steps)
+    except BaseException as exc:
+        if run_id is not None:
+            cat.end_run(run_id, "failed", note=f"{type(exc).__name__}: {exc}"[:500])
+        raise
+    if run_id is not None:
+        cat.end_run(run_id, "completed", note=f"{result['n_pairs']} pairs -> {result['key']}")
+    return result
+
+
+def _sequence(cfg: HarvestConfig, cat, run_id: str | None, steps: HarvestSteps) -> dict:
     t0 = time.perf_counter()
-    refs = prepare_refs(cfg, run_id)
-    plan = plan_harvest(cfg, refs)
-    from defsentflow.storage import Catalog
-
-    art = Catalog(cfg.root).artifact(plan["key"])
+    inputs = steps.prepare(cfg, run_id)
+    refs = {**inputs, "scorer": steps.train_scorer(cfg, inputs, run_id), "index": steps.build_index(cfg, inputs, run_id)}
+    if not refs.get("pair_file"):
+        refs.pop("pair_file", None)
+    plan = steps.plan(cfg, refs)
+    common = {"refs": refs, "scorer_metrics": refs["scorer"]["metrics"]}
+    art = cat.artifact(plan["key"])
     if art is not None:  # this exact harvest is complete: nothing to redo
         meta = art.get("meta") or {}
         return {"key": plan["key"], "path": art["path"], "n_pairs": meta.get("n_pairs"), "mean": meta.get("mean"),
-                "std": meta.get("std"), "refs": refs, "scorer_metrics": refs["scorer"]["metrics"], "cached": True,
-                "batches_computed": 0, "seconds_prepare": time.perf_counter() - t0, "seconds_batches": 0.0}
+                "std": meta.get("std"), "cached": True, "batches_computed": 0, **common,
+                "seconds_prepare": time.perf_counter() - t0, "seconds_batches": 0.0}
     t1 = time.perf_counter()
-    fn = lambda b: run_batch(cfg, refs, plan, b)  # noqa: E731
-    if map_batches is None:
-        from defsentflow.progress import progress
-
-        parts = [fn(b) for b in progress(plan["batches"], desc="harvest batches", unit="batch")]
-    else:
-        parts = map_batches(fn, plan["batches"])
-    result = finalize_harvest(cfg, refs, plan, run_id, seconds=time.perf_counter() - t1)
-    result.update(refs=refs, scorer_metrics=refs["scorer"]["metrics"], batches_computed=sum(p["computed"] for p in parts),
-                  seconds_prepare=t1 - t0, seconds_batches=time.perf_counter() - t1)
-    return result
+    parts = steps.map_batches(cfg, refs, plan, plan["batches"])
+    result = steps.finalize(cfg, refs, plan, run_id, time.perf_counter() - t1)
+    return {**result, "batches_computed": sum(bool(p["computed"]) for p in parts), **common,
+            "seconds_prepare": t1 - t0, "seconds_batches": time.perf_counter() - t1}

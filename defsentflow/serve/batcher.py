@@ -20,14 +20,14 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Sequence, TypeVar
 
-__all__ = ["BatchStats", "MicroBatcher"]
+__all__ = ["MicroBatcher"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
 @dataclass
-class BatchStats:
+class _BatchStats:
     batches: int = 0
     items: int = 0
     largest: int = 0
@@ -68,7 +68,7 @@ class MicroBatcher(Generic[T, R]):
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
         self.fn, self.max_batch, self.max_wait = fn, max_batch, max(0.0, max_wait_ms) / 1000.0
         self.executor = executor
-        self.stats = BatchStats()
+        self.stats = _BatchStats()
         self._expect = 1       # how many requests to wait for: the peak outstanding during the last batch
         self._outstanding = 0  # submitted, not yet answered
         self._peak = 0

@@ -85,7 +85,7 @@ class ServeCatalog:
             return []
         try:
             return self.catalog.query(sql, params)
-        except duckdb.CatalogException:  # a catalog from older code, without a view or table
+        except duckdb.CatalogException:  # a catalog older than the sql/*.sql file defining the view or table
             return []
 
     # -- indexes ------------------------------------------------------------------------------

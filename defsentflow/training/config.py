@@ -79,8 +79,8 @@ class TrainConfig(ConfigSection):
         'none'
     """
 
-    method: str = "defsent_plus"
-    pooling: str = "mean"
+    method: Method = "defsent_plus"
+    pooling: TrainPooling = "mean"
     use_pooler: bool = True
     lr: float = Field(2e-5, gt=0)
     batch_size: int = 32
@@ -91,10 +91,10 @@ class TrainConfig(ConfigSection):
     grad_clip: float | None = Field(1.0, gt=0)
     temperature: float = Field(1.0, gt=0)
     normalize_logits: bool = False
-    autocast: str = "none"
+    autocast: Autocast = "none"
     checkpoint_every: int = 200
     device: str = "auto"
-    lr_decay: str = "auto"
+    lr_decay: LrDecay = "auto"
     weight_decay: float = 0.0
     bucket_batches: int = 50  # batches per length-sorted chunk (1 = no length bucketing)
     negatives: str = "full"  # DefSent+: "full" softmax over every entry, or "sampled K"
@@ -107,27 +107,6 @@ class TrainConfig(ConfigSection):
     @classmethod
     def _negatives(cls, v: str) -> str:
         return check_negatives(v)
-
-    # Choices are checked here rather than typed as Literal so the error lists the valid ones.
-    @field_validator("method")
-    @classmethod
-    def _method(cls, v: str) -> str:
-        return validate_choice("method", v, METHODS)
-
-    @field_validator("pooling")
-    @classmethod
-    def _pooling(cls, v: str) -> str:
-        return validate_choice("pooling", v, TRAIN_POOLINGS)
-
-    @field_validator("autocast")
-    @classmethod
-    def _autocast(cls, v: str) -> str:
-        return validate_choice("autocast", v, get_args(Autocast))
-
-    @field_validator("lr_decay")
-    @classmethod
-    def _lr_decay(cls, v: str) -> str:
-        return validate_choice("lr_decay", v, get_args(LrDecay))
 
     @field_validator("batch_size", "epochs", "max_length", "checkpoint_every", "bucket_batches")
     @classmethod

@@ -162,12 +162,12 @@ class IcaTransform:
 
         Raises:
             FileNotFoundError: the directory keeps no ``ica.npz`` (its matrix was not ICA-transformed,
-                or it was built by an older version: rebuild it).
+                or it was built before the ICA map was saved, commit f0d2839 of 2026-11-22: rebuild it).
         """
         path = Path(directory) / cls.FILE
         if not path.is_file():
             raise FileNotFoundError(f"{directory}: no saved ICA transform ({cls.FILE}); the entry matrix was "
-                                    "built without ICA or by an older version: rebuild it")
+                                    "built without ICA or before the ICA map was saved (commit f0d2839, 2026-11-22): rebuild it")
         with np.load(path) as z:
             return cls(mean=z["mean"], unmixing=z["unmixing"], scale=float(z["scale"]))
 

@@ -3,29 +3,12 @@
 from __future__ import annotations
 
 import os
-import tempfile
 
 import pytest
 
-# Before Prefect is imported: a throw-away Prefect home and result store (as tests/flows does).
-_PREFECT_TMP = tempfile.mkdtemp(prefix="defsentflow-prefect-eval-")
-os.environ.setdefault("PREFECT_HOME", os.path.join(_PREFECT_TMP, "home"))
-os.environ.setdefault("PREFECT_LOCAL_STORAGE_PATH", os.path.join(_PREFECT_TMP, "results"))
-os.environ.setdefault("DO_NOT_TRACK", "1")
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-
-
-@pytest.fixture(scope="module")
-def harness():
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=None):
-        yield
-
 
 @pytest.mark.slow
-def test_evaluate_flow_records_caches_and_reports(harness, home, tiny_bert_dir, sts_data_dir):
+def test_evaluate_flow_records_caches_and_reports(prefect_test_harness, home, tiny_bert_dir, sts_data_dir):
     from flows.evaluate import evaluate_flow
 
     from defsentflow.storage import Catalog
@@ -43,3 +26,32 @@ def test_evaluate_flow_records_caches_and_reports(harness, home, tiny_bert_dir, 
     assert os.path.isfile(second["report"]["html_path"])
     with pytest.raises(Exception, match="Extra inputs are not permitted"):
         evaluate_flow({**section, "tasks_typo": 1})
+
+
+def _eval_rows(root) -> dict[str, list]:
+    """What an evaluation run leaves in the catalog, without run ids and times."""
+    from defsentflow.storage import Catalog
+
+    cat = Catalog(root)
+    return {
+        "runs": [tuple(r.values()) for r in cat.query("SELECT flow, status, note FROM runs")],
+        "stages": [tuple(r.values()) for r in cat.query("SELECT stage, status, note FROM stages")],
+        "metrics": [tuple(r.values()) for r in cat.query(
+            "SELECT model_id, task, setting, metric, round(value, 6), n, pooling FROM metrics ORDER BY ALL")],
+    }
+
+
+def test_cli_and_flow_run_the_same_sequencer(prefect_test_harness, home, tiny_bert_dir, sts_data_dir, tmp_path,
+                                             monkeypatch):
+    """``defsentflow eval`` and the ``evaluate`` flow: the same catalog rows on fresh data roots."""
+    from defsentflow.cli import main
+    from flows.evaluate import evaluate_flow
+
+    assert main(["--quiet", "eval", str(tiny_bert_dir), "--tasks", "sts13", "--data-dir", str(sts_data_dir),
+                 "--pooling", "mean", "--model-id", "tiny", "--device", "cpu"]) == 0
+    local = _eval_rows(home)
+    other = tmp_path / "other-home"
+    monkeypatch.setenv("DEFSENTFLOW_HOME", str(other))
+    out = evaluate_flow({"model": str(tiny_bert_dir), "model_id": "tiny", "tasks": ["sts13"],
+                         "data_dir": str(sts_data_dir), "pooling": "mean", "device": "cpu"})
+    assert _eval_rows(other) == local and local["runs"] == [("evaluate", "completed", f"{out['recorded']} metric rows for tiny")]

@@ -103,3 +103,14 @@ def harvest_config(corpus_dir, encoder_dir, root, **overrides):
     for key, value in overrides.items():
         data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) else value
     return HarvestConfig.model_validate(data)
+
+
+def harvest_settings(**overrides):
+    """A :class:`HarvestConfig` for the unit tests of batches, context sets and labels (no inputs:
+    the corpus is a name only); ``overrides`` as :func:`harvest_config`'s."""
+    from defsentflow.scoring.config import HarvestConfig
+
+    data = {"corpus": {"name": "unit"}}
+    for key, value in overrides.items():
+        data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) else value
+    return HarvestConfig.model_validate(data)

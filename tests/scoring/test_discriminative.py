@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import torch
 
+from defsentflow.scoring.config import DiscriminativeSection
 from defsentflow.scoring import (
     ContextDiscriminator,
     CorpusLayout,
-    DiscriminativeConfig,
     DiscriminativeScorer,
     context_vectors,
     encode_sentences,
@@ -67,7 +67,7 @@ def one_thread():
 
 def test_training_learns_and_reports_heldout_accuracy(layout, one_thread):
     vecs = _topic_vectors(layout)
-    scorer = train_discriminator(layout, vecs, DiscriminativeConfig(hidden=32, epochs=30, batch_size=64, lr=3e-3,
+    scorer = train_discriminator(layout, vecs, DiscriminativeSection(hidden=32, epochs=30, batch_size=64, lr=3e-3,
                                                                     heldout_share=0.2, seed=0))
     m = scorer.metrics
     assert m["n_heldout_slots"] > 20 and m["n_train_slots"] > m["n_heldout_slots"]
@@ -83,7 +83,7 @@ def test_training_learns_and_reports_heldout_accuracy(layout, one_thread):
 def test_save_load_round_trip(tmp_path, layout):
     torch.manual_seed(0)
     head = ContextDiscriminator(8, hidden=16)
-    scorer = DiscriminativeScorer(head, DiscriminativeConfig(hidden=16), "v1", {"heldout_accuracy": 0.5})
+    scorer = DiscriminativeScorer(head, DiscriminativeSection(hidden=16), "v1", {"heldout_accuracy": 0.5})
     scorer.save(tmp_path / "s")
     back = DiscriminativeScorer.load(tmp_path / "s")
     rng = np.random.default_rng(0)
@@ -96,7 +96,7 @@ def test_score_vectors_is_log_sigmoid_of_an_mlp_over_the_features():
     torch.manual_seed(1)
     d = 4
     head = ContextDiscriminator(d, hidden=8)
-    scorer = DiscriminativeScorer(head, DiscriminativeConfig(), "v")
+    scorer = DiscriminativeScorer(head, DiscriminativeSection(), "v")
     rng = np.random.default_rng(1)
     s, l, r = (rng.normal(size=(5, d)).astype(np.float64) for _ in range(3))
     # reference: ONE linear layer over [u_<, s, u_>, s*u_<, s*u_>], written out with numpy
@@ -112,7 +112,7 @@ def test_score_vectors_is_log_sigmoid_of_an_mlp_over_the_features():
 
 def test_score_index_equals_row_aligned_scores():
     torch.manual_seed(2)
-    scorer = DiscriminativeScorer(ContextDiscriminator(6, hidden=8), DiscriminativeConfig(), "v")
+    scorer = DiscriminativeScorer(ContextDiscriminator(6, hidden=8), DiscriminativeSection(), "v")
     rng = np.random.default_rng(2)
     s = rng.normal(size=(4, 6)).astype(np.float32)
     l, r = rng.normal(size=(7, 6)).astype(np.float32), rng.normal(size=(7, 6)).astype(np.float32)
@@ -124,7 +124,7 @@ def test_score_index_equals_row_aligned_scores():
 def test_text_path_matches_vector_path(tiny_bert_dir, layout):
     vecs = encode_sentences(tiny_bert_dir, layout.texts)
     torch.manual_seed(0)
-    scorer = DiscriminativeScorer(ContextDiscriminator(vecs.shape[1], 16), DiscriminativeConfig(encoder=str(tiny_bert_dir), k=2), "v")
+    scorer = DiscriminativeScorer(ContextDiscriminator(vecs.shape[1], 16), DiscriminativeSection(encoder=str(tiny_bert_dir)), "v")
     ids = np.arange(12)
     by_vec = scorer.score_vectors(vecs[ids], *context_vectors(layout, vecs, ids, 2))
     by_text = scorer.score([layout.texts[i] for i in ids], [layout.context(int(i), 2) for i in ids])

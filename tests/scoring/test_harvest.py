@@ -1,19 +1,17 @@
 from __future__ import annotations
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 import torch
 from sklearn.metrics.pairwise import cosine_similarity
 
+from defsentflow.scoring.config import DiscriminativeSection
 from defsentflow.scoring import (
     ContextDiscriminator,
     ContextualScorer,
     CorpusLayout,
-    DiscriminativeConfig,
     DiscriminativeScorer,
     HarvestResources,
-    HarvestSettings,
     ScorerWeights,
     collect_parts,
     eligible_sentences,
@@ -22,12 +20,12 @@ from defsentflow.scoring import (
     jaccard,
     label_stats,
     plan_batches,
-    relabel_parts,
 )
-from tests.scoring.helpers import OverlapSearch, make_corpus
+from tests.scoring.helpers import OverlapSearch, harvest_settings, make_corpus
 
-SETTINGS = HarvestSettings(k=1, context_set_size=4, top_n=8, n_pairs=60, neighbour_share=0.5, pairs_per_sentence=3,
-                           neighbour_chunks=3, min_words=3, max_words=40, batch_size=5, seed=0)
+SETTINGS = harvest_settings(contexts={"k": 1, "set_size": 4}, retrieval={"top_n": 8},
+                            pairs={"n_pairs": 60, "neighbour_share": 0.5, "pairs_per_sentence": 3, "neighbour_chunks": 3,
+                                   "min_words": 3, "max_words": 40}, batch_size=5, seed=0)
 
 
 @pytest.fixture(scope="module")
@@ -38,13 +36,13 @@ def resources(tiny_bert_dir):
     texts = list(layout.texts) + extras
     vecs = encode_sentences(tiny_bert_dir, texts)
     torch.manual_seed(0)
-    disc = DiscriminativeScorer(ContextDiscriminator(vecs.shape[1], 16), DiscriminativeConfig(encoder=str(tiny_bert_dir)), "d")
+    disc = DiscriminativeScorer(ContextDiscriminator(vecs.shape[1], 16), DiscriminativeSection(encoder=str(tiny_bert_dir)), "d")
     scorer = ContextualScorer(ScorerWeights(1.0), disc)
     return HarvestResources(layout, texts, vecs, scorer, OverlapSearch(chunks.column("text").to_pylist()).search)
 
 
 def _run(res, parts_dir, settings=SETTINGS):
-    eligible = eligible_sentences(res.texts, settings.min_words, settings.max_words)
+    eligible = eligible_sentences(res.texts, settings.pairs.min_words, settings.pairs.max_words)
     specs = plan_batches(eligible, settings)
     out = [harvest_batch(res, s, settings, parts_dir, eligible) for s in specs]
     return specs, out, collect_parts(parts_dir, len(specs))
@@ -53,8 +51,8 @@ def _run(res, parts_dir, settings=SETTINGS):
 def test_plan_splits_the_pair_budget_exactly():
     eligible = np.arange(1000)
     for n_pairs, share, per, bs in [(20000, 0.5, 4, 500), (61, 0.3, 3, 7), (10, 1.0, 2, 3)]:
-        specs = plan_batches(eligible, HarvestSettings(n_pairs=n_pairs, neighbour_share=share, pairs_per_sentence=per,
-                                                       batch_size=bs))
+        specs = plan_batches(eligible, harvest_settings(
+            pairs={"n_pairs": n_pairs, "neighbour_share": share, "pairs_per_sentence": per}, batch_size=bs))
         assert sum(s.n_neighbour + s.n_random for s in specs) == n_pairs
         seeds = [x for s in specs for x in s.seeds]
         assert len(seeds) == len(set(seeds)) == min(1000, int(np.ceil(n_pairs / per)))
@@ -64,7 +62,7 @@ def test_plan_splits_the_pair_budget_exactly():
 
 def test_batch_pairs_and_context_sets_follow_the_rules(resources, tmp_path):
     specs, _, table = _run(resources, tmp_path)
-    assert table.num_rows == SETTINGS.n_pairs
+    assert table.num_rows == SETTINGS.pairs.n_pairs
     rows = table.to_pylist()
     lay = resources.layout
     seen = set()
@@ -77,16 +75,16 @@ def test_batch_pairs_and_context_sets_follow_the_rules(resources, tmp_path):
         if r["kind"] == "neighbour":  # a retrieval neighbour from another document
             assert resources.doc_of[r["s2_id"]] != resources.doc_of[r["s1_id"]]
         for sid, ctx in ((r["s1_id"], r["s1_contexts"]), (r["s2_id"], r["s2_contexts"])):
-            assert 0 < len(ctx) <= SETTINGS.context_set_size
+            assert 0 < len(ctx) <= SETTINGS.contexts.set_size
             chunks_of = lay.chunk_of[ctx]
             assert len(set(chunks_of.tolist())) == len(ctx)  # one per chunk
-            retrieved = set(resources.search([resources.texts[sid]], SETTINGS.top_n)[0][0].tolist())
+            retrieved = set(resources.search([resources.texts[sid]], SETTINGS.retrieval.top_n)[0][0].tolist())
             assert set(chunks_of.tolist()) <= retrieved
             prev = [resources.previous_words(c) for c in ctx]
             for i in range(len(prev)):
                 for j in range(i):
                     if prev[i] and prev[j]:
-                        assert jaccard(prev[i], prev[j]) < SETTINGS.max_jaccard
+                        assert jaccard(prev[i], prev[j]) < SETTINGS.contexts.max_jaccard
     kinds = table.column("kind").to_pylist()
     assert kinds.count("neighbour") > 0 and kinds.count("random") > 0
     assert set(kinds) == {"neighbour", "random"}
@@ -98,7 +96,7 @@ def test_labels_equal_a_slow_loop(resources, tmp_path):
     lay = resources.layout
     for r in table.to_pylist()[::10]:
         C = r["s1_contexts"] + r["s2_contexts"]
-        ctxs = [lay.context(c, SETTINGS.k) for c in C]
+        ctxs = [lay.context(c, SETTINGS.contexts.k) for c in C]
         v1 = S.score([r["s1"]] * len(C), ctxs)
         v2 = S.score([r["s2"]] * len(C), ctxs)
         assert r["score"] == pytest.approx(cosine_similarity([v1], [v2])[0, 0], abs=1e-4)
@@ -109,16 +107,16 @@ def test_context_set_is_the_top_of_the_ranking(resources, tmp_path):
     _, _, table = _run(resources, tmp_path)
     r = table.to_pylist()[0]
     sid = r["s1_id"]
-    chunk_ids = resources.search([resources.texts[sid]], SETTINGS.top_n)[0][0]
+    chunk_ids = resources.search([resources.texts[sid]], SETTINGS.retrieval.top_n)[0][0]
     cids, _ = resources.layout.slots(chunk_ids[chunk_ids >= 0])
-    scores = resources.score_ids(np.full(len(cids), sid), cids, SETTINGS.k)
+    scores = resources.score_ids(np.full(len(cids), sid), cids, SETTINGS.contexts.k)
     assert r["s1_contexts"][0] == cids[np.lexsort((cids, -scores))[0]]
 
 
 def test_resume_does_not_rescore_finished_batches(resources, tmp_path, monkeypatch):
     reference = _run(resources, tmp_path / "ref")[2]
     parts = tmp_path / "parts"
-    eligible = eligible_sentences(resources.texts, SETTINGS.min_words, SETTINGS.max_words)
+    eligible = eligible_sentences(resources.texts, SETTINGS.pairs.min_words, SETTINGS.pairs.max_words)
     specs = plan_batches(eligible, SETTINGS)
     crash_at = 2
     assert len(specs) > crash_at + 1
@@ -152,17 +150,6 @@ def test_resume_does_not_rescore_finished_batches(resources, tmp_path, monkeypat
     np.testing.assert_allclose(resumed.column("score").to_numpy(), reference.column("score").to_numpy(), atol=1e-6)
 
 
-def test_relabel_from_cached_scores(resources, tmp_path):
-    specs, out, table = _run(resources, tmp_path)
-    import time
-
-    t0 = time.perf_counter()
-    again = relabel_parts(table, [o["scores_path"] for o in out])
-    assert time.perf_counter() - t0 < 5
-    np.testing.assert_allclose(again, table.column("score").to_numpy(), atol=1e-6)
-    assert pq.read_table(out[0]["scores_path"]).num_rows > 0
-
-
 def test_label_stats():
     x = np.linspace(0, 1, 101)
     st = label_stats(x, bins=10)
@@ -173,20 +160,18 @@ def test_label_stats():
 
 @pytest.mark.parametrize("selection", ["top", "random"])
 def test_harvest_with_other_selection_strategies(resources, tmp_path, selection):
-    import dataclasses
-
-    settings = dataclasses.replace(SETTINGS, selection=selection)
+    settings = SETTINGS.model_copy(update={"contexts": SETTINGS.contexts.model_copy(update={"selection": selection})})
     _, _, table = _run(resources, tmp_path, settings)
-    assert table.num_rows == settings.n_pairs and np.isfinite(table.column("score").to_numpy()).all()
+    assert table.num_rows == settings.pairs.n_pairs and np.isfinite(table.column("score").to_numpy()).all()
     lay = resources.layout
     for r in table.to_pylist()[::7]:
         sid, ctx = r["s1_id"], r["s1_contexts"]
         if selection == "random":  # uniform corpus slots, the same set for a sentence in any batch
-            assert len(ctx) == settings.context_set_size == len(set(ctx)) and max(ctx) < lay.n_sentences
+            assert len(ctx) == settings.contexts.set_size == len(set(ctx)) and max(ctx) < lay.n_sentences
             assert ctx == np.random.default_rng([settings.seed, sid]).choice(
-                lay.n_sentences, size=settings.context_set_size, replace=False).tolist()
+                lay.n_sentences, size=settings.contexts.set_size, replace=False).tolist()
         else:  # the best-scored slots of the retrieved chunks, best first, no diversity rule
-            chunk_ids = resources.search([resources.texts[sid]], settings.top_n)[0][0]
+            chunk_ids = resources.search([resources.texts[sid]], settings.retrieval.top_n)[0][0]
             cids, _ = lay.slots(chunk_ids[chunk_ids >= 0])
-            scores = resources.score_ids(np.full(len(cids), sid), cids, settings.k)
-            assert ctx == cids[np.lexsort((cids, -scores))[:settings.context_set_size]].tolist()
+            scores = resources.score_ids(np.full(len(cids), sid), cids, settings.contexts.k)
+            assert ctx == cids[np.lexsort((cids, -scores))[:settings.contexts.set_size]].tolist()

@@ -7,11 +7,11 @@ import pytest
 import torch
 from sklearn.metrics.pairwise import cosine_similarity
 
+from defsentflow.scoring.config import DiscriminativeSection
 from defsentflow.scoring import (
     ContextDiscriminator,
     ContextualScorer,
     CorpusLayout,
-    DiscriminativeConfig,
     DiscriminativeScorer,
     HarvestResources,
     ScorerWeights,
@@ -32,7 +32,7 @@ def labeller_parts(tiny_bert_dir):
     texts = list(layout.texts)
     vecs = encode_sentences(tiny_bert_dir, texts + OUTSIDE)
     torch.manual_seed(0)
-    disc = DiscriminativeScorer(ContextDiscriminator(vecs.shape[1], 16), DiscriminativeConfig(encoder=str(tiny_bert_dir)), "d")
+    disc = DiscriminativeScorer(ContextDiscriminator(vecs.shape[1], 16), DiscriminativeSection(encoder=str(tiny_bert_dir)), "d")
     res = HarvestResources(layout, texts, vecs[:len(texts)], ContextualScorer(ScorerWeights(1.0), disc),
                            OverlapSearch(chunks.column("text").to_pylist()).search)
     return res, vecs[len(texts):]

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 import torch
 
+from defsentflow.scoring.config import DiscriminativeSection
 from defsentflow.scoring import (
     ContextDiscriminator,
     ContextScorer,
     ContextualScorer,
     CorpusLayout,
-    DiscriminativeConfig,
     DiscriminativeScorer,
     GenerativeScorer,
     ScorerWeights,
@@ -24,7 +24,7 @@ def parts(tiny_bert_dir, tiny_gpt2_dir):
     layout = CorpusLayout.from_tables(*make_corpus(n_docs=4, seed=5))
     vecs = encode_sentences(tiny_bert_dir, layout.texts)
     torch.manual_seed(0)
-    disc = DiscriminativeScorer(ContextDiscriminator(vecs.shape[1], 16), DiscriminativeConfig(encoder=str(tiny_bert_dir)), "d1")
+    disc = DiscriminativeScorer(ContextDiscriminator(vecs.shape[1], 16), DiscriminativeSection(encoder=str(tiny_bert_dir)), "d1")
     return layout, vecs, disc, GenerativeScorer(tiny_gpt2_dir)
 
 

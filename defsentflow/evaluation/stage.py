@@ -1,0 +1,88 @@
+"""The evaluation stage's one sequencer: resolve the model, evaluate it, file the scores, own the run.
+
+:func:`run_evaluate` serves ``defsentflow eval`` (the library's own steps, called in a row) and the
+``evaluate`` flow (the same steps wrapped as Prefect tasks, ``tasks/evaluation.py``), so both write
+the same ``runs``, ``stages`` and ``metrics`` rows.
+
+Example:
+    >>> out = run_evaluate(EvaluateSection(model="minilm", tasks=("sts12",)), run_id="eval-1")
+    >>> out["average"]
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from defsentflow.evaluation.config import EvaluateSection
+from defsentflow.evaluation.suite import EvalResult, record_evaluation, resolve_model, run_evaluation
+from defsentflow.storage import Catalog, hash_config
+
+__all__ = ["EvaluateSteps", "evaluate_step", "record_step", "resolve_step", "run_evaluate"]
+
+
+def resolve_step(section: EvaluateSection, run_id: str | None, root: str | None = None) -> dict[str, Any]:
+    """``{"model_id", "path"}``: a registered model by id or path (the catalog is read only when the
+    run is recorded), else the name as given."""
+    model_id, path = resolve_model(Catalog(root), section.model) if run_id is not None else (section.model, section.model)
+    return {"model_id": section.model_id or model_id, "path": path}
+
+
+def evaluate_step(section: EvaluateSection, model: dict[str, Any]) -> dict[str, Any]:
+    """Run the STS tasks (one encoding pass) and the dictionary tasks; ``cached`` is the executor's
+    word for a result it found rather than computed (never, here)."""
+    result = run_evaluation(model["path"], section)
+    return {"pooling": result.pooling, "rows": list(result.rows), "seconds": result.seconds,
+            "average": result.average, "cached": False}
+
+
+def record_step(model: dict[str, Any], evaluated: dict[str, Any], run_id: str, root: str | None = None) -> int:
+    """File the rows under the model id and this run; record the stage (computed or cached)."""
+    cat = Catalog(root)
+    result = EvalResult(model["path"], evaluated["pooling"], tuple(evaluated["rows"]), evaluated["seconds"])
+    n = record_evaluation(cat, model["model_id"], result, run_id=run_id)
+    cached = evaluated.get("cached", False)
+    cat.record_stage(run_id, "evaluate-model", "cached" if cached else "completed",
+                     seconds=None if cached else sum(evaluated["seconds"].values()),
+                     note=f"{n} metric rows for {model['model_id']}")
+    return n
+
+
+@dataclass(frozen=True)
+class EvaluateSteps:
+    """The stage's pieces: the library's functions here, Prefect tasks in the ``evaluate`` flow."""
+
+    resolve: Callable[..., dict[str, Any]] = resolve_step
+    evaluate: Callable[..., dict[str, Any]] = evaluate_step
+    record: Callable[..., int] = record_step
+
+
+LOCAL = EvaluateSteps()
+
+
+def run_evaluate(section: EvaluateSection, *, run_id: str | None = None, root: str | os.PathLike | None = None,
+                 steps: EvaluateSteps = LOCAL) -> dict[str, Any]:
+    """Evaluate ``section.model``; with a ``run_id``, open an ``evaluate`` run, file the metric rows
+    under it and close it; without one, write nothing (``defsentflow eval --no-record``).
+
+    Returns:
+        ``run_id``, ``model_id``, ``path``, ``pooling``, ``rows``, ``average``, ``seconds`` (per
+        part), ``cached`` and ``recorded`` (metric rows written; 0 without a run).
+    """
+    root = None if root is None else str(root)
+    cat = Catalog(root) if run_id is not None else None
+    if cat is not None:
+        cat.start_run("evaluate", config=section.model_dump(mode="json"), config_hash=hash_config(section),
+                      run_id=run_id)
+    try:
+        model = steps.resolve(section, run_id, root)
+        evaluated = steps.evaluate(section, model)
+        n = steps.record(model, evaluated, run_id, root) if cat is not None else 0
+    except BaseException as exc:
+        if cat is not None:
+            cat.end_run(run_id, "failed", note=f"{type(exc).__name__}: {exc}"[:500])
+        raise
+    if cat is not None:
+        cat.end_run(run_id, "completed", note=f"{n} metric rows for {model['model_id']}")
+    return {"run_id": run_id, **model, **evaluated, "recorded": n}
