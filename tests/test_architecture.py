@@ -131,9 +131,6 @@ def _folder_graph() -> nx.DiGraph:
     return graph
 
 
-# The remaining loop runs through training/pst_steps.py (PST's selection scorer and entry-space
-# diagnostics: training -> evaluation, training -> report), rewritten on the scale-out branch.
-@pytest.mark.xfail(strict=False, reason="fixed by the scale-out branch")
 def test_no_folder_level_import_loops():
     """No strongly connected component of more than one node among the sub-packages and top-level
     modules of ``defsentflow`` plus ``flows`` and ``tasks``, function-level imports included: a

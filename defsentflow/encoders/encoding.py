@@ -34,7 +34,7 @@ from defsentflow.encoders.loading import Autocast, LoadedEncoder, autocast_conte
 from defsentflow.encoders.pooling import apply_prompt, needs_hidden_states, pool, validate_pooling
 from defsentflow.progress import progress
 
-__all__ = ["encode_texts", "inference_model", "tokenize_sorted", "pad_batch", "token_budget_batches"]
+__all__ = ["encode_batch", "encode_texts", "inference_model", "tokenize_sorted", "pad_batch", "token_budget_batches"]
 
 # Padded tokens per batch unless the caller says otherwise: ~2-4k rows keep a CPU matmul's
 # operands in cache; a GPU is fine with it too.
@@ -196,7 +196,7 @@ def inference_model(model: nn.Module, device: torch.device, autocast: Autocast =
     return hit[1]
 
 
-def _encode_batch(enc: LoadedEncoder, batch: dict[str, torch.Tensor], pooling: str, *,
+def encode_batch(enc: LoadedEncoder, batch: dict[str, torch.Tensor], pooling: str, *,
                  model: nn.Module | None = None) -> torch.Tensor:
     """Forward one padded batch and pool it in fp32 (gradients flow if the caller enables them).
 
@@ -270,7 +270,7 @@ def encode_texts(encoder: LoadedEncoder | str | os.PathLike, texts: Sequence[str
             model = inference_model(enc.model, enc.device, autocast)
             for idx in batches:
                 batch = pad_batch([ids[i] for i in idx], pad_id, enc.device)
-                vec = _encode_batch(enc, batch, pooling, model=model)
+                vec = encode_batch(enc, batch, pooling, model=model)
                 out[todo[idx]] = vec.float().cpu().numpy()
                 bar.update(len(idx))
         bar.close()

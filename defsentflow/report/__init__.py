@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from defsentflow.report.claims_report import claims_section, claims_table, plot_claims
 from defsentflow.report.entry_space import analyse_entry_matrix, entry_plot_path, record_entry_space_stats
-from defsentflow.report.isotropy import (
+from defsentflow.entryspace.isotropy import (
     avg_cosine,
     effective_rank,
     entry_space_stats,

@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from defsentflow.storage.atomic import atomic_path
+from defsentflow.entryspace.figures import new_figure, plot_entry_space, save_figure, svd_2d, whitened_pca_2d
 
 __all__ = [
     "plot_entry_space",
@@ -23,90 +23,6 @@ __all__ = [
     "svd_2d",
     "whitened_pca_2d",
 ]
-
-def _figure(width: float, height: float):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), dpi=110, layout="constrained")  # room for suptitle and legends
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _save(fig, out_png: str | os.PathLike) -> Path:
-    out = Path(out_png)
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, format="png", bbox_inches="tight")
-    return out
-
-
-def _sample(matrix: np.ndarray, max_points: int, seed: int) -> np.ndarray:
-    x = np.asarray(matrix, dtype=np.float64)
-    if len(x) > max_points:
-        x = x[np.sort(np.random.default_rng(seed).choice(len(x), max_points, replace=False))]
-    return x
-
-
-def svd_2d(matrix: np.ndarray) -> np.ndarray:
-    """Coordinates on the top two right singular vectors of the *uncentred* matrix.
-
-    Without centring, the common offset of an anisotropic space shows as a cloud far from the
-    origin (the "narrow cone"), as in the DefSent+ paper's figures.
-    """
-    x = np.asarray(matrix, dtype=np.float64)
-    _, _, vt = np.linalg.svd(x, full_matrices=False)
-    return x @ vt[:2].T
-
-
-def whitened_pca_2d(matrix: np.ndarray, eps: float = 1e-12) -> np.ndarray:
-    """The first two principal components, each scaled to unit variance (PCA whitening)."""
-    x = np.asarray(matrix, dtype=np.float64)
-    xc = x - x.mean(0)
-    _, s, vt = np.linalg.svd(xc, full_matrices=False)
-    std = s[:2] / np.sqrt(max(len(x) - 1, 1))
-    return (xc @ vt[:2].T) / np.maximum(std, eps)
-
-
-def plot_entry_space(matrix: np.ndarray, out_png: str | os.PathLike, title: str, *,
-                     stats: Mapping[str, Any] | None = None, max_points: int = 5000, seed: int = 0) -> Path:
-    """Two scatter panels of an entry matrix: 2-D SVD (uncentred) and whitened 2-D PCA.
-
-    Args:
-        matrix: ``[N, D]`` entry vectors.
-        out_png: where the PNG goes.
-        title: figure title (e.g. ``"PST step 2 (seed 1)"``).
-        stats: optional :func:`~defsentflow.report.isotropy.entry_space_stats` output for the caption.
-        max_points: rows drawn (a fixed random sample when there are more).
-    """
-    x = _sample(matrix, max_points, seed)
-    if x.ndim != 2 or len(x) < 3 or x.shape[1] < 2:
-        raise ValueError(f"plot_entry_space needs a [N>=3, D>=2] matrix, got shape {np.shape(matrix)}")
-    fig = _figure(9.0, 4.4)
-    ax1, ax2 = fig.subplots(1, 2)
-    a = svd_2d(x)
-    size = 3 if len(x) > 2000 else 8
-    ax1.scatter(a[:, 0], a[:, 1], s=size, alpha=0.35, color="#1f77b4", linewidths=0)
-    ax1.scatter([0], [0], marker="+", s=80, color="#d62728", label="origin")
-    ax1.set_aspect("equal", adjustable="datalim")
-    ax1.set_title("2-D SVD (uncentred)")
-    ax1.set_xlabel("singular direction 1")
-    ax1.set_ylabel("singular direction 2")
-    ax1.legend(loc="best", fontsize=8)
-    b = whitened_pca_2d(x)
-    ax2.scatter(b[:, 0], b[:, 1], s=size, alpha=0.35, color="#2ca02c", linewidths=0)
-    ax2.set_aspect("equal", adjustable="datalim")
-    ax2.set_title("whitened PCA (PC1, PC2)")
-    ax2.set_xlabel("PC1 / sd")
-    ax2.set_ylabel("PC2 / sd")
-    for ax in (ax1, ax2):
-        ax.grid(True, linewidth=0.3, alpha=0.5)
-    caption = f"{title}  ({len(np.asarray(matrix))} entries, dim {np.shape(matrix)[1]})"
-    if stats:
-        caption += "\n" + "  ".join(f"{k}={stats[k]:.3f}" for k in ("avg_cosine", "top1_var_share", "isoscore")
-                                    if k in stats and stats[k] is not None)
-    fig.suptitle(caption, fontsize=10)
-    return _save(fig, out_png)
-
 
 def _score_panels(rows: Sequence[Mapping[str, Any]], cols: Sequence[str]) -> list[tuple[list[str], str]]:
     """Columns split by scale: Spearman x 100 (values above 1.5) and MRR-like figures in [0, 1]."""
@@ -132,7 +48,7 @@ def plot_scores(rows: Sequence[Mapping[str, Any]], out_png: str | os.PathLike, *
     if not rows or not cols:
         raise ValueError("plot_scores: no scores to draw")
     panels = _score_panels(rows, cols)
-    fig = _figure(max(5.5, 1.6 + 1.1 * len(cols) * max(1, len(rows)) ** 0.5), 3.8)
+    fig = new_figure(max(5.5, 1.6 + 1.1 * len(cols) * max(1, len(rows)) ** 0.5), 3.8)
     axes = fig.subplots(1, len(panels), width_ratios=[len(g) + 0.6 for g, _ in panels], squeeze=False)[0]
     width = 0.8 / len(rows)
     for ax, (group, ylabel) in zip(axes, panels):
@@ -157,7 +73,7 @@ def plot_scores(rows: Sequence[Mapping[str, Any]], out_png: str | os.PathLike, *
         fig.suptitle(title, fontsize=10)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncol=min(3, len(rows)))
-    return _save(fig, out_png)
+    return save_figure(fig, out_png)
 
 
 def plot_label_histogram(out_png: str | os.PathLike, *,
@@ -170,7 +86,7 @@ def plot_label_histogram(out_png: str | os.PathLike, *,
         values: raw labels, or ``{group: labels}`` (e.g. by pair kind) drawn overlaid on shared bins.
         edges, counts: a precomputed histogram (``harvest_stats.histogram``) when values are absent.
     """
-    fig = _figure(5.5, 3.4)
+    fig = new_figure(5.5, 3.4)
     ax = fig.subplots()
     if values is not None:
         groups = dict(values) if isinstance(values, Mapping) else {"pairs": values}
@@ -195,19 +111,19 @@ def plot_label_histogram(out_png: str | os.PathLike, *,
     ax.set_ylabel("pairs")
     ax.set_title(title, fontsize=10)
     ax.grid(True, linewidth=0.3, alpha=0.5)
-    return _save(fig, out_png)
+    return save_figure(fig, out_png)
 
 
 def plot_pst_progress(rows: Sequence[Mapping[str, Any]], out_png: str | os.PathLike, *,
                       title: str = "selection score per step") -> Path:
     """Selection score of every candidate per step (chosen ones joined) and the entry space's IsoScore."""
-    fig = _figure(6.5, 3.6)
+    fig = new_figure(6.5, 3.6)
     ax = fig.subplots()
     steps = [r["step"] for r in rows if r.get("selection_score") is not None]
     if not steps:
         ax.text(0.5, 0.5, "no PST steps recorded", ha="center", va="center", transform=ax.transAxes)
         ax.set_axis_off()
-        return _save(fig, out_png)
+        return save_figure(fig, out_png)
     ax.scatter(steps, [r["selection_score"] for r in rows if r.get("selection_score") is not None],
                s=14, color="#7f7f7f", label="candidates")
     best = lambda r: r.get("step_best", r.get("chosen"))  # noqa: E731  (rows from pst_steps have only 'chosen')
@@ -232,4 +148,4 @@ def plot_pst_progress(rows: Sequence[Mapping[str, Any]], out_png: str | os.PathL
     ax.legend(loc="upper left", fontsize=7)
     ax.set_title(title, fontsize=10)
     ax.grid(True, linewidth=0.3, alpha=0.5)
-    return _save(fig, out_png)
+    return save_figure(fig, out_png)

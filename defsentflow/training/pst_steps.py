@@ -75,8 +75,7 @@ def _key(*parts: Any) -> str:
 # -- entry matrices -------------------------------------------------------------------------------------
 def _entry_space_extras(matrix: np.ndarray, out_dir: Path, title: str) -> dict[str, Any]:
     """Entry-space statistics and a picture of the matrix."""
-    from defsentflow.report.isotropy import entry_space_stats
-    from defsentflow.report.plots import plot_entry_space
+    from defsentflow.entryspace import entry_space_stats, plot_entry_space
 
     stats = {k: (float(v) if isinstance(v, (np.floating, np.integer)) else v)
              for k, v in dict(entry_space_stats(matrix)).items()}
@@ -197,10 +196,8 @@ def selection_plan(section: PstSection, data: TrainingData) -> SelectionPlan:
     if data_dir is None:
         why = f"data_dir {section.data_dir!r} not found"
     else:
-        from defsentflow.evaluation.sts_data import available_tasks
-
         stsb = _stsb_dev_file(data_dir)
-        if "stsb-dev" in available_tasks(data_dir):
+        if stsb is not None:
             return SelectionPlan(metric="stsb-dev", data_dir=str(data_dir),
                                  data_hash=hash_path(stsb) if stsb else f"dir:{data_dir}")
         why = f"no STS-B dev set under {data_dir}"
@@ -346,7 +343,7 @@ def record_step(run_id: str, result: StepResult, *, root: str | os.PathLike | No
 
 def _record_entry_space(run_id: str, result: StepResult, root: str | os.PathLike | None) -> None:
     """One ``entry_space_stats`` row per entry matrix of the step (read by the ``pst_progress`` view)."""
-    from defsentflow.report.entry_space import record_entry_space_stats
+    from defsentflow.entryspace import record_entry_space_stats
 
     for m in result.entry_matrices:
         if m.stats:

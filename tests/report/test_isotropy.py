@@ -7,7 +7,7 @@ import pytest
 from sklearn.decomposition import PCA
 from sklearn.metrics.pairwise import cosine_similarity
 
-from defsentflow.report.isotropy import (
+from defsentflow.entryspace.isotropy import (
     avg_cosine,
     effective_rank,
     entry_space_stats,
