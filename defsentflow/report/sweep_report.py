@@ -143,14 +143,14 @@ def markdown(table: SweepTable) -> str:
 def plot_sweep(table: SweepTable, out_png: str | os.PathLike) -> Path | None:
     """Scatter of each point's revdict MRR (head and cosine) against its STS-B dev Spearman (against
     the point's number when STS-B dev was not measured); None when no point has a revdict score."""
-    from defsentflow.report.plots import _figure, _save
+    from defsentflow.entryspace.figures import new_figure, save_figure
 
     pts = [r for r in table.results if r["revdict_head_mrr"] is not None or r["revdict_cosine_mrr"] is not None]
     if not pts:
         return None
     by_stsb = all(r["stsb_dev"] is not None for r in pts)
     xkey = "stsb_dev" if by_stsb else "position"
-    fig = _figure(7.5, 5.0)
+    fig = new_figure(7.5, 5.0)
     ax = fig.add_subplot(1, 1, 1)
     for key, marker, name in (("revdict_head_mrr", "o", "head mode"), ("revdict_cosine_mrr", "^", "cosine mode")):
         sel = [r for r in pts if r[key] is not None]
@@ -167,7 +167,7 @@ def plot_sweep(table: SweepTable, out_png: str | os.PathLike) -> Path | None:
     ax.set_ylabel("reverse-dictionary MRR (leave-one-out)")
     ax.set_title(f"sweep {table.sweep}: points numbered as in the table")
     ax.legend(fontsize=8)
-    return _save(fig, out_png)
+    return save_figure(fig, out_png)
 
 
 def _pm(stat: tuple[float | None, float | None, int] | None) -> str:
