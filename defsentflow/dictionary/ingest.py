@@ -262,17 +262,9 @@ def ingest_dictionary(config: DictionaryConfig, *, root: str | os.PathLike | Non
         >>> cfg = DictionaryConfig(name="oewn", sources=[{"kind": "oewn", "paths": ["../shared/data/oewn/yaml"]}])
         >>> ingest_dictionary(cfg).summary["entries"]
     """
-    cat = Catalog(root)
-    if run_id is not None:
-        cat.start_run("ingest-dictionary", config=config.model_dump(mode="json"), run_id=run_id)
-    try:
+    with Catalog(root).recorded_run("ingest-dictionary", run_id, config=config.model_dump(mode="json")) as run:
         result = _sequence(config, root, steps)
-    except BaseException as exc:
-        if run_id is not None:
-            cat.end_run(run_id, "failed", note=f"{type(exc).__name__}: {exc}"[:500])
-        raise
-    if run_id is not None:
-        cat.end_run(run_id, "completed", note=f"{result.status} {result.name} {result.key}")
+        run["note"] = f"{result.status} {result.name} {result.key}"
     return result
 
 

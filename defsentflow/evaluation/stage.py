@@ -11,6 +11,8 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -71,18 +73,13 @@ def run_evaluate(section: EvaluateSection, *, run_id: str | None = None, root: s
         part), ``cached`` and ``recorded`` (metric rows written; 0 without a run).
     """
     root = None if root is None else str(root)
-    cat = Catalog(root) if run_id is not None else None
-    if cat is not None:
-        cat.start_run("evaluate", config=section.model_dump(mode="json"), config_hash=hash_config(section),
-                      run_id=run_id)
-    try:
+    # without a run id nothing is opened or written, not even the catalog
+    run_record = (Catalog(root).recorded_run("evaluate", run_id, config=section.model_dump(mode="json"),
+                                              config_hash=hash_config(section))
+                  if run_id is not None else contextlib.nullcontext({}))
+    with run_record as run:
         model = steps.resolve(section, run_id, root)
         evaluated = steps.evaluate(section, model)
-        n = steps.record(model, evaluated, run_id, root) if cat is not None else 0
-    except BaseException as exc:
-        if cat is not None:
-            cat.end_run(run_id, "failed", note=f"{type(exc).__name__}: {exc}"[:500])
-        raise
-    if cat is not None:
-        cat.end_run(run_id, "completed", note=f"{n} metric rows for {model['model_id']}")
+        n = steps.record(model, evaluated, run_id, root) if run_id is not None else 0
+        run["note"] = f"{n} metric rows for {model['model_id']}"
     return {"run_id": run_id, **model, **evaluated, "recorded": n}

@@ -426,17 +426,10 @@ def run_harvest(cfg: HarvestConfig, *, run_id: str | None = None, steps: Harvest
     from defsentflow.storage import Catalog, clean_stale_temporaries
 
     cat = Catalog(cfg.root)
-    if run_id is not None:
-        cat.start_run("harvest-pairs", config=cfg.model_dump(mode="json"), run_id=run_id)
-    try:
+    with cat.recorded_run("harvest-pairs", run_id, config=cfg.model_dump(mode="json")) as run:
         clean_stale_temporaries(cat.root / "parquet" / "harvest")  # parts half-written by a killed run
         result = _sequence(cfg, cat, run_id, steps)
-    except BaseException as exc:
-        if run_id is not None:
-            cat.end_run(run_id, "failed", note=f"{type(exc).__name__}: {exc}"[:500])
-        raise
-    if run_id is not None:
-        cat.end_run(run_id, "completed", note=f"{result['n_pairs']} pairs -> {result['key']}")
+        run["note"] = f"{result['n_pairs']} pairs -> {result['key']}"
     return result
 
 

@@ -311,6 +311,28 @@ class Catalog:
             [status, note, run_id, flow, flow],
         )
 
+    @contextlib.contextmanager
+    def recorded_run(self, flow: str, run_id: str | None, *, config: Any = None,
+                     config_hash: str | None = None) -> Iterator[dict[str, Any]]:
+        """A stage sequencer's run record: ``start_run`` on entry; ``completed`` with the note the
+        body puts in the yielded dict, or ``failed`` with the error. No record when ``run_id`` is None.
+
+        Example:
+            >>> with cat.recorded_run("harvest-pairs", run_id, config=cfg) as run:
+            ...     run["note"] = "1,000 pairs"
+        """
+        outcome: dict[str, Any] = {"note": None}
+        if run_id is None:
+            yield outcome
+            return
+        self.start_run(flow, config=config, config_hash=config_hash, run_id=run_id)
+        try:
+            yield outcome
+        except BaseException as exc:
+            self.end_run(run_id, "failed", note=f"{type(exc).__name__}: {exc}"[:500])
+            raise
+        self.end_run(run_id, "completed", note=outcome["note"])
+
     def record_stage(self, run_id: str, stage: str, status: str, cache_key: str | None = None,
                      seconds: float | None = None, note: str | None = None) -> None:
         self.execute(
