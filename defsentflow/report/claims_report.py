@@ -15,6 +15,8 @@ import json
 import os
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
+from defsentflow.claims.judge import digits
+from defsentflow.entryspace.figures import new_figure, save_figure
 
 __all__ = ["CLAIM_COLUMNS", "claims_section", "claims_table", "plot_claims"]
 
@@ -36,7 +38,6 @@ def _fig(row: Mapping[str, Any], key: str) -> str:
     v = row.get(key)
     if v is None:
         return ""
-    from defsentflow.claims.judge import digits
 
     n = digits(max((abs(x["mean"] or 0.0) for x in _series(row)), default=abs(v)))
     return f"{v:+.{n}f}"
@@ -61,14 +62,12 @@ def claims_table(rows: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, ...], li
 
 def plot_claims(rows: Sequence[Mapping[str, Any]], out_png: str | os.PathLike) -> Path | None:
     """One panel per measured claim: per-seed figures of each arm, mean ± sd; None if nothing to draw."""
-    from defsentflow.report.plots import _figure, _save
-
     measured = [r for r in rows if any(x.get("values") for x in _series(r))]
     if not measured:
         return None
     cols = min(4, len(measured))
     nrows = (len(measured) + cols - 1) // cols
-    fig = _figure(3.4 * cols, 2.9 * nrows)
+    fig = new_figure(3.4 * cols, 2.9 * nrows)
     for i, r in enumerate(measured):
         ax = fig.add_subplot(nrows, cols, i + 1)
         series = _series(r)
@@ -79,7 +78,7 @@ def plot_claims(rows: Sequence[Mapping[str, Any]], out_png: str | os.PathLike) -
         ax.set_xticks(range(len(series)), [s["label"] for s in series], rotation=20, fontsize=7, ha="right")
         ax.set_title(f"{r['statement']}\n({r.get('verdict')})", fontsize=8)
         ax.tick_params(axis="y", labelsize=7)
-    return _save(fig, out_png)
+    return save_figure(fig, out_png)
 
 
 def claims_section(rows: Callable[..., list[dict[str, Any]]], markdown_table: Callable[..., str],
