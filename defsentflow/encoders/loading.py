@@ -179,7 +179,9 @@ def has_mlm_head(path: str) -> bool:
 @lru_cache(maxsize=64)
 def _dir_hash(path: str, stamp: tuple) -> str:
     p = Path(path)
-    files = sorted(f for f in p.iterdir() if f.is_file() and f.suffix in {".safetensors", ".bin", ".json", ".txt", ".model"})
+    # hidden files are ours (the artifact record, amended with metrics later), not the model's
+    files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith(".")
+                   and f.suffix in {".safetensors", ".bin", ".json", ".txt", ".model"})
     return combine_hashes(f"{f.name}:{hash_file(f)}" for f in files)
 
 
@@ -188,5 +190,6 @@ def model_content_hash(path: str | os.PathLike) -> str:
     p = Path(resolve_model_path(path))
     if not p.is_dir():
         return hash_text(f"hub:{path}")
-    stamp = tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(p.iterdir()) if f.is_file())
+    stamp = tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(p.iterdir())
+                  if f.is_file() and not f.name.startswith("."))
     return _dir_hash(str(p), stamp)

@@ -30,7 +30,6 @@ from defsentflow.storage import (
     Catalog, atomic_dir, code_version, combine_hashes, data_root, hash_config, hash_path, write_json, write_parquet)
 from defsentflow.training.config import paper_config
 from defsentflow.training.entry_embeddings import IcaTransform
-from defsentflow.training.entry_shards import build_entry_matrix_sharded
 
 __all__ = ["base_candidates", "build_entry_matrix", "choose_best", "choose_step", "entry_source", "group_means",
            "plan_step", "record_step", "selection_plan", "step_key", "train_model"]
@@ -101,6 +100,8 @@ def build_entry_matrix(section: PstSection | DefSentSection, data: TrainingData,
         return MatrixRef.from_dict(found["meta"])
 
     enc = load_encoder(encoder, device=section.device)
+    from defsentflow.training.entry_shards import build_entry_matrix_sharded  # lazy: looked up at call time, so tests can replace it on its own module
+
     names, sums = build_entry_matrix_sharded(enc, data.definition_entries, data.definitions, encoding,
                                              shards=max(1, int(getattr(fan_out, "shards", 1) or 1)), fan_out=fan_out,
                                              cache_dir=data_root(root) / "cache" / "entry-shards",

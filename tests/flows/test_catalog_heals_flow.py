@@ -21,29 +21,30 @@ def _sources(tmp_path):
 
 
 def test_a_deleted_catalog_does_not_make_a_cached_stage_lie(prefect_test_harness, home, tmp_path):
-    from flows.ingest_dictionary import ingest_dictionary
+    from flows.ingest_dictionary import ingest_dictionary_flow
 
-    sources = _sources(tmp_path)
-    first = ingest_dictionary("healdict", sources)
+    config = {"name": "healdict", "sources": _sources(tmp_path)}
+    first = ingest_dictionary_flow(config)
     (home / "catalog.duckdb").unlink()  # fact 8: artifacts and Prefect's results stay
     Catalog._ddl_applied.clear()
-    state = ingest_dictionary("healdict", sources, return_state=True)
+    state = ingest_dictionary_flow(config, return_state=True)
     # before: both tasks "Cached", nothing registered, and the next stage's lookup a KeyError
     assert set(_task_states(state.state_details.flow_run_id).values()) == {"Completed"}
-    assert state.result()["key"] == first["key"] and state.result()["path"] == first["path"]
+    again = state.result()
+    assert again.key == first.key and Path(again.path) == Path(first.path)
     assert load_dictionary("healdict").num_rows == 2
-    state = ingest_dictionary("healdict", sources, return_state=True)  # recorded again: a cache hit
-    assert _task_states(state.state_details.flow_run_id)["build-dictionary"] == "Cached"
+    state = ingest_dictionary_flow(config, return_state=True)  # registered again: nothing to do
+    assert state.result().status == "unchanged" and not _task_states(state.state_details.flow_run_id)
     assert load_dictionary("healdict").num_rows == 2
 
 
 def test_a_copied_root_keeps_its_cache_hits_and_reads_its_own_files(prefect_test_harness, home, tmp_path,
                                                                     monkeypatch):
-    from flows.ingest_dictionary import ingest_dictionary
+    from flows.ingest_dictionary import ingest_dictionary_flow
 
-    sources = _sources(tmp_path)
-    first = ingest_dictionary("copydict", sources)
-    assert Path(first["path"]).is_relative_to(home)
+    config = {"name": "copydict", "sources": _sources(tmp_path)}
+    first = ingest_dictionary_flow(config)
+    assert Path(first.path).is_relative_to(home)
     copy = tmp_path / "copy"
     subprocess.run(["cp", "-a", str(home), str(copy)], check=True)
     gone = tmp_path / "moved-away"
@@ -52,9 +53,11 @@ def test_a_copied_root_keeps_its_cache_hits_and_reads_its_own_files(prefect_test
     try:
         monkeypatch.setenv("DEFSENTFLOW_HOME", str(copy))
         Catalog._ddl_applied.clear()
-        state = ingest_dictionary("copydict", sources, return_state=True)
-        assert set(_task_states(state.state_details.flow_run_id).values()) == {"Cached"}
-        assert state.result()["path"] == str(copy / Path(first["path"]).relative_to(home))
+        state = ingest_dictionary_flow(config, return_state=True)
+        result = state.result()
+        # the copy's catalog knows the dataset: nothing rebuilt, and every path is the copy's
+        assert result.status == "unchanged" and not _task_states(state.state_details.flow_run_id)
+        assert Path(result.path) == copy / Path(first.path).relative_to(home)
         assert load_dictionary("copydict").num_rows == 2
     finally:
         gone.chmod(0o755)

@@ -11,13 +11,14 @@ from tasks.retries import IO_RETRIES, TRAIN_RETRIES
 def test_io_tasks_and_harvest_batches_retry_with_a_delay():
     from tasks import corpus, dictionary, evaluation, harvest, pretrain, report, training
 
-    io = [harvest.harvest_pair_batch, harvest.prepare_corpus, harvest.finalize_pair_harvest, dictionary.build_dictionary,
-          dictionary.register_dictionary, corpus.ingest_corpus, corpus.build_index, evaluation.record_evaluation,
-          evaluation.resolve_model, report.write_run_report, pretrain.PRETRAIN_TASKS.ingest_corpus]
+    io = [harvest.harvest_pair_batch, harvest.HARVEST_TASKS.prepare, harvest.HARVEST_TASKS.build_index,
+          harvest.HARVEST_TASKS.finalize, dictionary.build_dictionary_artifact, dictionary.register_dictionary_dataset,
+          corpus.ingest_corpus, corpus.build_index, evaluation.EVALUATE_TASKS.record, evaluation.EVALUATE_TASKS.resolve,
+          report.write_run_report, pretrain.PRETRAIN_TASKS.ingest_corpus]
     for t in io:
         assert t.retries == 2 and t.retry_delay_seconds == [5, 30], t.name
-    for t in (training.PST_TASKS.train, training.DEFSENT_TASKS.train, pretrain.PRETRAIN_TASKS.train,
-              harvest.train_surrogate_encoder):
+    for t in (training.PST_TASKS.build_matrix, training.DEFSENT_TASKS.train, pretrain.PRETRAIN_TASKS.train,
+              harvest.HARVEST_TASKS.train_scorer, harvest.train_surrogate_encoder):
         assert t.retries == 1 and t.retry_delay_seconds == 30, t.name
 
 
