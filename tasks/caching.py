@@ -101,8 +101,15 @@ def _complete(key: str) -> bool | None:
     return not any(quick_check(a["path"], a["manifest"]) for a in arts)
 
 
-def _has_result(key: str) -> bool:
-    """Whether Prefect holds a persisted result for ``key`` (a cache hit it would return)."""
+def _has_result(context: Any, key: str) -> bool:
+    """Whether Prefect holds a persisted result for ``key`` (a cache hit it would return), asked of
+    the task run's own result store (the storage Prefect would read it from)."""
+    store = getattr(context, "result_store", None)
+    if store is not None:
+        try:
+            return bool(store.exists(key))
+        except Exception:  # noqa: BLE001 - a store that cannot say: fall back to the local path below
+            pass
     storage = os.environ.get("PREFECT_LOCAL_STORAGE_PATH")
     return bool(storage) and (Path(storage).expanduser() / key).exists()
 
@@ -112,7 +119,7 @@ def stage_cache_key_fn(context: Any, parameters: dict[str, Any]) -> str:
     done = _complete(key)
     # False: its files changed or are gone. None with a Prefect result: the catalog does not know
     # what the result refers to (a lost or rebuilt catalog), so the result is not trusted.
-    if done is False or (done is None and _has_result(key)):
+    if done is False or (done is None and _has_result(context, key)):
         return f"{key}-stale-{uuid.uuid4().hex[:8]}"
     return key
 
