@@ -25,6 +25,7 @@ from defsentflow.evaluation.config import EvalSection
 from defsentflow.scoring.config import HarvestConfig
 from defsentflow.training.pretrain_config import PretrainSection
 from defsentflow.training.pst_config import DefSentSection, PstSection
+import copy
 
 __all__ = ["PipelineConfig", "EvalSection", "config_from_dict", "format_errors", "load_config",
            "load_pretrain_section", "load_section", "read_yaml_mapping", "resolve_path"]
@@ -78,8 +79,6 @@ def config_from_dict(data: Any, *, origin: str = "<config>") -> PipelineConfig:
     Errors name ``origin`` and the offending keys; the training section's ``dictionary`` key
     defaults to ``dictionary.name``.
     """
-    import copy
-
     if not isinstance(data, dict):
         raise ValueError(f"{origin}: expected a mapping at the top level")
     data = copy.deepcopy(data)

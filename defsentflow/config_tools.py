@@ -16,6 +16,7 @@ from typing import Annotated, Any, Hashable, Literal, Sequence
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from defsentflow.storage.paths import repo_root
 
 __all__ = ["LIMITS", "MAX_YAML_ALIASES", "MAX_YAML_NODES", "AliasBound", "Seed", "YamlAliasError", "expanded_size",
            "Autocast", "CandidateSet", "CorpusFormat", "DictionarySplit", "EvalPooling", "Pooling", "RetrievalKind",
@@ -220,8 +221,6 @@ def resolve_path(path: str | os.PathLike, *, must_exist: bool = True, what: str 
         FileNotFoundError: ``must_exist`` and neither exists (the message starts with ``what``, the
             config key the path came from, when given).
     """
-    from defsentflow.storage.paths import repo_root  # leaf: imports nothing from the project
-
     p = Path(path).expanduser()
     if p.is_absolute():
         candidates = [p]

@@ -23,6 +23,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
+import signal
 
 __all__ = ["FanOut", "KILL_AFTER_STEPS_ENV", "KILL_MARKER_ENV", "WORKER_ENV", "CandidateLostError", "call_one",
            "kill_hook_steps", "kill_this_worker", "on_worker", "sequential", "worker_device", "worker_threads"]
@@ -68,7 +69,7 @@ def worker_threads(threads: int | None) -> Iterator[None]:
     if not threads:
         yield
         return
-    import torch
+    import torch  # lazy: torch takes seconds to load; only code that trains or encodes needs it
 
     before = torch.get_num_threads()
     torch.set_num_threads(int(threads))
@@ -84,12 +85,12 @@ def worker_device(device: str | None) -> str | None:
     ``auto``). Anything else is returned unchanged."""
     if device not in (None, "auto") or not on_worker() or os.environ.get("CUDA_VISIBLE_DEVICES"):
         return device
-    import torch
+    import torch  # lazy: torch takes seconds to load; only code that trains or encodes needs it
 
     if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
         return device
     try:
-        from distributed import get_worker
+        from distributed import get_worker  # lazy: Dask starts only when a config asks for a cluster
 
         name = get_worker().name
     except (ImportError, ValueError):
@@ -108,8 +109,6 @@ def kill_hook_steps() -> int | None:
 
 def kill_this_worker() -> None:
     """Mark that the hook fired, then SIGKILL this process (as an out-of-memory kill or a lost node would)."""
-    import signal
-
     marker = Path(os.environ[KILL_MARKER_ENV])
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(str(os.getpid()))

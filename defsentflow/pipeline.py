@@ -24,6 +24,10 @@ from defsentflow.evaluation.baselines import baseline_model_id
 from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config, hash_path
 from defsentflow.storage.rebuild import heal_catalog
 from defsentflow.storage.atomic import pid_alive
+from defsentflow.config import load_config
+from defsentflow.config_tools import resolve_data_dir
+from defsentflow.evaluation.revdict import model_meta
+from defsentflow.evaluation.task_status import record_run_tasks, runnable_tasks, task_statuses
 
 __all__ = ["STAGE_METHODS", "PipelineSteps", "best_trained", "evaluation_plan", "input_fingerprint",
            "mark_interrupted_runs", "resolved_config", "run_pipeline", "selected_model_dir", "start_run",
@@ -97,8 +101,6 @@ def start_run(config: dict[str, Any], fingerprint: dict[str, Any], *, only_if_ch
 def selected_pooling(cfg: PipelineConfig, model_dir: str) -> str:
     """``eval.pooling: null``: the pooling a trained candidate was selected with (PST's
     ``selection_pooling``), else trained with (its ``defsentflow.json``), else mean."""
-    from defsentflow.evaluation.revdict import model_meta
-
     chosen = getattr(cfg.pst, "selection_pooling", None) if cfg.pst is not None else None
     return chosen or model_meta(model_dir).get("pooling") or "mean"
 
@@ -113,9 +115,6 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
     is PST's best trained candidate; with ``eval.best_trained`` it is evaluated under its own id
     too (free when it is the selected model: the evaluation is cached by content).
     """
-    from defsentflow.config_tools import resolve_data_dir
-    from defsentflow.evaluation.task_status import runnable_tasks
-
     cfg = PipelineConfig.model_validate(config)
     ev = cfg.eval
     data_dir = resolve_data_dir(ev.data_dir)
@@ -145,9 +144,6 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
 def task_plan(config: dict[str, Any]) -> list[Any]:
     """Each requested evaluation task's :class:`~defsentflow.evaluation.task_status.TaskStatus`
     (evaluated | fallback | skipped, with the reason) for the run's data folder."""
-    from defsentflow.config_tools import resolve_data_dir
-    from defsentflow.evaluation.task_status import task_statuses
-
     ev = PipelineConfig.model_validate(config).eval
     return task_statuses(ev.tasks, resolve_data_dir(ev.data_dir))
 
@@ -170,8 +166,6 @@ def selected_model_dir(config_path: str | os.PathLike, stage: str = "pst") -> st
         ValueError: an unknown stage.
         FileNotFoundError: no finished run of the config has such a model (or its files are gone).
     """
-    from defsentflow.config import load_config
-
     if stage not in STAGE_METHODS:
         raise ValueError(f"stage must be one of {tuple(STAGE_METHODS)}, got {stage!r}")
     cfg = load_config(config_path)
@@ -222,8 +216,6 @@ class PipelineSteps:
 
 def resolved_config(config_path: str | os.PathLike) -> dict[str, Any]:
     """The validated config as a dict, every source path made absolute (stages may run elsewhere)."""
-    from defsentflow.config import load_config
-
     cfg = load_config(resolve_path(config_path))
     data = cfg.model_dump(mode="json")
     for s in data["dictionary"]["sources"]:
@@ -304,7 +296,6 @@ def run_pipeline(config_path: str | os.PathLike, *, steps: PipelineSteps, only_i
             selected = {"model_dir": result.model_dir, "model_id": result.model_id, "winner_step": 1,
                         "reason": f"{section['method']} (no PST)"}
         plan = evaluation_plan(config, selected, surrogate, section["base_model"], trained, seeds)
-        from defsentflow.evaluation.task_status import record_run_tasks
 
         record_run_tasks(run_id, task_plan(config))  # every requested task: a run_tasks row and a log line
         scores = [steps.evaluate(s, run_id) for s in plan]

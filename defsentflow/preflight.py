@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
+from defsentflow.config_tools import resolve_path
+from defsentflow.encoders.loading import BUNDLED_ALIASES
 
 __all__ = ["MODEL_ID_PATTERN", "check_exists", "check_model_ref", "check_source_path", "preflight"]
 
@@ -30,9 +32,6 @@ def _looks_like_path(value: str) -> bool:
 
 def check_model_ref(value: str, key: str) -> None:
     """``value`` names a model: a bundled alias, a model directory, or a Hugging Face id."""
-    from defsentflow.config_tools import resolve_path
-    from defsentflow.encoders.loading import BUNDLED_ALIASES
-
     if value in BUNDLED_ALIASES:
         return
     path = resolve_path(value, must_exist=False)
@@ -49,8 +48,6 @@ def check_model_ref(value: str, key: str) -> None:
 
 def check_source_path(kind: str, value: str, key: str) -> None:
     """A dictionary source path exists and is of its kind's type."""
-    from defsentflow.config_tools import resolve_path
-
     path = resolve_path(value, must_exist=False)
     if not path.exists():
         raise ValueError(f"{key}: not found: {value}")
@@ -68,8 +65,6 @@ def check_source_path(kind: str, value: str, key: str) -> None:
 
 def check_exists(value: str, key: str) -> None:
     """A corpus path: an existing file or directory."""
-    from defsentflow.config_tools import resolve_path
-
     path = resolve_path(value, must_exist=False)
     if not (path.is_file() or path.is_dir()):
         raise ValueError(f"{key}: not found (or not a file or directory): {value}")

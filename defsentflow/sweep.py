@@ -53,6 +53,10 @@ from defsentflow.config_tools import ConfigSection, check_dotted_key, dotted_ove
 from defsentflow.dictionary.config import NAME_PATTERN
 from defsentflow.sweep_seeds import SeedAggregation
 from defsentflow.fanout import FanOut, sequential
+from defsentflow.config import config_from_dict
+from defsentflow.config_tools import format_errors, read_yaml_mapping, resolve_path
+from defsentflow.storage import Catalog, check_identifier, data_root, hash_config, under_root
+from defsentflow.storage.atomic import atomic_path, pid_alive
 
 __all__ = ["MAX_SWEEP_POINTS", "Sweep", "SweepFile", "SweepOutcome", "SweepPoint", "expand_sweep", "load_sweep",
            "point_rows", "run_sweep", "set_dotted", "write_point_configs"]
@@ -156,8 +160,6 @@ class Sweep:
 
 
 def _point_id(params: dict[str, Any]) -> str:
-    from defsentflow.storage import hash_config
-
     return hash_config(params)[:_ID_CHARS]
 
 
@@ -185,9 +187,6 @@ def _validate_point(base: dict[str, Any], params: dict[str, Any], sweep_name: st
                     where: str) -> tuple[dict[str, Any], str]:
     """The point's config (base + values + name), validated, and the hash of it as written (so a
     new optional setting in a later version does not make finished points look changed)."""
-    from defsentflow.config import config_from_dict
-    from defsentflow.storage import hash_config
-
     config = base
     for key, value in params.items():
         try:
@@ -248,8 +247,6 @@ def expand_sweep(spec: SweepFile, base: dict[str, Any], *, origin: str = "<sweep
 
 
 def _resolve_base(base: str, sweep_dir: Path | None) -> Path:
-    from defsentflow.config_tools import resolve_path
-
     p = Path(base).expanduser()
     if not p.is_absolute() and sweep_dir is not None and (sweep_dir / p).is_file():
         return (sweep_dir / p).resolve()
@@ -268,8 +265,6 @@ def read_with_base(path: str | os.PathLike | None, data: dict[str, Any] | None, 
         ValueError: invalid YAML or not a mapping; ``"<origin>: <invalid>: <errors>"`` for a spec
             ``model`` refuses.
     """
-    from defsentflow.config_tools import format_errors, read_yaml_mapping
-
     origin = str(path) if path is not None else f"<{what}>"
     if data is None:
         if path is None:
@@ -305,8 +300,6 @@ def load_sweep(path: str | os.PathLike | None = None, *, data: dict[str, Any] | 
 
 
 def point_config_path(sweep: Sweep, point: SweepPoint, root: str | os.PathLike | None = None) -> Path:
-    from defsentflow.storage import check_identifier, data_root, under_root
-
     return under_root(data_root(root), "sweeps", check_identifier(sweep.name, "sweep name"),
                       f"{check_identifier(point.point_id, 'point id')}.yaml")
 
@@ -317,9 +310,6 @@ def write_point_configs(sweep: Sweep, root: str | os.PathLike | None = None) -> 
     Returns point id -> config path. Points already in ``sweep_points`` keep their status; rows of
     points the sweep file no longer has are dropped (their pipeline runs stay in ``runs``).
     """
-    from defsentflow.storage import Catalog
-    from defsentflow.storage.atomic import atomic_path
-
     paths: dict[str, Path] = {}
     for p in sweep.points:
         out = point_config_path(sweep, p, root)
@@ -348,17 +338,12 @@ def write_point_configs(sweep: Sweep, root: str | os.PathLike | None = None) -> 
 
 def point_rows(sweep_name: str, root: str | os.PathLike | None = None) -> dict[str, dict[str, Any]]:
     """point id -> its ``sweep_points`` row (status, run id, config hash, ...)."""
-    from defsentflow.storage import Catalog
-
     rows = Catalog(root).query("SELECT * FROM sweep_points WHERE sweep = ?", [sweep_name])
     return {r["point_id"]: r for r in rows}
 
 
 def mark_interrupted_points(sweep_name: str, root: str | os.PathLike | None = None) -> int:
     """Points still 'running' whose process on this host is gone were killed: mark them 'interrupted'."""
-    from defsentflow.storage import Catalog
-    from defsentflow.storage.atomic import pid_alive
-
     cat, n = Catalog(root), 0
     for r in point_rows(sweep_name, root).values():
         owner = json.loads(r["owner"] or "{}") if r["status"] == "running" else {}
@@ -393,8 +378,6 @@ def run_sweep(sweep: Sweep, run_point: RunPoint, *, only: Sequence[str] | None =
     (``fail_fast`` stops); an interrupt marks the point 'interrupted' and stops. A point is a whole
     pipeline run, which writes the catalog, so its call stays in the catalog's process; what goes to
     workers is inside it (each PST step's candidates, on the command's Dask cluster)."""
-    from defsentflow.storage import Catalog
-
     t0 = time.perf_counter()
     paths = write_point_configs(sweep, root)
     mark_interrupted_points(sweep.name, root)

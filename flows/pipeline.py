@@ -14,20 +14,21 @@ from __future__ import annotations
 from typing import Any
 
 from prefect import flow
+from defsentflow.config import load_config, resolve_path
+from defsentflow.pipeline import PipelineSteps, run_pipeline
+from flows.evaluate import evaluate_flow
+from flows.harvest_pairs import run_harvest_flow
+from flows.ingest_dictionary import ingest_dictionary_flow
+from flows.pretrain import pretrain_flow
+from flows.pst import pst_flow
+from flows.revdict import revdict_index
+from flows.train_defsent import train_defsent_flow
+from tasks.fanout import compute_cluster
+from tasks.harvest import train_surrogate_encoder
+from tasks.report import write_run_report
 
 
 def _steps() -> Any:
-    from defsentflow.pipeline import PipelineSteps
-    from flows.evaluate import evaluate_flow
-    from flows.harvest_pairs import run_harvest_flow
-    from flows.ingest_dictionary import ingest_dictionary_flow
-    from flows.pretrain import pretrain_flow
-    from flows.pst import pst_flow
-    from flows.revdict import revdict_index
-    from flows.train_defsent import train_defsent_flow
-    from tasks.harvest import train_surrogate_encoder
-    from tasks.report import write_run_report
-
     return PipelineSteps(
         ingest_dictionary=lambda d: ingest_dictionary_flow(d),
         harvest=lambda cfg, run_id: run_harvest_flow(cfg, run_id=run_id),
@@ -46,9 +47,5 @@ def _steps() -> Any:
 @flow(name="pipeline", log_prints=True)
 def pipeline(config_path: str, only_if_changed: bool = False, run_id: str | None = None) -> dict[str, Any]:
     """Run the whole pipeline for ``config_path``; returns the run id, the selected model and the report."""
-    from defsentflow.config import load_config, resolve_path
-    from defsentflow.pipeline import run_pipeline
-    from tasks.fanout import compute_cluster
-
     with compute_cluster(load_config(resolve_path(config_path)).compute):  # the command's cluster, if it has one
         return run_pipeline(config_path, steps=_steps(), only_if_changed=only_if_changed, run_id=run_id)

@@ -13,14 +13,13 @@ from typing import Any
 from prefect import flow
 
 from tasks.pretrain import PRETRAIN_TASKS
+from defsentflow.training.pretrain import run_pretrain
+from defsentflow.training.pretrain_config import PretrainSection
 
 
 @flow(name="pretrain", log_prints=True)
 def pretrain_flow(section: dict[str, Any], run_id: str | None = None, stop_after_steps: int | None = None) -> Any:
     """Pretrain from a ``pretrain:`` config section (a dict validated as ``PretrainSection``);
     returns a ``PretrainOutcome``. ``stop_after_steps``: leave a checkpoint after that many steps."""
-    from defsentflow.training.pretrain import run_pretrain
-    from defsentflow.training.pretrain_config import PretrainSection
-
     return run_pretrain(PretrainSection.model_validate(section), run_id=run_id or f"pretrain-{uuid.uuid4().hex[:8]}",
                         stop_after_steps=stop_after_steps, steps=PRETRAIN_TASKS)

@@ -14,13 +14,12 @@ from typing import Any
 from prefect import flow
 
 from tasks.training import pst_tasks
+from defsentflow.training.pst import run_pst
+from defsentflow.training.pst_config import PstSection
 
 
 @flow(name="pst", log_prints=True)
 def pst_flow(section: dict[str, Any], run_id: str | None = None) -> Any:
     """Run PST for a ``pst:`` config section (a dict validated as ``PstSection``); returns a ``PstResult``."""
-    from defsentflow.training.pst import run_pst
-    from defsentflow.training.pst_config import PstSection
-
     return run_pst(PstSection.model_validate(section), run_id=run_id or f"pst-{uuid.uuid4().hex[:8]}",
                    steps=pst_tasks())

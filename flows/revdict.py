@@ -13,14 +13,13 @@ from typing import Any
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
+from defsentflow.revdict import RevdictIndex, build_revdict_index
 
 
 @task(name="revdict-index", cache_policy=NO_CACHE)
 def revdict_index(model: str, dictionary: str, mode: str, add: list[dict[str, str]] | None) -> dict[str, Any]:
     """Build or load the index (and extend it with ``add``); returns its path and meta."""
-    import pyarrow as pa
-
-    from defsentflow.revdict import build_revdict_index
+    import pyarrow as pa  # lazy: pyarrow loads only where it is used
 
     index = build_revdict_index(model, dictionary, mode=mode)
     if add:
@@ -30,8 +29,6 @@ def revdict_index(model: str, dictionary: str, mode: str, add: list[dict[str, st
 
 @task(name="revdict-search", cache_policy=NO_CACHE)
 def revdict_search(index_path: str, definitions: list[str], k: int) -> list[dict[str, Any]]:
-    from defsentflow.revdict import RevdictIndex
-
     hits = RevdictIndex(index_path).search(definitions, k=k)
     return [{"definition": d, "entries": [{"entry": e, "score": s} for e, s in h]} for d, h in zip(definitions, hits)]
 

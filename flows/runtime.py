@@ -78,13 +78,13 @@ def _is_our_server(pid: int) -> bool:
 
 def _flush_api_logs() -> None:
     try:
-        from prefect.logging.handlers import APILogWorker
+        from prefect.logging.handlers import APILogWorker  # lazy: Prefect loads only where a flow or task runs
 
         APILogWorker.drain_all(timeout=10)
     except Exception:  # noqa: BLE001 - best effort before the server goes away
         pass
     try:
-        from prefect.events.worker import EventsWorker
+        from prefect.events.worker import EventsWorker  # lazy: Prefect loads only where a flow or task runs
 
         EventsWorker.drain_all(timeout=10)
     except Exception:  # noqa: BLE001
@@ -97,7 +97,7 @@ def local_api(timeout: float = 180.0) -> Iterator[str]:
     if os.environ.get("PREFECT_API_URL"):
         yield os.environ["PREFECT_API_URL"]
         return
-    import prefect
+    import prefect  # lazy: Prefect loads only where a flow or task runs
 
     reap_orphan_servers()
     home = Path(os.environ["PREFECT_HOME"])
@@ -134,7 +134,7 @@ def local_api(timeout: float = 180.0) -> Iterator[str]:
                 raise RuntimeError(f"the local Prefect server did not answer within {timeout:.0f}s")
             time.sleep(0.25)
         os.environ["PREFECT_API_URL"] = url
-        from prefect.settings import PREFECT_API_URL, temporary_settings
+        from prefect.settings import PREFECT_API_URL, temporary_settings  # lazy: Prefect loads only where a flow or task runs
 
         with temporary_settings({PREFECT_API_URL: url}):
             yield url

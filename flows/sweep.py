@@ -14,12 +14,12 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.pipeline import pipeline
+from defsentflow.report.sweep_report import write_sweep_report as write
+from defsentflow.sweep import load_sweep, run_sweep
 
 
 @task(name="sweep-report", cache_policy=NO_CACHE)
 def write_sweep_report(name: str) -> dict[str, str]:
-    from defsentflow.report.sweep_report import write_sweep_report as write
-
     out = write(name)
     return {"markdown_path": str(out.markdown_path), "chart_path": str(out.chart_path) if out.chart_path else ""}
 
@@ -29,8 +29,6 @@ def sweep_flow(sweep_path: str, only: list[str] | None = None, force: bool = Fal
                fail_fast: bool = False, max_points: int | None = None) -> dict[str, Any]:
     """Run every point of ``sweep_path`` (or the ``only`` ones) through the pipeline flow
     (``max_points``: the cap on the sweep's points, default :data:`~defsentflow.sweep.MAX_SWEEP_POINTS`)."""
-    from defsentflow.sweep import load_sweep, run_sweep
-
     sweep = load_sweep(sweep_path, **({"max_points": max_points} if max_points else {}))
 
     def run_point(point: Any, config_path: str, run_id: str) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from prefect import flow
 
 from flows.harvest_pairs import run_harvest_flow
 from tasks.harvest import train_surrogate_encoder
+from defsentflow.scoring.config import HarvestConfig
 
 __all__ = ["train_surrogate_flow"]
 
@@ -15,8 +16,6 @@ __all__ = ["train_surrogate_flow"]
 @flow(name="train-surrogate", log_prints=True)
 def train_surrogate_flow(config: dict[str, Any], run_id: str | None = None) -> dict[str, Any]:
     """Make sure the config's harvest exists (a sub-flow; cached stages return at once), then train."""
-    from defsentflow.scoring.config import HarvestConfig
-
     config = HarvestConfig.model_validate(config).model_dump(mode="json")
     pairs = run_harvest_flow(config, run_id=run_id)
     result = train_surrogate_encoder(config, {"key": pairs["key"], "path": pairs["path"]}, run_id)

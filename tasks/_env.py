@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from defsentflow.storage.paths import data_root
 
 _DEFAULTS = {
     "DO_NOT_TRACK": "1",
@@ -19,8 +20,6 @@ _DEFAULTS = {
 
 def configure_prefect_env() -> None:
     """Set defaults (never overriding the user's own settings)."""
-    from defsentflow.storage.paths import data_root
-
     for key, value in _DEFAULTS.items():
         os.environ.setdefault(key, value)
     root = data_root()

@@ -28,6 +28,8 @@ from defsentflow.storage import Catalog, code_version, combine_hashes, data_root
 from defsentflow.storage.paths import from_root, to_root
 from defsentflow.storage.locks import artifact_lock
 from defsentflow.storage.manifest import quick_check
+import os
+import inspect
 
 __all__ = ["stage_key", "stage_cache_key_fn", "stage_task", "file_ref", "ref_paths"]
 
@@ -102,8 +104,6 @@ def _complete(key: str) -> bool | None:
 def _has_result(context: Any, key: str) -> bool:
     """Whether Prefect holds a persisted result for ``key`` (a cache hit it would return), asked of
     the task run's own result store (the storage Prefect would read it from)."""
-    import os
-
     store = getattr(context, "result_store", None)
     if store is not None:
         try:
@@ -129,15 +129,13 @@ def stage_task(fn: Callable | None = None, **task_kwargs: Any):
 
     The wrapped function's return value (a small reference dict) is recorded in ``stage_cache``.
     """
-    from prefect import task
+    from prefect import task  # lazy: Prefect loads only where a flow or task runs
 
     def decorate(func: Callable) -> Any:
         name = task_kwargs.pop("name", func.__name__.replace("_", "-"))
 
         @functools.wraps(func)
         def body(*args: Any, **kwargs: Any) -> Any:
-            import inspect
-
             bound = inspect.signature(func).bind(*args, **kwargs)
             bound.apply_defaults()
             key = stage_key(name, dict(bound.arguments))
@@ -157,7 +155,7 @@ def stage_task(fn: Callable | None = None, **task_kwargs: Any):
 
 
 def _stage_task_class() -> type:
-    from prefect import Task
+    from prefect import Task  # lazy: Prefect loads only where a flow or task runs
 
     class StageTask(Task):
         """A Prefect task whose (root-relative) result is resolved under the current data root."""

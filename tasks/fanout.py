@@ -18,6 +18,7 @@ from typing import Any
 
 from defsentflow.compute import ADDRESS_ENV, ComputeSection, compute_from_env, compute_to_env
 from defsentflow.fanout import WORKER_ENV, CandidateLostError, FanOut
+from defsentflow.fanout import call_one
 
 __all__ = ["DaskFanOut", "TaskFanOut", "compute_cluster", "fan_out_from_env", "worker_environ"]
 
@@ -27,7 +28,7 @@ def worker_environ() -> dict[str, Any]:
     without ``MALLOC_TRIM_THRESHOLD_`` (it cost ~60 % CPU time per candidate). The nanny also sets
     these in ITS process (for a LocalCluster: the flow's), so the worker guard
     ``DEFSENTFLOW_WORKER=1`` goes in the workers' own ``env`` instead (:data:`WORKER_ONLY_ENV`)."""
-    import dask
+    import dask  # lazy: Dask starts only when a config asks for a cluster
 
     env = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}) or {})
     env.pop("MALLOC_TRIM_THRESHOLD_", None)
@@ -60,17 +61,17 @@ class DaskFanOut:
     def shards(self) -> int:
         """How many pieces to cut divisible work into (entry-matrix shards): the cluster's workers."""
         if self._shards is None:
-            from distributed import Client
+            from distributed import Client  # lazy: Dask starts only when a config asks for a cluster
 
             with Client(self.address, timeout=30) as client:
                 self._shards = max(1, len(client.scheduler_info().get("workers", {})))
         return self._shards
 
     def __call__(self, fn: Callable[..., Any], calls: Sequence[Any]) -> list[Any]:
-        import dask
-        from prefect import task
-        from prefect.cache_policies import NO_CACHE
-        from prefect_dask import DaskTaskRunner
+        import dask  # lazy: Dask starts only when a config asks for a cluster
+        from prefect import task  # lazy: Prefect loads only where a flow or task runs
+        from prefect.cache_policies import NO_CACHE  # lazy: Prefect loads only where a flow or task runs
+        from prefect_dask import DaskTaskRunner  # lazy: Dask starts only when a config asks for a cluster
 
         calls = list(calls)
         if not calls:
@@ -103,10 +104,8 @@ class TaskFanOut:
         self.name, self.tags = name, list(tags)
 
     def __call__(self, fn: Callable[..., Any], calls: Sequence[Any]) -> list[Any]:
-        from prefect import task
-        from prefect.cache_policies import NO_CACHE
-
-        from defsentflow.fanout import call_one
+        from prefect import task  # lazy: Prefect loads only where a flow or task runs
+        from prefect.cache_policies import NO_CACHE  # lazy: Prefect loads only where a flow or task runs
 
         wrapped = task(name=self.name or fn.__name__.replace("_", "-"), tags=self.tags, cache_policy=NO_CACHE,
                        persist_result=False)(fn)
@@ -135,15 +134,15 @@ def compute_cluster(compute: ComputeSection | None) -> Iterator[str | None]:
     cluster = None
     try:
         if compute.address:
-            from distributed import Client
+            from distributed import Client  # lazy: Dask starts only when a config asks for a cluster
 
             address = compute.address
             with Client(address, timeout=30) as client:
                 print(f"Dask cluster at {address}: {len(client.scheduler_info()['workers'])} workers; "
                       f"dashboard {client.dashboard_link}")
         else:
-            import dask
-            from distributed import LocalCluster
+            import dask  # lazy: Dask starts only when a config asks for a cluster
+            from distributed import LocalCluster  # lazy: Dask starts only when a config asks for a cluster
 
             with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environ()}):
                 kwargs: dict[str, Any] = {"n_workers": compute.local_workers, "threads_per_worker": 1,

@@ -11,6 +11,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from tasks.retries import IO_RETRIES
+from defsentflow.report import build_report
 
 
 @task(name="write-run-report", cache_policy=NO_CACHE, **IO_RETRIES)
@@ -19,9 +20,7 @@ def write_run_report(run_id: str, out_dir: str | None = None, status: str | None
 
     ``status``: what the report shows as the run's status when the caller ends the run right after.
     """
-    from prefect.artifacts import create_markdown_artifact
-
-    from defsentflow.report import build_report
+    from prefect.artifacts import create_markdown_artifact  # lazy: Prefect loads only where a flow or task runs
 
     report = build_report(run_id, out_dir=out_dir, status=status)
     # artifact keys allow lowercase letters, digits and dashes only

@@ -21,6 +21,8 @@ from defsentflow.training import pst_steps
 from defsentflow.training.defsent_run import DefSentSteps
 from defsentflow.training.pst import PstSteps, run_step0
 from tasks.retries import TRAIN_RETRIES
+from defsentflow.compute import compute_from_env
+from tasks.fanout import fan_out_from_env
 
 __all__ = ["DEFSENT_TASKS", "PST_TASKS", "pst_tasks"]
 
@@ -52,9 +54,6 @@ PST_TASKS = PstSteps(
 def pst_tasks() -> PstSteps:
     """PST's executor for a flow: the tasks above, and the candidates fanned out to the command's
     Dask cluster (``compute:``) as ``pst-candidate`` tasks, or run in turn without one."""
-    from defsentflow.compute import compute_from_env
-    from tasks.fanout import fan_out_from_env
-
     return dataclasses.replace(PST_TASKS, fan_out=fan_out_from_env("pst-candidate"),
                                threads=compute_from_env().threads_per_candidate)
 

@@ -235,3 +235,49 @@ def test_config_modules_hold_no_dataclass_twins():
             if "dataclass" in decorators:
                 offenders.append(f"{rel}: {cls.name}")
     assert not offenders, "dataclasses in config modules:\n" + "\n".join(offenders)
+
+
+# -- imports inside functions ----------------------------------------------------------------------
+# Outside cli/ (whose lazy imports keep `defsentflow --help` fast), an import belongs at the top of its
+# module: at most this many function-level imports of the project's own modules remain, none of the
+# standard library, and each remaining one says why on its line (`# lazy: ...`).
+MAX_LAZY_PROJECT_IMPORTS = 20
+
+
+def _function_level_imports(path: Path) -> list[ast.stmt]:
+    found: list[ast.stmt] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if in_function and isinstance(child, (ast.Import, ast.ImportFrom)):
+                found.append(child)
+            visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), False)
+    return found
+
+
+def test_function_level_imports_are_few_and_explained():
+    import sys
+
+    project, stdlib, unexplained = [], [], []
+    for path in _project_files():
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith("defsentflow/cli/"):
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines()
+        module, is_package = _module_name(path), path.name == "__init__.py"
+        for node in _function_level_imports(path):
+            name = _resolve(node, module, is_package) if isinstance(node, ast.ImportFrom) else node.names[0].name
+            where = f"{rel}:{node.lineno}: {name}"
+            if not any("# lazy:" in lines[i] for i in range(node.lineno - 1, node.end_lineno)):
+                unexplained.append(where)
+            if name.split(".")[0] in PACKAGES:
+                project.append(where)
+            elif name.split(".")[0] in sys.stdlib_module_names:
+                stdlib.append(where)
+    assert not stdlib, "standard-library imports inside functions (move them to the top):\n" + "\n".join(stdlib)
+    assert len(project) <= MAX_LAZY_PROJECT_IMPORTS, (
+        f"{len(project)} function-level imports of the project's own modules (at most "
+        f"{MAX_LAZY_PROJECT_IMPORTS}):\n" + "\n".join(project))
+    assert not unexplained, "function-level imports without a '# lazy: why' comment:\n" + "\n".join(unexplained)

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from defsentflow.claims.arms import ArmPlan, arm_name
 from defsentflow.claims.judge import Check, Series, mean_sd, series_text
+from defsentflow.evaluation.baselines import baseline_model_id
 
 __all__ = ["CatalogFigures", "claim_checks", "claim_series"]
 
@@ -83,8 +84,6 @@ class CatalogFigures:
 
     def raw_model_ids(self, run_id: str) -> tuple[str, str] | None:
         """The ids the raw (pretrained) encoder's baseline scores are filed under: mean, SBERT-WK."""
-        from defsentflow.evaluation.baselines import baseline_model_id
-
         m = self.stage_model(run_id, ["pretrain"])
         if m is None:
             return None

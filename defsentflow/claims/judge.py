@@ -128,7 +128,7 @@ def _paired(a: Series, b: Series) -> tuple[list[float], list[float]]:
 def judge(series: list[Series], checks: list[Check] | tuple[Check, ...] = (), *, alpha: float = ALPHA,
           min_seeds: int = MIN_SEEDS) -> Judgement:
     """The stated test of a claim (module docstring): last series against the first, paired by seed."""
-    from scipy import stats
+    from scipy import stats  # lazy: scipy loads only where it is used
 
     if len(series) < 2:
         raise ValueError("a claim compares at least two series")

@@ -8,6 +8,9 @@ from typing import Any
 
 from defsentflow.claims.arms import plan_arms
 from defsentflow.claims.config import ClaimsConfig, ClaimsFile
+from defsentflow.config import config_from_dict
+from defsentflow.config_tools import set_dotted
+from defsentflow.sweep import read_with_base
 
 __all__ = ["load_claims"]
 
@@ -20,10 +23,6 @@ def load_claims(path: str | os.PathLike | None = None, *, data: dict[str, Any] |
         ValueError: invalid YAML, an unknown key or claim, a base that is not a PST pipeline config,
             or an arm that makes an invalid config (the message names the file and the key).
     """
-    from defsentflow.config import config_from_dict
-    from defsentflow.config_tools import set_dotted
-    from defsentflow.sweep import read_with_base
-
     origin = str(path) if path is not None else "<claims file>"
     spec, base, base_path = read_with_base(path, data, ClaimsFile, what="claims file", invalid="invalid claims file")
     for key, value in spec.set.items():

@@ -25,6 +25,8 @@ from defsentflow.claims.figures import CatalogFigures, claim_checks, claim_serie
 from defsentflow.claims.judge import Series, judge, series_text
 from defsentflow.claims.papers import CLAIMS
 from defsentflow.fanout import FanOut, sequential
+from defsentflow.storage import Catalog, hash_config
+from defsentflow.sweep import point_rows, run_sweep
 
 __all__ = ["ClaimRow", "ClaimsOutcome", "claim_rows", "measure_claims", "record_claims", "run_claims"]
 
@@ -147,9 +149,6 @@ def run_claims(claims: ClaimsConfig, run_point: RunPoint | None, *, only: Sequen
     The claims run is a ``runs`` row (flow ``claims``) whose wall time is the command's. The arms
     run through ``fan_out`` (:func:`defsentflow.sweep.run_sweep`'s; default one after another).
     """
-    from defsentflow.storage import Catalog, hash_config
-    from defsentflow.sweep import point_rows, run_sweep
-
     selected = list(claims.spec.claims)
     if only:
         unknown = sorted(set(only) - set(selected))

@@ -82,7 +82,7 @@ class IngestResult:
 
 
 def _splitter_version() -> str:
-    import pysbd
+    import pysbd  # lazy: the sentence splitter loads only when a corpus is ingested
 
     return f"pysbd-{pysbd.__version__}"
 

@@ -203,8 +203,8 @@ def _read_jsonl(path: Path, prefix: str) -> Iterator[Document | QuarantineRecord
 
 
 def _read_parquet(path: Path, prefix: str) -> Iterator[Document | QuarantineRecord]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # lazy: pyarrow loads only where it is used
+    import pyarrow.parquet as pq  # lazy: pyarrow loads only where it is used
 
     try:
         table = pq.read_table(path)

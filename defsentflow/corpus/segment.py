@@ -31,7 +31,7 @@ def split_paragraphs(text: str) -> list[str]:
 
 @lru_cache(maxsize=1)
 def _segmenter():
-    import pysbd
+    import pysbd  # lazy: the sentence splitter loads only when a corpus is ingested
 
     return pysbd.Segmenter(language="en", clean=False)
 

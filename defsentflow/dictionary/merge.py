@@ -20,6 +20,7 @@ from defsentflow.dictionary.records import Record
 from defsentflow.dictionary.stream_merge import FILES, RAW_LIMIT, SourceCounts, merge_to_directory
 from defsentflow.dictionary.split import DEFAULT_RATIOS, SplitBy
 from defsentflow.dictionary.validate import MAX_CHARS
+import tempfile
 
 __all__ = ["SourceCounts", "MergedDictionary", "merge_records", "RAW_LIMIT"]
 
@@ -73,9 +74,7 @@ def merge_records(
         >>> m = merge_records([("tsv", read_tsv("a.tsv")), ("jsonl", read_jsonl("b.jsonl"))])
         >>> m.definitions.num_rows, m.total().read
     """
-    import tempfile
-
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # lazy: pyarrow loads only where it is used
 
     with tempfile.TemporaryDirectory(prefix="defsentflow-merge-") as tmp:
         outcome = merge_to_directory(sources, tmp, case_fold=case_fold, max_chars=max_chars, seed=seed, ratios=ratios,

@@ -17,6 +17,7 @@ import os
 import re
 from pathlib import Path
 from typing import Any, Mapping
+from defsentflow.config_tools import MAX_YAML_NODES, expanded_size
 
 __all__ = ["IrregularYamlError", "Keep", "load_yaml", "parse_yaml_text", "prune", "top_level_lines"]
 
@@ -175,7 +176,7 @@ class _Parser:
 
 
 def _double_quoted(text: str, line: int) -> str:
-    import yaml
+    import yaml  # lazy: YAML loads only where a file is read
 
     try:
         value = yaml.load(text, Loader=_base_loader())
@@ -187,7 +188,7 @@ def _double_quoted(text: str, line: int) -> str:
 
 
 def _base_loader():
-    import yaml
+    import yaml  # lazy: YAML loads only where a file is read
 
     return getattr(yaml, "CBaseLoader", yaml.BaseLoader)
 
@@ -195,8 +196,6 @@ def _base_loader():
 def _load_bounded(text: str) -> Any:
     """``yaml.load(text, CBaseLoader)``, refusing aliases that expand beyond the text's own size
     (checked on the composed node graph, before anything is constructed or expanded)."""
-    from defsentflow.config_tools import MAX_YAML_NODES, expanded_size
-
     loader = _base_loader()(text)
     try:
         node = loader.get_single_node()
@@ -294,7 +293,7 @@ def load_yaml(path: str | os.PathLike, keep: Keep | None = None, *, fast: bool =
             return parse_yaml_text(text, keep, lines), lines
         except IrregularYamlError as exc:
             log.info("%s: %s; parsing this file with PyYAML", path, exc)
-    import yaml
+    import yaml  # lazy: YAML loads only where a file is read
 
     try:
         data = _load_bounded(text)

@@ -15,6 +15,7 @@ import hashlib
 import os
 
 import pyarrow as pa
+from defsentflow.dictionary.store import load_dictionary, read_summary, resolve_dictionary
 
 __all__ = ["dictionary_content_hash", "dictionary_variant", "load_dictionary_table"]
 
@@ -27,7 +28,6 @@ def load_dictionary_table(dictionary: str | pa.Table, *, root: str | os.PathLike
     """
     if isinstance(dictionary, pa.Table):
         return dictionary
-    from defsentflow.dictionary.store import load_dictionary
 
     return load_dictionary(dictionary, root=root)
 
@@ -46,7 +46,6 @@ def dictionary_variant(dictionary: str | pa.Table, *, root: str | os.PathLike | 
     """The dataset variant (``a``/``b``/``c``) a dictionary was ingested as; None for a bare table."""
     if isinstance(dictionary, pa.Table):
         return None
-    from defsentflow.dictionary.store import read_summary, resolve_dictionary
 
     try:
         _, path = resolve_dictionary(dictionary, root)

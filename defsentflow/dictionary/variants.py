@@ -35,7 +35,7 @@ def whole_token_filter(name_or_path: str | os.PathLike) -> Callable[[Sequence[st
 
     The tokenizer is loaded with ``AutoTokenizer.from_pretrained(name_or_path)``.
     """
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # lazy: transformers takes seconds to load; only code that loads a model needs it
 
     tok = AutoTokenizer.from_pretrained(str(name_or_path))
     unk = tok.unk_token_id

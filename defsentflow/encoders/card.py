@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from defsentflow.encoders.loading import resolve_model_path
 
 __all__ = ["DATA_LICENCES", "base_licence", "base_name", "card_header", "markdown_table", "metric_rows", "model_card",
            "source_licences"]
@@ -55,7 +56,6 @@ def base_licence(base_model: str | None) -> str | None:
     """The ``license:`` of the base model's own card, when it is a local folder with one."""
     if not base_model:
         return None
-    from defsentflow.encoders.loading import resolve_model_path
 
     readme = Path(resolve_model_path(base_model)) / "README.md"
     if not readme.is_file():
@@ -74,7 +74,6 @@ def base_name(base: str | None) -> str | None:
     """A portable name for the base model: the hub id of the bundled MiniLM, else the id or folder name."""
     if not base:
         return None
-    from defsentflow.encoders.loading import resolve_model_path
 
     try:
         bundled = Path(resolve_model_path("minilm")).resolve()

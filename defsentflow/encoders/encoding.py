@@ -33,6 +33,7 @@ from defsentflow.encoders.cache import EmbeddingCache, text_keys
 from defsentflow.encoders.loading import Autocast, LoadedEncoder, autocast_context, load_encoder, model_content_hash
 from defsentflow.encoders.pooling import apply_prompt, needs_hidden_states, pool, validate_pooling
 from defsentflow.progress import progress
+from defsentflow.storage.paths import data_root
 
 __all__ = ["encode_batch", "encode_texts", "inference_model", "tokenize_sorted", "pad_batch", "token_budget_batches"]
 
@@ -242,8 +243,6 @@ def encode_texts(encoder: LoadedEncoder | str | os.PathLike, texts: Sequence[str
     store = None
     cpu_bf16 = autocast == "bf16" and enc.device.type == "cpu"
     if cache:
-        from defsentflow.storage.paths import data_root
-
         root = data_root(None if cache is True else cache)
         spec = f"{pooling}-L{max_length}-{autocast}" + ("w" if cpu_bf16 else "")
         store = EmbeddingCache(root, model_content_hash(enc.path), spec)

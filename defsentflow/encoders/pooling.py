@@ -7,6 +7,7 @@ from typing import Sequence, get_args
 import torch
 
 from defsentflow.config_tools import Pooling
+from defsentflow.encoders.sbert_wk import sbert_wk_pool
 
 __all__ = ["Pooling", "POOLINGS", "PROMPT_TEMPLATE", "validate_pooling", "pool", "apply_prompt", "needs_hidden_states"]
 
@@ -60,7 +61,6 @@ def pool(last_hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str, 
     if pooling == "sbert_wk":
         if hidden_states is None:
             raise ValueError("sbert_wk pooling needs all hidden states (output_hidden_states=True)")
-        from defsentflow.encoders.sbert_wk import sbert_wk_pool
 
         return sbert_wk_pool(hidden_states, attention_mask)
     raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")

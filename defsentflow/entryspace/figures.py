@@ -20,8 +20,8 @@ __all__ = ["new_figure", "plot_entry_space", "save_figure", "svd_2d", "whitened_
 
 
 def new_figure(width: float, height: float):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazy: matplotlib loads only when a figure is drawn
+    from matplotlib.figure import Figure  # lazy: matplotlib loads only when a figure is drawn
 
     fig = Figure(figsize=(width, height), dpi=110, layout="constrained")  # room for suptitle and legends
     FigureCanvasAgg(fig)

@@ -96,7 +96,7 @@ def isoscore(matrix: np.ndarray) -> float:
 
 def partition_isotropy(matrix: np.ndarray) -> float:
     """Mu & Viswanath's min/max ratio of the partition function over the eigenvectors of X^T X."""
-    from scipy.special import logsumexp
+    from scipy.special import logsumexp  # lazy: scipy loads only where it is used
 
     x = _as_matrix(matrix)
     _, vecs = np.linalg.eigh(x.T @ x)

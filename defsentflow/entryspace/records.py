@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any, Mapping
+from defsentflow.storage import Catalog, check_identifier, under_root
 
 __all__ = ["STATS_COLUMNS", "entry_plot_path", "record_entry_space_stats"]
 
@@ -16,7 +17,6 @@ STATS_COLUMNS = ("n_entries", "dim", "avg_cosine", "top1_var_share", "isoscore",
 def entry_plot_path(root: str | os.PathLike, run_id: str, step: int, seed: int | None = None) -> Path:
     """``<root>/plots/<run_id>/entry_space/step-03[-seed-1].png`` (the report copies it in)."""
     name = f"step-{int(step):02d}" + ("" if seed is None else f"-seed-{int(seed)}")
-    from defsentflow.storage import check_identifier, under_root
 
     return under_root(root, "plots", check_identifier(run_id, "run id"), "entry_space", f"{name}.png")
 
@@ -35,8 +35,6 @@ def record_entry_space_stats(run_id: str, step: int, matrix_key: str, stats: Map
         stats: :func:`~defsentflow.report.isotropy.entry_space_stats` output (extra keys ignored).
         root: data root of the catalog (ignored when ``catalog`` is given).
     """
-    from defsentflow.storage import Catalog
-
     cat = catalog if catalog is not None else Catalog(root)
     if matrix_path is None:
         found = cat.query("SELECT path FROM artifacts WHERE artifact_key = ?", [matrix_key])

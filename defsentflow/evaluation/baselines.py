@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+from defsentflow.encoders import resolve_model_path
 
 __all__ = ["baseline_model_id", "tfidf_similarities", "word_vector_average"]
 
@@ -35,7 +36,7 @@ def tfidf_similarities(sentences1: Sequence[str], sentences2: Sequence[str], fit
     Example:
         >>> tfidf_similarities(["a cat sat"], ["the cat sat"], ["a cat sat", "the cat sat", "dogs ran"])
     """
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.feature_extraction.text import TfidfVectorizer  # lazy: scikit-learn loads only where it is used
 
     if len(sentences1) != len(sentences2):
         raise ValueError(f"{len(sentences1)} first sentences but {len(sentences2)} second ones")
@@ -49,10 +50,8 @@ def word_vector_average(model: str | os.PathLike, texts: Sequence[str], *, batch
 
     Texts with no word piece (empty after tokenisation) get a zero vector.
     """
-    import torch
-    from transformers import AutoModel, AutoTokenizer
-
-    from defsentflow.encoders import resolve_model_path
+    import torch  # lazy: torch takes seconds to load; only code that trains or encodes needs it
+    from transformers import AutoModel, AutoTokenizer  # lazy: transformers takes seconds to load; only code that loads a model needs it
 
     path = resolve_model_path(model)
     tokenizer = AutoTokenizer.from_pretrained(path)

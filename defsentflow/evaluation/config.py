@@ -21,6 +21,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from defsentflow.config_tools import (LIMITS, Autocast, CandidateSet, ConfigSection, DictionarySplit, EvalPooling,
                                       Pooling, RevdictMode, RevdictProtocol, SickSplit)
 from defsentflow.eval_tasks import DEFAULT_TASKS, DICTIONARY_TASKS, EVAL_TASKS
+from defsentflow.storage import repo_root
 
 __all__ = ["DICTIONARY_TASKS", "EVAL_TASKS", "EvalConfig", "EvalSection", "EvaluateSection", "default_data_dir",
            "validate_eval_tasks"]
@@ -41,8 +42,6 @@ def validate_eval_tasks(tasks: str | Sequence[str]) -> tuple[str, ...]:
 
 def default_data_dir() -> Path:
     """``../shared/data`` beside the working directory, else beside the source checkout."""
-    from defsentflow.storage import repo_root
-
     here = Path.cwd().parent / "shared" / "data"
     return here if here.is_dir() else repo_root().parent / "shared" / "data"
 

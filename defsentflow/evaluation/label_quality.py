@@ -33,6 +33,12 @@ import numpy as np
 from defsentflow.evaluation.sts import spearman_rows
 from defsentflow.evaluation.sts_data import StsTask, load_task, validate_tasks
 from defsentflow.scoring.origin import OriginPoint
+from defsentflow.evaluation.baselines import tfidf_similarities, word_vector_average
+from defsentflow.evaluation.metrics import paired_cosine
+from defsentflow.scoring.origin import PairLabeller
+from defsentflow.scoring.stages import apply_threads, load_resources, prepare_refs, vectors_path
+from defsentflow.scoring.vectors import cached_sentence_vectors
+from defsentflow.storage import Catalog
 
 __all__ = ["LABEL_QUALITY_METHODS", "LabelQualityResult", "record_label_quality", "run_label_quality"]
 
@@ -95,16 +101,6 @@ def run_label_quality(cfg: Any, *, tasks: Sequence[str] | str, data_dir: str | o
         points: labeller settings; they share retrieval and the score cache.
         baselines: also compute the TF-IDF, averaged-word-vector and base-encoder rows.
     """
-    from defsentflow.scoring.origin import PairLabeller
-    from defsentflow.scoring.stages import (
-        apply_threads,
-        load_resources,
-        prepare_refs,
-        vectors_path,
-    )
-    from defsentflow.scoring.vectors import cached_sentence_vectors
-    from defsentflow.storage import Catalog
-
     apply_threads(cfg)
     c = cfg.contexts
     points = list(points or [OriginPoint(c.set_size, c.selection, cfg.retrieval.top_n, cfg.pairs.similarity)])
@@ -145,8 +141,6 @@ def run_label_quality(cfg: Any, *, tasks: Sequence[str] | str, data_dir: str | o
             _tfidf_rows(pool))
         seconds["tfidf"] = time.perf_counter() - t
         t = time.perf_counter()
-        from defsentflow.evaluation.baselines import word_vector_average
-        from defsentflow.evaluation.metrics import paired_cosine
 
         avg = word_vector_average(encoder, pool.texts)
         add(_baseline_model(f"word-avg:{encoder}", "word_avg", encoder, "averaged input word-piece embeddings"),
@@ -163,8 +157,6 @@ def _baseline_model(model_id: str, method: str, base: str | None, label: str, *,
 
 
 def _tfidf_rows(pool: _Pool) -> list[dict[str, Any]]:
-    from defsentflow.evaluation.baselines import tfidf_similarities
-
     rows = []
     for task, task_pairs in zip(pool.tasks, pool.pairs):
         fit = [pool.texts[i] for i in np.unique(np.concatenate(task_pairs))]

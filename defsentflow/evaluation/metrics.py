@@ -33,6 +33,6 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
     """Spearman's rho: Pearson's r of average ranks (ties share their mean rank, as in scipy)."""
-    from scipy.stats import rankdata  # imported on use: scipy.stats costs most of a second
+    from scipy.stats import rankdata  # lazy: scipy.stats costs most of a second to import
 
     return pearson(rankdata(x), rankdata(y))

@@ -56,6 +56,14 @@ import numpy as np
 import pyarrow as pa
 
 from defsentflow.config_tools import CandidateSet, RevdictMode, RevdictProtocol
+from defsentflow.dictionary import tables
+from defsentflow.dictionary.validate import normalize_text
+from defsentflow.encoders import encode_texts, load_encoder, validate_pooling
+from defsentflow.encoders.finite import NonFiniteError, require_finite
+from defsentflow.encoders.loading import resolve_model_path
+from defsentflow.storage.hashing import hash_text
+from defsentflow.training.entry_embeddings import IcaTransform
+from defsentflow.training.heads import sentence_head_vectors
 
 __all__ = [
     "CandidateSet",
@@ -90,7 +98,7 @@ TOP_K: tuple[int, ...] = (1, 3, 10)
 # -- the ranking core (pure numpy) --------------------------------------------------------------
 def entry_sums(def_vecs: np.ndarray, def_entry: np.ndarray, n_entries: int) -> tuple[np.ndarray, np.ndarray]:
     """Per-entry sums of definition vectors ``[n_entries, H]`` (float64) and definition counts."""
-    from scipy.sparse import csr_matrix
+    from scipy.sparse import csr_matrix  # lazy: scipy loads only where it is used
 
     n_defs = len(def_entry)
     assign = csr_matrix((np.ones(n_defs), (def_entry, np.arange(n_defs))), shape=(n_entries, n_defs))
@@ -127,8 +135,6 @@ def revdict_ranks(query_vecs: np.ndarray, query_rows: np.ndarray, def_vecs: np.n
     Returns:
         ``[Q]`` int64 ranks, 1 = the own entry scored highest.
     """
-    from defsentflow.encoders.finite import NonFiniteError
-
     for what, vecs in (("query", query_vecs), ("definition", def_vecs), ("entry", entry_vecs)):
         if vecs is not None and not np.isfinite(vecs).all():  # NaN scores would still give finite ranks
             raise NonFiniteError(f"reverse dictionary: finite-value check failed: the {what} vectors hold NaN or "
@@ -201,16 +207,12 @@ class RevdictQueries:
 
 
 def _order_key(entry: str, definition: str) -> str:
-    from defsentflow.storage.hashing import hash_text
-
     return hash_text(f"{entry}\x1f{definition}")
 
 
 def normalize_definition(text: str) -> str:
     """A definition as the ``unseen`` protocol compares it: de-duplication's whitespace
     normalisation, then case-folded (stricter than de-duplication: more queries count as seen)."""
-    from defsentflow.dictionary.validate import normalize_text
-
     return normalize_text(text).casefold()
 
 
@@ -270,8 +272,6 @@ def prepare_queries(table: pa.Table, *, split: str = "test", candidates: Candida
 # -- model metadata -----------------------------------------------------------------------------------
 def model_meta(model: str | os.PathLike) -> dict[str, Any]:
     """``defsentflow.json`` of a model directory (training pooling, pooler use, entry encoder), or {}."""
-    from defsentflow.encoders.loading import resolve_model_path
-
     p = Path(resolve_model_path(model))
     f = p / "defsentflow.json"
     if p.is_dir() and f.is_file():
@@ -289,8 +289,6 @@ def load_ica(meta: dict[str, Any]) -> Callable[[np.ndarray], np.ndarray]:
     Raises:
         ValueError: the model records no entry matrix, or its matrix keeps no saved transform.
     """
-    from defsentflow.training.entry_embeddings import IcaTransform
-
     matrix = meta.get("entry_matrix")
     if not matrix:
         raise ValueError("the model was trained with ICA but records no entry matrix: its ICA space is unknown")
@@ -357,8 +355,6 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
         "n_candidates", "n_definitions", "pooling", "modes": {mode: {"mrr", "top1", "top3",
         "top10"}}, "rows": [metric rows for the catalog]}``.
     """
-    from defsentflow.encoders import encode_texts, load_encoder, validate_pooling
-
     bad = [m for m in modes if m not in ALL_MODES]
     if bad or not modes:
         raise ValueError(f"modes must be a non-empty subset of {ALL_MODES}, got {list(modes)}")
@@ -371,7 +367,6 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
         raise ValueError("task names one run; give one (split, protocol) with it")
     meta = model_meta(model)
     pooling = validate_pooling(pooling or meta.get("pooling") or "mean")
-    from defsentflow.dictionary import tables
 
     table = tables.load_dictionary_table(dictionary, root=root)
     train_splits = tuple(train_splits or meta.get("train_splits") or ("train",))
@@ -385,7 +380,6 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
                    if data.n_excluded else " (entries need >= 2 definitions)")
             raise ValueError(f"no reverse-dictionary queries in split {split!r} under protocol {protocol!r}{why}")
         datasets.append((protocol, data))
-    from defsentflow.encoders.finite import require_finite
 
     enc = load_encoder(model, device=device)
     kw = dict(batch_size=batch_size, max_length=max_length, autocast=autocast, cache=cache)
@@ -435,8 +429,6 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
                 revdict_ranks(vecs[data.query_rows], data.query_rows, vecs, data.def_entry, n, cosine=True,
                               entry_vecs=words_cache[wkey]))
         if head:
-            from defsentflow.training.heads import sentence_head_vectors
-
             def_vecs = vectors_of(head["ent"], "cls" if head["entry_encoding"] == "ac" else "mean", data)
             queries = sentence_head_vectors(enc.path, data.query_texts, head["head_pooling"], head["use_pooler"],
                                             batch_size=batch_size, max_length=max_length, autocast=autocast,

@@ -8,6 +8,7 @@ its :class:`~defsentflow.training.pst_records.ScoreRequest` (no catalog access).
 from __future__ import annotations
 
 from typing import Any
+from defsentflow.evaluation.sts import evaluate_sts
 
 __all__ = ["selection_score"]
 
@@ -16,8 +17,6 @@ def selection_score(request: Any) -> tuple[float, list[dict[str, Any]]]:
     """``(value, metric rows)`` of ``request.candidate`` on ``request.metric`` (dev splits only)."""
     cand = request.candidate
     if request.metric == "stsb-dev":
-        from defsentflow.evaluation.sts import evaluate_sts
-
         rows = evaluate_sts(cand.model_dir, ["stsb-dev"], data_dir=request.data_dir, pooling=request.pooling,
                             autocast=request.autocast)
         value = next(r["value"] for r in rows
@@ -25,7 +24,7 @@ def selection_score(request: Any) -> tuple[float, list[dict[str, Any]]]:
         return float(value), rows
     if request.metric != "revdict-mrr":
         raise ValueError(f"selection metric must be 'stsb-dev' or 'revdict-mrr', got {request.metric!r}")
-    from defsentflow.evaluation.revdict import evaluate_revdict
+    from defsentflow.evaluation.revdict import evaluate_revdict  # lazy: looked up at call time, so tests can replace it on its own module
 
     mode = request.revdict_mode
     res = evaluate_revdict(cand.model_dir, request.table, split="dev", modes=(mode,), pooling=request.pooling,

@@ -21,6 +21,8 @@ import numpy as np
 from defsentflow.evaluation.metrics import paired_cosine, spearman
 from defsentflow.evaluation.sts_data import SickSplit, StsTask, load_task, validate_tasks
 from defsentflow.eval_tasks import AVERAGE_TASKS
+from defsentflow.encoders import LoadedEncoder, encode_texts, load_encoder, validate_pooling
+from defsentflow.encoders.finite import require_finite
 
 __all__ = ["SEVEN_TASKS", "average_row", "evaluate_sts", "score_tasks", "spearman_rows"]
 
@@ -113,16 +115,12 @@ def evaluate_sts(encoder: Any, tasks: Sequence[str] | str, *, data_dir: str | os
     Example:
         >>> rows = evaluate_sts("minilm", ["sts12", "stsb-dev"], data_dir="../shared/data")
     """
-    from defsentflow.encoders import LoadedEncoder, encode_texts, load_encoder, validate_pooling
-
     validate_pooling(pooling)
     names = validate_tasks(tasks)
     loaded = [load_task(data_dir, name, sick_split=sick_split) for name in names]
     enc = encoder if isinstance(encoder, LoadedEncoder) else load_encoder(encoder, device=device)
 
     def embed(texts: list[str]) -> np.ndarray:
-        from defsentflow.encoders.finite import require_finite
-
         vecs = encode_texts(enc, texts, pooling=pooling, batch_size=batch_size, max_length=max_length,
                             autocast=autocast, cache=cache, desc="sts")
         require_finite(vecs, model=str(encoder if not isinstance(encoder, LoadedEncoder) else enc.path),

@@ -19,6 +19,13 @@ from typing import Any
 from defsentflow.evaluation.config import (DICTIONARY_TASKS, EVAL_TASKS, EvalConfig, EvaluateSection, default_data_dir,
                                            validate_eval_tasks)
 from defsentflow.evaluation.sts import average_row, evaluate_sts
+from defsentflow.encoders import validate_pooling
+from defsentflow.encoders.finite import NonFiniteError
+from defsentflow.encoders.loading import BUNDLED_ALIASES, resolve_model_path
+from defsentflow.evaluation.revdict import REVDICT_PROTOCOLS
+from defsentflow.evaluation.sts_data import task_files
+from defsentflow.evaluation.wordpred import WORDPRED_PROTOCOLS, evaluate_wordpred
+from defsentflow.storage import combine_hashes, hash_file
 
 __all__ = ["EVAL_TASKS", "EvalConfig", "EvalResult", "EvaluateSection", "default_data_dir", "default_pooling",
            "evaluation_inputs_hash", "known_model", "record_evaluation", "resolve_model", "run_evaluation", "validate_eval_tasks"]
@@ -40,8 +47,6 @@ class EvalResult:
 
 def default_pooling(model: str | os.PathLike) -> str:
     """The pooling a model was trained with (its ``defsentflow.json``), else ``mean``."""
-    from defsentflow.encoders.loading import resolve_model_path
-
     meta = Path(resolve_model_path(model)) / "defsentflow.json"
     if meta.is_file():
         try:
@@ -53,8 +58,6 @@ def default_pooling(model: str | os.PathLike) -> str:
 
 def run_evaluation(model: str | os.PathLike, config: EvalConfig) -> EvalResult:
     """Evaluate ``model`` on ``config.tasks``; nothing is written (see :func:`record_evaluation`)."""
-    from defsentflow.encoders import validate_pooling
-
     pooling = validate_pooling(config.pooling or default_pooling(model))
     rows: list[dict[str, Any]] = []
     seconds: dict[str, float] = {}
@@ -66,11 +69,10 @@ def run_evaluation(model: str | os.PathLike, config: EvalConfig) -> EvalResult:
                              per_subset=config.per_subset, cache=config.cache, device=config.device)
         seconds["sts"] = time.perf_counter() - t0
     runs = [(split, protocol) for split in config.revdict_splits for protocol in config.revdict_protocols]
-    from defsentflow.evaluation.revdict import REVDICT_PROTOCOLS
 
     revdict_runs = [r for r in runs if r[1] in REVDICT_PROTOCOLS]   # all-definitions is word prediction's
     if "revdict" in config.tasks and revdict_runs:
-        from defsentflow.evaluation.revdict import evaluate_revdict_runs
+        from defsentflow.evaluation.revdict import evaluate_revdict_runs  # lazy: looked up at call time, so tests can replace it on its own module
 
         t0 = time.perf_counter()
         for res in evaluate_revdict_runs(str(model), config.dictionary, runs=revdict_runs, pooling=pooling,
@@ -80,8 +82,6 @@ def run_evaluation(model: str | os.PathLike, config: EvalConfig) -> EvalResult:
             rows += res["rows"]
         seconds["revdict"] = time.perf_counter() - t0
     if "wordpred" in config.tasks:
-        from defsentflow.evaluation.wordpred import WORDPRED_PROTOCOLS, evaluate_wordpred
-
         t0 = time.perf_counter()
         for split, protocol in [r for r in runs if r[1] in WORDPRED_PROTOCOLS]:
             res = evaluate_wordpred(str(model), config.dictionary, split=split, protocol=protocol,
@@ -97,9 +97,6 @@ def evaluation_inputs_hash(config: EvalConfig) -> str:
 
     A missing file is hashed as missing, so adding a held-back split later changes the hash.
     """
-    from defsentflow.evaluation.sts_data import task_files
-    from defsentflow.storage import combine_hashes, hash_file
-
     parts = []
     for task in config.tasks:
         if task in DICTIONARY_TASKS:
@@ -113,8 +110,6 @@ def evaluation_inputs_hash(config: EvalConfig) -> str:
 
 def resolve_model(catalog: Any, model: str) -> tuple[str, str]:
     """``(model_id, path)``: a registered model by id or path, else the name as given."""
-    from defsentflow.encoders.loading import resolve_model_path
-
     rows = catalog.query("SELECT model_id, path FROM models WHERE model_id = ?", [model])
     if rows:
         return rows[0]["model_id"], rows[0]["path"]
@@ -138,13 +133,11 @@ def known_model(catalog: Any, model: str) -> tuple[str, str]:
     Raises:
         ValueError: ``unknown model 'x'``, with the catalog ids it could have meant.
     """
-    from defsentflow.encoders.loading import BUNDLED_ALIASES
-
     model_id, path = resolve_model(catalog, model) if catalog.path.is_file() else (model, model)
     if path != model or Path(path).exists() or model in BUNDLED_ALIASES:
         return model_id, path
     try:
-        from huggingface_hub import try_to_load_from_cache
+        from huggingface_hub import try_to_load_from_cache  # lazy: huggingface_hub loads only where it is used
 
         cached = isinstance(try_to_load_from_cache(model, "config.json"), str)
     except Exception:  # noqa: BLE001 - a malformed id is no cached model
@@ -165,8 +158,6 @@ def record_evaluation(catalog: Any, model_id: str, result: EvalResult, *, run_id
             for r in result.rows]
     bad = [r for r in rows if isinstance(r["value"], (int, float)) and not math.isfinite(r["value"])]
     if bad:
-        from defsentflow.encoders.finite import NonFiniteError
-
         raise NonFiniteError(f"model {model_id}: finite-value check failed: {len(bad)} of {len(rows)} scores are NaN "
                              f"or infinite (first: {bad[0]['task']} {bad[0]['metric']}); nothing recorded")
     catalog.record_metrics(model_id, rows, run_id=run_id)

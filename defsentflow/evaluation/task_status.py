@@ -14,6 +14,8 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal, Sequence
+from defsentflow.evaluation.sts_data import SICK_FILES, TASKS, _sick_root, available_tasks, task_files
+from defsentflow.storage import Catalog
 
 __all__ = ["TaskStatus", "record_run_tasks", "runnable_tasks", "task_statuses"]
 
@@ -37,8 +39,6 @@ class TaskStatus:
 
 def task_statuses(tasks: Sequence[str], data_dir: str | os.PathLike | None) -> list[TaskStatus]:
     """The status of each requested task (in the order given, duplicates dropped) for ``data_dir``."""
-    from defsentflow.evaluation.sts_data import SICK_FILES, TASKS, _sick_root, available_tasks, task_files
-
     present = set(available_tasks(data_dir)) if data_dir else set()
     out = []
     for task in dict.fromkeys(tasks):
@@ -70,8 +70,6 @@ def runnable_tasks(statuses: Sequence[TaskStatus]) -> list[str]:
 
 def record_run_tasks(run_id: str, statuses: Sequence[TaskStatus], *, root: str | os.PathLike | None = None) -> None:
     """Replace the run's ``run_tasks`` rows (one transaction) and log one line per task."""
-    from defsentflow.storage import Catalog
-
     with Catalog(root).transaction() as con:
         con.execute("DELETE FROM run_tasks WHERE run_id = ?", [run_id])
         for s in statuses:

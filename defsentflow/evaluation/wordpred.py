@@ -29,6 +29,11 @@ import pyarrow as pa
 
 from defsentflow.evaluation.revdict import (PROTOCOL_SUFFIX, Protocol, _order_key, chance_mrr, model_meta,
                                             normalize_definition, rank_metrics, trained_texts)
+from defsentflow.dictionary import tables
+from defsentflow.encoders import validate_pooling
+from defsentflow.encoders.loading import pick_device, resolve_model_path
+from defsentflow.training.heads import sentence_head_vectors
+from defsentflow.training.targets import single_token_targets
 
 __all__ = ["WORDPRED_PROTOCOLS", "evaluate_wordpred", "head_ranks", "wordpred_task"]
 
@@ -73,7 +78,7 @@ def _queries(table: pa.Table, split: str, targets_of: dict[str, int], exclude: s
 def _word_head(source: str, device: Any) -> tuple[Any, dict[str, int], str]:
     """The frozen word-prediction layer of ``source``, the single-token entry -> id map's tokenizer
     and the decoder's kind."""
-    from defsentflow.training.adapters import prepare_backbone
+    from defsentflow.training.adapters import prepare_backbone  # lazy: looked up at call time, so tests can replace it on its own module
 
     prepared = prepare_backbone(source, device=device, word_head=True, use_pooler=False)
     return prepared.word_head, prepared.encoder.tokenizer, str(prepared.decoder)
@@ -105,12 +110,7 @@ def evaluate_wordpred(model: str | os.PathLike, dictionary: str | pa.Table, *, s
         ValueError: no query has a target (e.g. a DefSent+ matrix of train-split entries and a
             split by entry, whose test entries have no row: use ``split_by: gloss``).
     """
-    import torch
-
-    from defsentflow.encoders import validate_pooling
-    from defsentflow.encoders.loading import pick_device, resolve_model_path
-    from defsentflow.training.heads import sentence_head_vectors
-    from defsentflow.training.targets import single_token_targets
+    import torch  # lazy: torch takes seconds to load; only code that trains or encodes needs it
 
     if protocol not in WORDPRED_PROTOCOLS:
         raise ValueError(f"word-prediction protocol must be one of {WORDPRED_PROTOCOLS}, got {protocol!r}")
@@ -119,7 +119,6 @@ def evaluate_wordpred(model: str | os.PathLike, dictionary: str | pa.Table, *, s
     meta = model_meta(model)
     pooling = validate_pooling(pooling or meta.get("pooling") or "mean")
     use_pooler = bool(meta.get("use_pooler", False)) if use_pooler is None else use_pooler
-    from defsentflow.dictionary import tables
 
     table = tables.load_dictionary_table(dictionary, root=root)
     train_splits = list(train_splits or meta.get("train_splits") or ["train"])
@@ -127,7 +126,7 @@ def evaluate_wordpred(model: str | os.PathLike, dictionary: str | pa.Table, *, s
     dev = pick_device(device)
     entries = sorted(set(table.column("entry").to_pylist()))
     if meta.get("decoder") == "entry_matrix":
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # lazy: pyarrow loads only where it is used
 
         matrix_dir = Path(str(meta.get("entry_matrix") or ""))
         matrix_dir = matrix_dir.parent if matrix_dir.suffix == ".npy" else matrix_dir

@@ -18,6 +18,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from defsentflow.encoders.card import card_header, markdown_table
+from defsentflow.dictionary.split import assign_split
+from defsentflow.dictionary.store import load_dictionary
+from defsentflow.encoders.card import source_licences
+from defsentflow.storage import Catalog
+from defsentflow.storage.outputs import output_dir
 
 __all__ = ["HF_SPLITS", "dataset_card", "export_dictionary", "export_pairs", "write_dataset_dict"]
 
@@ -27,7 +32,7 @@ HF_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
 
 def write_dataset_dict(tables: dict[str, pa.Table], out: Path) -> dict[str, int]:
     """``DatasetDict.save_to_disk(out)`` plus ``out/data/<split>.parquet`` (non-empty splits); the rows per split."""
-    from datasets import Dataset, DatasetDict
+    from datasets import Dataset, DatasetDict  # lazy: datasets loads only where it is used
 
     tables = {s: _one_chunk(t.replace_schema_metadata(None)) for s, t in tables.items()}
     dd = DatasetDict({split: Dataset(table) for split, table in tables.items()})
@@ -51,11 +56,6 @@ def export_dictionary(name: str, dest: str | os.PathLike, *, root: str | os.Path
         KeyError: no such dataset (one line, from the dictionary store).
         OutputRefusedError: ``dest`` is not a new folder or an earlier export of this command.
     """
-    from defsentflow.dictionary.store import load_dictionary
-    from defsentflow.encoders.card import source_licences
-    from defsentflow.storage import Catalog
-    from defsentflow.storage.outputs import output_dir
-
     table = load_dictionary(name, root=root)
     rows = Catalog(root).query("SELECT variant, sources FROM dictionaries WHERE name = ?", [name])
     info = rows[0] if rows else {}
@@ -95,8 +95,6 @@ def dataset_card(*, name: str, kind: str, splits: dict[str, int], columns: list[
 
 
 def _pairs_artifact(name: str, root: str | os.PathLike | None) -> dict:
-    from defsentflow.storage import Catalog
-
     rows = Catalog(root).query(
         "SELECT artifact_key, name, path FROM artifacts WHERE kind = 'pairs' AND (name = ? OR artifact_key = ? "
         "OR artifact_key LIKE ? || '%') ORDER BY created_at DESC LIMIT 1", [name, name, name])
@@ -107,9 +105,6 @@ def _pairs_artifact(name: str, root: str | os.PathLike | None) -> dict:
 
 def export_pairs(name: str, dest: str | os.PathLike, *, root: str | os.PathLike | None = None) -> dict[str, int]:
     """Write the harvested pairs ``name`` (artifact name or key) to ``dest``; returns the rows per split."""
-    from defsentflow.dictionary.split import assign_split
-    from defsentflow.storage.outputs import output_dir
-
     art = _pairs_artifact(name, root)
     table = pq.read_table(art["path"])
     keep = [c for c in ("s1", "s2", "score", "kind", "s1_id", "s2_id") if c in table.column_names]

@@ -17,6 +17,10 @@ from typing import Any
 
 from defsentflow.encoders.export import (EVAL_MAX_LENGTH, base_has_normalize, make_readable, st_pooling_mode,
                                          write_st_modules)
+from defsentflow.encoders.card import base_name, model_card
+from defsentflow.encoders.loading import require_safetensors, resolve_model_path
+from defsentflow.storage import Catalog
+from defsentflow.storage.outputs import output_dir
 
 __all__ = ["ModelFacts", "export_model", "model_facts", "portable"]
 
@@ -39,8 +43,6 @@ def portable(value: Any) -> Any:
 
 
 def _model_row(model: str, root: str | os.PathLike | None) -> dict[str, Any] | None:
-    from defsentflow.storage import Catalog
-
     cat = Catalog(root, reader=True)
     if not cat.path.is_file():
         return None
@@ -61,9 +63,6 @@ def model_facts(model: str, *, root: str | os.PathLike | None = None) -> ModelFa
     Raises:
         FileNotFoundError: neither a catalog model id nor an existing folder (one line).
     """
-    from defsentflow.encoders.loading import resolve_model_path
-    from defsentflow.storage import Catalog
-
     row = _model_row(model, root)
     path = Path(row["path"]) if row else Path(resolve_model_path(model)).expanduser()
     if not path.is_dir():
@@ -108,10 +107,6 @@ def export_model(model: str, dest: str | os.PathLike, *, root: str | os.PathLike
         ValueError: a pooling sentence-transformers has no module for (prompt, SBERT-WK), one line.
         OutputRefusedError: ``dest`` is not a new folder or an earlier export (see storage.outputs).
     """
-    from defsentflow.encoders.loading import require_safetensors
-    from defsentflow.encoders.card import base_name, model_card
-    from defsentflow.storage.outputs import output_dir
-
     facts = model_facts(model, root=root)
     src = Path(require_safetensors(str(facts["path"])))
     pooling = str(facts["meta"].get("pooling") or (facts["row"] or {}).get("pooling") or "mean")

@@ -15,6 +15,8 @@ import json
 import os
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
+from defsentflow.claims.judge import digits
+from defsentflow.entryspace.figures import new_figure, save_figure
 
 __all__ = ["CLAIM_COLUMNS", "claims_section", "claims_table", "plot_claims"]
 
@@ -36,7 +38,6 @@ def _fig(row: Mapping[str, Any], key: str) -> str:
     v = row.get(key)
     if v is None:
         return ""
-    from defsentflow.claims.judge import digits
 
     n = digits(max((abs(x["mean"] or 0.0) for x in _series(row)), default=abs(v)))
     return f"{v:+.{n}f}"
@@ -61,8 +62,6 @@ def claims_table(rows: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, ...], li
 
 def plot_claims(rows: Sequence[Mapping[str, Any]], out_png: str | os.PathLike) -> Path | None:
     """One panel per measured claim: per-seed figures of each arm, mean ± sd; None if nothing to draw."""
-    from defsentflow.entryspace.figures import new_figure, save_figure
-
     measured = [r for r in rows if any(x.get("values") for x in _series(r))]
     if not measured:
         return None

@@ -11,6 +11,7 @@ import numpy as np
 from defsentflow.entryspace.figures import plot_entry_space
 from defsentflow.entryspace.isotropy import entry_space_stats
 from defsentflow.entryspace.records import STATS_COLUMNS, entry_plot_path, record_entry_space_stats
+from defsentflow.storage import data_root, hash_bytes, hash_file
 
 __all__ = ["STATS_COLUMNS", "analyse_entry_matrix", "entry_plot_path", "record_entry_space_stats"]
 
@@ -28,8 +29,6 @@ def analyse_entry_matrix(matrix: np.ndarray | str | os.PathLike, *, run_id: str,
     Returns:
         The statistics plus ``matrix_key``, ``matrix_path`` and ``plot_path``.
     """
-    from defsentflow.storage import data_root, hash_bytes, hash_file
-
     path = None
     if isinstance(matrix, (str, os.PathLike)):
         path = Path(matrix)

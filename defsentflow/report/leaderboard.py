@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
 from defsentflow.eval_tasks import AVERAGE_TASKS, metric_column
+from defsentflow.storage.leaderboard_view import leaderboard_select, selection_column as select
 
 __all__ = ["Leaderboard", "STS7", "format_delta", "format_number", "load_leaderboard", "selection_column"]
 
@@ -100,8 +101,6 @@ def selection_column(catalog: Any, run_id: str | None = None,
                      dev_columns: Sequence[str] = ()) -> tuple[str | None, str]:
     """The dev-split column a run selected by, and a sentence saying so
     (:func:`defsentflow.storage.leaderboard_view.selection_column`)."""
-    from defsentflow.storage.leaderboard_view import selection_column as select
-
     with catalog.connect(read_only=catalog.path.is_file()) as con:
         return select(con, dev_columns, run_id)
 
@@ -113,8 +112,6 @@ def load_leaderboard(catalog: Any, *, run_id: str | None = None) -> Leaderboard:
         catalog: a :class:`~defsentflow.storage.Catalog`.
         run_id: whose selection figure ranks the rows (default: the newest PST run's).
     """
-    from defsentflow.storage.leaderboard_view import leaderboard_select
-
     if not catalog.path.is_file():
         return Leaderboard((), (), None, "no catalog yet", {})
     with catalog.connect(read_only=True) as con:

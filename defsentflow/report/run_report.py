@@ -33,6 +33,9 @@ from defsentflow.report.claims_report import claims_section
 from defsentflow.report.seed_stats import seed_stats_section
 from defsentflow.report.label_quality import label_quality_section
 from defsentflow.report.markup import Markdown, escape_html, md_code, md_text, render_html
+from defsentflow.report.entry_space import analyse_entry_matrix
+from defsentflow.storage import Catalog, check_identifier, data_root, hash_path, under_root
+from defsentflow.storage.outputs import output_dir
 
 __all__ = ["RunReport", "build_report", "markdown_table", "report_dir"]
 
@@ -61,8 +64,6 @@ class RunReport:
 
 def report_dir(run_id: str, root: str | os.PathLike | None = None) -> Path:
     """``<data root>/reports/<run_id>``."""
-    from defsentflow.storage import check_identifier, data_root, under_root
-
     return under_root(data_root(root), "reports", check_identifier(run_id, "run id"))
 
 
@@ -102,7 +103,7 @@ class _Ctx:
         self.images: list[str] = []
 
     def rows(self, sql: str, **params: Any) -> list[dict[str, Any]]:
-        import duckdb
+        import duckdb  # lazy: duckdb loads only where it is used
 
         try:
             return self.cat.query(sql, {"run_id": self.run_id, **params} if "$run_id" in sql else params or None)
@@ -118,7 +119,7 @@ class _Ctx:
 
 def _config_yaml(run: dict[str, Any]) -> str | None:
     """The run's config as YAML (as a person wrote it), or None."""
-    import yaml
+    import yaml  # lazy: YAML loads only where a file is read
 
     config = run.get("config")
     if not config:
@@ -236,8 +237,6 @@ def _section_pst(ctx: _Ctx, analyse_missing: bool) -> list[str]:
                   f"{md_text(s.get('selection_metric'))} = {_cell(s.get('selection_score'))}. "
                   "*chosen*: the candidate the run returned; *step best*: the best candidate of each step.", ""]
     if analyse_missing:
-        from defsentflow.report.entry_space import analyse_entry_matrix
-
         done = set()
         for r in steps:
             path = r.get("entry_matrix_path")
@@ -289,7 +288,7 @@ def _section_harvest(ctx: _Ctx) -> list[str]:
         title = f"labels: {r.get('corpus') or r['artifact_key'][:12]}"
         path = r.get("pairs_path")
         if path and Path(path).is_file():
-            import pyarrow.parquet as pq
+            import pyarrow.parquet as pq  # lazy: pyarrow loads only where it is used
 
             t = pq.read_table(path, columns=["score", "kind"])
             scores = t.column("score").to_numpy(zero_copy_only=False)
@@ -350,9 +349,6 @@ def build_report(run_id: str, *, out_dir: str | os.PathLike | None = None, catal
     Example:
         >>> build_report("3f2a9c1b0d4e").html_path
     """
-    from defsentflow.storage import Catalog, hash_path
-    from defsentflow.storage.outputs import output_dir
-
     cat = catalog if catalog is not None else Catalog()
     if not cat.reader:
         with cat.connect():  # a writable open applies the DDL: a catalog from older code gains the views

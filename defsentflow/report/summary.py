@@ -13,6 +13,8 @@ from typing import Any, Callable, Sequence
 
 from defsentflow.report.leaderboard import Leaderboard, format_delta, format_number
 from defsentflow.report.markup import md_code, md_text
+from defsentflow.evaluation.baselines import baseline_model_id
+from defsentflow.report.plots import plot_scores
 
 __all__ = ["RunFacts", "run_facts", "summary_section", "trained_sentence", "why_sentence"]
 
@@ -58,8 +60,6 @@ def _note(run: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
 
 def run_facts(rows: Callable[..., list[dict[str, Any]]], run: dict[str, Any], status: str | None = None) -> RunFacts:
     """Collect the facts of ``run`` through ``rows(sql, **params)`` (``$run_id`` is bound)."""
-    from defsentflow.evaluation.baselines import baseline_model_id
-
     config = _config(run)
     data, text = _note(run)
     final = status or run.get("status") or "unknown"
@@ -170,8 +170,6 @@ def _merged(board: Leaderboard, ids: Sequence[str], pooling: str | None) -> dict
 def summary_section(facts: RunFacts, board: Leaderboard, image: Callable[[str], Any],
                     markdown_table: Callable[..., str]) -> list[str]:
     """Markdown of the first screen; draws ``img/headline.png`` through ``image(rel) -> path``."""
-    from defsentflow.report.plots import plot_scores
-
     run, name = facts.run, facts.config.get("name")
     lines = [f"# {md_text(name) + ': ' if name else ''}run {md_code(run['run_id'])}", ""]
     ended = run.get("ended_at")

@@ -13,6 +13,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from defsentflow.evaluation.baselines import baseline_model_id
+from defsentflow.entryspace.figures import new_figure, save_figure
+from defsentflow.storage import Catalog, check_identifier, data_root, under_root
+from defsentflow.storage.atomic import atomic_path
+from defsentflow.sweep_seeds import catalog_figure, seed_rows
 
 __all__ = ["SweepReport", "SweepTable", "sweep_table", "write_sweep_report", "plot_sweep"]
 
@@ -42,8 +47,6 @@ class SweepReport:
 
 def _baseline(cat: Any, results: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The untrained base encoder's leaderboard row (the pipeline's ``untrained`` baseline)."""
-    from defsentflow.evaluation.baselines import baseline_model_id
-
     run_ids = [r["run_id"] for r in results if r["run_id"]]
     if not run_ids:
         return None
@@ -75,8 +78,6 @@ def _spec(cat: Any, sweep: str) -> dict[str, Any] | None:
 def _with_select_on(cat: Any, sweep: str, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A sweep naming its dev figure (``select_on``, :mod:`defsentflow.sweep_seeds`) ranks its points by
     that figure (e.g. DefSent's every-definition word prediction MRR@10), not the view's default."""
-    from defsentflow.sweep_seeds import catalog_figure
-
     spec = _spec(cat, sweep)
     figure = (spec or {}).get("select_on")
     if not figure:
@@ -93,8 +94,6 @@ def sweep_table(sweep: str, root: str | os.PathLike | None = None) -> SweepTable
     Raises:
         KeyError: no sweep of that name in the catalog.
     """
-    from defsentflow.storage import Catalog
-
     cat = Catalog(root)
     with cat.connect():  # a writable open applies the DDL: an older catalog gains the view
         pass
@@ -143,8 +142,6 @@ def markdown(table: SweepTable) -> str:
 def plot_sweep(table: SweepTable, out_png: str | os.PathLike) -> Path | None:
     """Scatter of each point's revdict MRR (head and cosine) against its STS-B dev Spearman (against
     the point's number when STS-B dev was not measured); None when no point has a revdict score."""
-    from defsentflow.entryspace.figures import new_figure, save_figure
-
     pts = [r for r in table.results if r["revdict_head_mrr"] is not None or r["revdict_cosine_mrr"] is not None]
     if not pts:
         return None
@@ -180,9 +177,6 @@ def _pm(stat: tuple[float | None, float | None, int] | None) -> str:
 def seeds_section(sweep: str, table: SweepTable, root: str | os.PathLike | None = None) -> list[str]:
     """Markdown lines for a sweep with ``aggregate: mean_over_seeds`` (:mod:`defsentflow.sweep_seeds`):
     settings ranked by their dev mean over seeds, test figures as mean ± sd beside them; else []."""
-    from defsentflow.storage import Catalog
-    from defsentflow.sweep_seeds import seed_rows
-
     cat = Catalog(root)
     spec = _spec(cat, sweep)
     if not spec or spec.get("aggregate") != "mean_over_seeds":
@@ -203,9 +197,6 @@ def seeds_section(sweep: str, table: SweepTable, root: str | os.PathLike | None 
 
 def write_sweep_report(sweep: str, root: str | os.PathLike | None = None) -> SweepReport:
     """Write ``sweep.md`` (the table, what each column means) and ``sweep.png``."""
-    from defsentflow.storage import check_identifier, data_root, under_root
-    from defsentflow.storage.atomic import atomic_path
-
     table = sweep_table(sweep, root)
     out = under_root(data_root(root), "reports", "sweeps", check_identifier(sweep, "sweep name"))
     out.mkdir(parents=True, exist_ok=True)

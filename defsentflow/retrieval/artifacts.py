@@ -15,6 +15,8 @@ from defsentflow.retrieval.bm25 import Bm25Config, Bm25Index
 from defsentflow.retrieval.dense import DenseConfig, DenseIndex, Encoder
 from defsentflow.retrieval.tfidf import TfidfConfig, TfidfIndex
 from defsentflow.storage import Catalog, atomic_dir, code_version, combine_hashes, hash_config, hash_path, under_root
+from defsentflow.corpus import load_chunks, resolve_corpus
+from defsentflow.storage.integrity import verify_artifact_files
 
 __all__ = ["IndexKind", "INDEX_KINDS", "IndexArtifact", "build_index", "load_index", "open_index"]
 
@@ -77,8 +79,6 @@ def build_index(kind: IndexKind, corpus_name: str, *, root: str | os.PathLike | 
         >>> art = build_index("bm25", "bbc")
         >>> ids, scores = art.load().search(["oil prices rise"], top_n=5)
     """
-    from defsentflow.corpus import load_chunks, resolve_corpus
-
     _check_kind(kind)
     cls, config_cls = _CLASSES[kind]
     config = config or config_cls()
@@ -121,7 +121,6 @@ def load_index(key: str, *, root: str | os.PathLike | None = None, encoder: Enco
     art = Catalog(root).artifact(key)
     if art is None or art["kind"] != "index":
         raise LookupError(f"no index artifact {key!r}")
-    from defsentflow.storage.integrity import verify_artifact_files
 
     verify_artifact_files(art["path"])  # full hashes against its record, once per process
     return _open(art["meta"]["kind"], Path(art["path"]), encoder)

@@ -56,13 +56,13 @@ class DenseIndex:
             parts.append(emb)
         emb = np.concatenate(parts) if parts else np.zeros((0, 0), np.float32)
         if self.config.normalize:
-            import faiss
+            import faiss  # lazy: faiss loads only when a dense index is built or searched
 
             faiss.normalize_L2(emb)
         return emb
 
     def build(self, texts: Sequence[str]) -> DenseIndex:
-        import faiss
+        import faiss  # lazy: faiss loads only when a dense index is built or searched
 
         if not len(texts):
             raise ValueError("cannot build a dense index over no documents")
@@ -80,7 +80,7 @@ class DenseIndex:
         return ids.astype(np.int64, copy=False), scores.astype(np.float32, copy=False)
 
     def save(self, directory: str | Path) -> Path:
-        import faiss
+        import faiss  # lazy: faiss loads only when a dense index is built or searched
 
         if self.index is None:
             raise RuntimeError("the index is empty: call build(texts) first")
@@ -92,7 +92,7 @@ class DenseIndex:
 
     @classmethod
     def load(cls, directory: str | Path, encoder: Encoder | None = None) -> DenseIndex:
-        import faiss
+        import faiss  # lazy: faiss loads only when a dense index is built or searched
 
         directory = Path(directory)
         meta = read_meta(directory, cls.kind)

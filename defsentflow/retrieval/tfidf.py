@@ -44,7 +44,7 @@ class TfidfIndex:
         return 0 if self.matrix_t is None else self.matrix_t.shape[1]
 
     def _vectorizer(self, vocabulary: dict[str, int] | None = None):
-        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.feature_extraction.text import TfidfVectorizer  # lazy: scikit-learn loads only where it is used
 
         c = self.config
         return TfidfVectorizer(ngram_range=(c.ngram_min, c.ngram_max), min_df=c.min_df, sublinear_tf=c.sublinear_tf,

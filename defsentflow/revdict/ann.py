@@ -41,7 +41,7 @@ def make_index(matrix: np.ndarray, kind: str = "flat", *, nprobe: int | None = N
 
     The matrix is added in chunks, so a memory-mapped array is never copied whole.
     """
-    import faiss
+    import faiss  # lazy: faiss loads only when a dense index is built or searched
 
     if kind not in INDEX_KINDS:
         raise ValueError(f"index kind must be one of {INDEX_KINDS}, got {kind!r}")
@@ -67,7 +67,7 @@ def make_index(matrix: np.ndarray, kind: str = "flat", *, nprobe: int | None = N
 
 def set_search_breadth(index: Any, breadth: int) -> None:
     """``nprobe`` of an IVF index, ``efSearch`` of an HNSW one (no-op for a flat index)."""
-    import faiss
+    import faiss  # lazy: faiss loads only when a dense index is built or searched
 
     ivf = faiss.try_extract_index_ivf(index) if not isinstance(index, (faiss.IndexFlat, faiss.IndexHNSW)) else None
     if ivf is not None:
@@ -88,7 +88,7 @@ def tune_nprobe(exact: Any, approx: Any, queries: np.ndarray, *, k: int = 10, ta
                 start: int = 8) -> tuple[int, float]:
     """The smallest breadth (``nprobe``/``efSearch``, doubling from ``start``) whose recall@k on
     ``queries`` reaches ``target``; returns ``(breadth, recall)`` and leaves the index set to it."""
-    import faiss
+    import faiss  # lazy: faiss loads only when a dense index is built or searched
 
     ivf = None if isinstance(approx, faiss.IndexHNSW) else faiss.try_extract_index_ivf(approx)
     breadth, limit = start, ivf.nlist if ivf is not None else 1 << 14

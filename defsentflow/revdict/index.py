@@ -32,6 +32,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from defsentflow.revdict.ann import INDEX_KINDS
+from dataclasses import asdict
+from defsentflow.dictionary import tables
+from defsentflow.dictionary.tables import dictionary_content_hash
+from defsentflow.encoders import encode_texts, load_encoder, model_content_hash, resolve_model_path, validate_pooling
+from defsentflow.encoders.finite import require_finite, require_search_scores
+from defsentflow.evaluation.revdict import entry_sums, headword_text, load_ica, model_meta, prepare_queries
+from defsentflow.revdict.ann import make_index, set_search_breadth, tune_nprobe
+from defsentflow.storage import (
+    Catalog, atomic_dir, code_version, combine_hashes, data_root, hash_config, hash_path, write_parquet)
+from defsentflow.storage.integrity import verify_artifact_files
+from defsentflow.storage.paths import from_root, to_root
+from defsentflow.training.heads import HeadQueryEncoder
 
 __all__ = ["RevdictIndex", "IndexMode", "build_revdict_index", "measured_modes", "resolve_mode"]
 
@@ -62,9 +74,6 @@ def resolve_mode(mode: str, meta: dict[str, Any], measured: dict[str, float] | N
 def measured_modes(model: str | os.PathLike, root: str | os.PathLike | None = None) -> dict[str, float]:
     """The newest **dev-split** reverse-dictionary MRR per mode recorded for ``model`` (by path or
     id): ``auto`` chooses with dev figures only; test-split figures are reported, never read here."""
-    from defsentflow.encoders import resolve_model_path
-    from defsentflow.storage import Catalog, data_root
-
     if not (data_root(root) / "catalog.duckdb").is_file():
         return {}
     path = str(model)
@@ -96,9 +105,6 @@ class _Spec:
 
 def _spec(model: str | os.PathLike, mode: str, pooling: str | None, max_length: int,
           root: str | os.PathLike | None = None) -> _Spec:
-    from defsentflow.encoders import resolve_model_path, validate_pooling
-    from defsentflow.evaluation.revdict import model_meta
-
     meta = model_meta(model)
     mode = resolve_mode(mode, meta, measured_modes(model, root) if mode == "auto" else None)
     pooling = validate_pooling(pooling or meta.get("pooling") or "mean")
@@ -113,11 +119,6 @@ def _spec(model: str | os.PathLike, mode: str, pooling: str | None, max_length: 
 
 
 def _index_key(spec: _Spec, dictionary_hash: str) -> str:
-    from dataclasses import asdict
-
-    from defsentflow.encoders import model_content_hash
-    from defsentflow.storage import code_version, combine_hashes, hash_config
-
     fields = asdict(spec)
     fields.pop("model"), fields.pop("entry_encoder")
     return combine_hashes(["revdict_index", model_content_hash(spec.model), model_content_hash(spec.entry_encoder),
@@ -134,12 +135,9 @@ class RevdictIndex:
     """
 
     def __init__(self, path: str | os.PathLike):
-        import faiss
+        import faiss  # lazy: faiss loads only when a dense index is built or searched
 
         self.path = Path(path)
-        from defsentflow.storage.paths import from_root
-
-        from defsentflow.storage.integrity import verify_artifact_files
 
         verify_artifact_files(self.path)  # full hashes against its record, once per process
         self.meta: dict[str, Any] = json.loads((self.path / "meta.json").read_text())
@@ -147,8 +145,6 @@ class RevdictIndex:
             self.meta[k] = from_root(self.path.resolve().parents[1], self.meta.get(k))
         self.index = faiss.read_index(str(self.path / "index.faiss"))
         if self.meta.get("breadth"):
-            from defsentflow.revdict.ann import set_search_breadth
-
             set_search_breadth(self.index, self.meta["breadth"])
         # an Arrow column, not a million Python strings: a hit's name is read when it is returned
         self._entry_column = pq.read_table(self.path / "entries.parquet", columns=["entry"]).column("entry")
@@ -170,15 +166,11 @@ class RevdictIndex:
         """The query side: the pooled (cosine) or head (pooler) vectors of ``texts``."""
         m = self.meta
         if m["mode"] == "head":
-            from defsentflow.training.heads import HeadQueryEncoder
-
             if self._encoder is None:  # loaded once: a server calls this for every batch
                 self._encoder = HeadQueryEncoder(m["model"], m["pooling"], m["use_pooler"],
                                                  max_length=m["max_length"], device=device)
             vecs = np.asarray(self._encoder(list(texts)), dtype=np.float32)
         else:
-            from defsentflow.encoders import encode_texts, load_encoder
-
             if self._encoder is None:
                 self._encoder = load_encoder(m["model"], device=device)
             vecs = encode_texts(self._encoder, list(texts), pooling=m["pooling"], max_length=m["max_length"])
@@ -193,8 +185,6 @@ class RevdictIndex:
 
     def search(self, texts: Sequence[str], k: int = 10, *, device: str = "auto") -> list[list[tuple[str, float]]]:
         """Top-``k`` (entry, score) for each definition in ``texts``."""
-        from defsentflow.encoders.finite import require_finite, require_search_scores
-
         queries = self.query_vectors(texts, device=device)
         require_finite(queries, model=str(self.meta["model"]), what="query vectors")
         scores, idx = self.search_vectors(queries, k)
@@ -214,9 +204,6 @@ class RevdictIndex:
             ValueError: the table lacks entry/definition columns or is empty. An index in the
                 ICA-transformed head space maps new entries with the model's saved ICA (no refit).
         """
-        from defsentflow.dictionary.tables import dictionary_content_hash
-        from defsentflow.storage import Catalog, combine_hashes, data_root, hash_path
-
         if not (self.path / "means.npy").is_file():
             raise ValueError(f"{self.path} keeps no entry means (built before indexes kept them, commit 7201d42 of "
                              "2026-11-22): rebuild it to add entries")
@@ -268,8 +255,6 @@ class RevdictIndex:
 def _encode_definitions(spec: _Spec, definitions: Sequence[str], *, batch_size: int, device: str) -> np.ndarray:
     """The entry-side vectors of ``definitions``: the model's pooling (cosine) or the entry encoder's
     CLS (AC) / mean (AMP) vectors (head); cached in the data root's embedding cache."""
-    from defsentflow.encoders import encode_texts, load_encoder
-
     pool = spec.pooling if spec.mode != "head" else ("cls" if spec.entry_encoding == "ac" else "mean")
     enc = load_encoder(spec.entry_encoder, device=device)
     return encode_texts(enc, list(definitions), pooling=pool, batch_size=batch_size, max_length=spec.max_length,
@@ -280,8 +265,6 @@ def _entry_matrix(spec: _Spec, table: pa.Table, *, batch_size: int,
                   device: str) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """Entries, their mean definition vectors (before ICA and normalisation), definition counts and a
     seeded sample of definition vectors (the queries an approximate index is tuned on)."""
-    from defsentflow.evaluation.revdict import entry_sums, prepare_queries
-
     data = prepare_queries(table, split="test", candidates="all", max_queries=0)
     vecs = _encode_definitions(spec, data.definitions, batch_size=batch_size, device=device)
     sums, counts = entry_sums(vecs, data.def_entry, len(data.entries))
@@ -293,8 +276,6 @@ def _headword_vectors(spec: _Spec, entries: Sequence[str], *, batch_size: int, d
     """The pooled vectors of the headwords themselves (hybrid mode), else None."""
     if not spec.headword:
         return None
-    from defsentflow.encoders import encode_texts, load_encoder
-    from defsentflow.evaluation.revdict import headword_text
 
     enc = load_encoder(spec.model, device=device)
     return encode_texts(enc, [headword_text(e) for e in entries], pooling=spec.pooling, batch_size=batch_size,
@@ -305,7 +286,6 @@ def _ica_of(spec: _Spec) -> Any:
     """The model's training-time ICA map (saved with its entry matrix), or None without ICA."""
     if not spec.ica:
         return None
-    from defsentflow.evaluation.revdict import load_ica, model_meta
 
     return load_ica(model_meta(spec.model))
 
@@ -331,11 +311,7 @@ def _write_index(final: Path, entries: list[str], means: np.ndarray, counts: np.
     ``meta["index_kind"]`` ``ivf``/``hnsw`` builds an approximate index whose search breadth is the
     smallest reaching recall@10 >= 0.995 against exact search on ``probes`` (definition vectors,
     mapped as the entries are); the breadth and recall go into ``meta.json``."""
-    import faiss
-
-    from defsentflow.revdict.ann import make_index, tune_nprobe
-    from defsentflow.storage import atomic_dir, write_parquet
-    from defsentflow.storage.paths import to_root
+    import faiss  # lazy: faiss loads only when a dense index is built or searched
 
     matrix = _index_matrix(means, transform, normalize, words)
     kind = meta.get("index_kind", "flat")
@@ -384,9 +360,6 @@ def build_revdict_index(model: str | os.PathLike, dictionary: str | pa.Table, *,
         index_kind: ``flat`` (exact), ``ivf`` or ``hnsw`` (approximate, tuned to recall@10 >= 0.99
             against exact search; :mod:`defsentflow.revdict.ann`).
     """
-    from defsentflow.dictionary import tables
-    from defsentflow.storage import Catalog, data_root, hash_path
-
     table = tables.load_dictionary_table(dictionary, root=root)
     if "split" not in table.column_names:
         table = table.append_column("split", pa.array(["test"] * table.num_rows, pa.string()))
@@ -396,7 +369,6 @@ def build_revdict_index(model: str | os.PathLike, dictionary: str | pa.Table, *,
         raise ValueError(f"index kind must be one of {INDEX_KINDS}, got {index_kind!r}")
     key = _index_key(spec, dict_hash)
     if index_kind != "flat":  # flat indexes keep their keys
-        from defsentflow.storage import combine_hashes
 
         key = combine_hashes([key, index_kind])
     cat = Catalog(root)

@@ -132,7 +132,7 @@ class DiscriminativeScorer:
 
     # -- persistence ----------------------------------------------------------------------
     def save(self, directory: str | os.PathLike) -> Path:
-        from safetensors.torch import save_file
+        from safetensors.torch import save_file  # lazy: loads torch; only saving or loading weights needs it
 
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
@@ -143,7 +143,7 @@ class DiscriminativeScorer:
 
     @classmethod
     def load(cls, directory: str | os.PathLike) -> DiscriminativeScorer:
-        from safetensors.torch import load_file
+        from safetensors.torch import load_file  # lazy: loads torch; only saving or loading weights needs it
 
         directory = Path(directory)
         meta = json.loads((directory / "scorer.json").read_text())

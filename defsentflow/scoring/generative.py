@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from defsentflow.scoring.contexts import Context
+from defsentflow.encoders import model_content_hash, require_safetensors
 
 __all__ = ["GenerativeScorer"]
 
@@ -36,9 +37,7 @@ class GenerativeScorer:
 
     def __init__(self, model: str | os.PathLike, *, batch_size: int = 16, max_part_tokens: int = 96,
                  device: str | torch.device = "cpu"):
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        from defsentflow.encoders import model_content_hash, require_safetensors
+        from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: transformers takes seconds to load; only code that loads a model needs it
 
         path = require_safetensors(model)
         self.tokenizer = AutoTokenizer.from_pretrained(path)

@@ -33,6 +33,7 @@ from defsentflow.scoring.config import HarvestConfig
 from defsentflow.scoring.contexts import CorpusLayout, jaccard, word_set
 from defsentflow.scoring.pair_similarity import ScoreCache, pair_similarities
 from defsentflow.scoring.scorer import ContextualScorer
+from defsentflow.storage import write_parquet
 
 __all__ = ["BatchSpec", "HarvestResources", "PAIRS_SCHEMA", "plan_batches", "eligible_sentences",
            "harvest_batch", "choose_context_sets", "part_path", "collect_parts", "label_stats"]
@@ -236,8 +237,6 @@ def harvest_batch(res: HarvestResources, spec: BatchSpec, cfg: HarvestConfig, pa
     Returns:
         ``{"index", "path", "scores_path", "n_pairs", "computed", "n_scored"}``.
     """
-    from defsentflow.storage import write_parquet
-
     out = part_path(parts_dir, spec.index)
     scores_out = part_path(parts_dir, spec.index, "scores")
     if out.exists():

@@ -23,6 +23,7 @@ from defsentflow.config_tools import Similarity
 from defsentflow.scoring.context_sets import SELECTIONS, Selection
 from defsentflow.scoring.harvest import HarvestResources, choose_context_sets
 from defsentflow.scoring.pair_similarity import ScoreCache, pair_similarities
+from defsentflow.progress import progress
 
 __all__ = ["OriginPoint", "PairLabeller"]
 
@@ -114,8 +115,6 @@ class PairLabeller:
         The ``diverse`` and ``top`` selections are greedy in one fixed ranking, so a smaller set is
         the first ``set_size`` of a larger one: a larger set chosen before is cut, not recomputed.
         """
-        from defsentflow.progress import progress
-
         ids = np.unique(np.asarray(positions, dtype=np.int64)) + self.offset
         key = (point.selection, point.top_n)
         have_size, have = self._sets.get(key, (0, {}))

@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 from defsentflow.scoring.config import HarvestConfig
 from defsentflow.scoring.harvest import PAIRS_SCHEMA, part_path
 from defsentflow.scoring.origin import OriginPoint, PairLabeller
+from defsentflow.storage import write_parquet
 
 __all__ = ["PairFile", "read_pair_file", "sample_pairs", "label_file_batch"]
 
@@ -102,8 +103,6 @@ def sample_pairs(pf: PairFile, cfg: HarvestConfig) -> list[np.ndarray]:
 def label_file_batch(labeller: PairLabeller, pf: PairFile, index: int, rows: np.ndarray, cfg: HarvestConfig,
                      parts_dir: str | os.PathLike, *, scorer_version: str) -> dict:
     """Label the pairs ``rows`` (indices into ``pf.pairs``) and write part ``index``; skipped when it exists."""
-    from defsentflow.storage import write_parquet
-
     out = part_path(parts_dir, index)
     scores_out = part_path(parts_dir, index, "scores")
     if out.exists():

@@ -19,6 +19,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from defsentflow.storage import write_parquet
 
 __all__ = ["ScoreCache", "pair_similarities", "SCORES_SCHEMA"]
 
@@ -80,8 +81,6 @@ class ScoreCache:
                          "score": self._values}, schema=SCORES_SCHEMA)
 
     def save(self, path: str | os.PathLike) -> Path:
-        from defsentflow.storage import write_parquet
-
         return write_parquet(self.table(), path)
 
     @classmethod

@@ -19,6 +19,7 @@ import numpy as np
 
 from defsentflow.scoring.contexts import Context, CorpusLayout
 from defsentflow.scoring.vectors import context_vectors
+from defsentflow.storage import combine_hashes
 
 __all__ = ["ContextScorer", "ScorerWeights", "ContextualScorer"]
 
@@ -67,7 +68,6 @@ class ContextualScorer:
         self.weights = weights
         self.discriminative = discriminative if weights.l1 else None
         self.generative = generative if any(weights.generative) else None
-        from defsentflow.storage import combine_hashes
 
         self.version = combine_hashes([repr(weights), getattr(self.discriminative, "version", "-"),
                                        getattr(self.generative, "version", "-")])

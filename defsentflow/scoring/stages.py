@@ -46,6 +46,19 @@ from defsentflow.scoring.harvest import (
 )
 from defsentflow.scoring.scorer import ContextualScorer, ScorerWeights
 from defsentflow.scoring.vectors import cached_sentence_vectors
+from defsentflow.corpus import ingest_corpus, resolve_corpus
+from defsentflow.corpus.schemas import CHUNKS_SCHEMA, SENTENCES_SCHEMA
+from defsentflow.encoders import model_content_hash, resolve_model_path
+from defsentflow.progress import progress
+from defsentflow.retrieval import build_index, load_index, open_index
+from defsentflow.scoring.config import ScorerSection
+from defsentflow.scoring.generative import GenerativeScorer
+from defsentflow.scoring.origin import PairLabeller
+from defsentflow.scoring.pair_file import label_file_batch, read_pair_file, sample_pairs
+from defsentflow.scoring.vectors import encode_sentences
+from defsentflow.storage import (
+    Catalog, atomic_dir, clean_stale_temporaries, code_version, combine_hashes, hash_config, hash_path, hash_text,
+    write_json, write_parquet)
 
 __all__ = ["apply_threads", "vectors_path", "prepare_corpus", "prepare_extras", "prepare_pair_file", "prepare_scorer",
            "prepare_index", "prepare_refs", "prepare_inputs", "scorer_step", "index_step", "plan_harvest", "run_batch",
@@ -56,8 +69,6 @@ log = logging.getLogger(__name__)
 
 def _settings_hash(cfg: HarvestConfig) -> str:
     """What a harvest does, independent of where its inputs come from (those are hashed by content)."""
-    from defsentflow.storage import hash_config
-
     return hash_config({"contexts": cfg.contexts.model_dump(mode="json"), "top_n": cfg.retrieval.top_n,
                         "batch_size": cfg.batch_size, "seed": cfg.seed,
                         "pairs": cfg.pairs.model_dump(mode="json", exclude={"extra_sentences", "file"})})
@@ -66,7 +77,7 @@ def _settings_hash(cfg: HarvestConfig) -> str:
 def apply_threads(cfg: HarvestConfig) -> None:
     """Set torch's CPU threads when the config asks for a number (a process-wide setting)."""
     if cfg.threads:
-        import torch
+        import torch  # lazy: torch takes seconds to load; only code that trains or encodes needs it
 
         torch.set_num_threads(cfg.threads)
 
@@ -74,8 +85,6 @@ def apply_threads(cfg: HarvestConfig) -> None:
 # -- stage 1: corpus ---------------------------------------------------------------------------
 def prepare_corpus(cfg: HarvestConfig, run_id: str | None = None) -> dict:
     """Ingest ``corpus.paths`` (a cache hit when unchanged), or find the corpus already ingested."""
-    from defsentflow.corpus import ingest_corpus, resolve_corpus
-
     c = cfg.corpus
     if c.paths:
         paths = [resolve_input_path(p, f"corpus.paths ({c.name})") for p in c.paths]
@@ -87,8 +96,6 @@ def prepare_corpus(cfg: HarvestConfig, run_id: str | None = None) -> dict:
 
 @lru_cache(maxsize=4)
 def _layout(corpus_path: str) -> CorpusLayout:
-    from defsentflow.corpus.schemas import CHUNKS_SCHEMA, SENTENCES_SCHEMA
-
     p = Path(corpus_path)
     return CorpusLayout.from_tables(pq.read_table(p / "sentences.parquet", schema=SENTENCES_SCHEMA),
                                     pq.read_table(p / "chunks.parquet", schema=CHUNKS_SCHEMA))
@@ -99,7 +106,6 @@ def prepare_extras(cfg: HarvestConfig) -> dict | None:
     src = cfg.pairs.extra_sentences
     if not src:
         return None
-    from defsentflow.storage import hash_path
 
     path = resolve_input_path(src, "pairs.extra_sentences")
     return {"path": str(path), "hash": hash_path(path)}
@@ -134,8 +140,6 @@ def _all_texts(corpus: dict, extras: dict | None) -> list[str]:
 
 @lru_cache(maxsize=2)
 def _pair_file(path: str, columns: tuple[int, int], header: bool):
-    from defsentflow.scoring.pair_file import read_pair_file
-
     return read_pair_file(path, columns=columns, header=header)
 
 
@@ -144,7 +148,6 @@ def prepare_pair_file(cfg: HarvestConfig) -> dict | None:
     p = cfg.pairs
     if p.source != "file":
         return None
-    from defsentflow.storage import Catalog, hash_path
 
     path = resolve_input_path(p.file, "pairs.file")
     pf = _pair_file(str(path), tuple(p.file_columns), p.file_header)
@@ -157,18 +160,12 @@ def prepare_pair_file(cfg: HarvestConfig) -> dict | None:
 
 # -- stage 2: the discriminative scorer ---------------------------------------------------------
 def vectors_path(root: Path, encoder: str, texts: list[str]) -> Path:
-    from defsentflow.encoders import model_content_hash, resolve_model_path
-    from defsentflow.storage import combine_hashes, hash_text
-
     key = combine_hashes(["vectors", model_content_hash(resolve_model_path(encoder)), hash_text("\n".join(texts))])
     return root / "cache" / "sentence_vectors" / f"{key}.npy"
 
 
 def prepare_scorer(cfg: HarvestConfig, corpus: dict, extras: dict | None = None, run_id: str | None = None) -> dict:
     """Encode the sentences (cached) and train the discriminative head (artifact kind ``scorer``)."""
-    from defsentflow.encoders import model_content_hash, resolve_model_path
-    from defsentflow.storage import Catalog, atomic_dir, code_version, combine_hashes, hash_config, hash_path
-
     apply_threads(cfg)
     cat = Catalog(cfg.root)
     dcfg = cfg.scorer.discriminative
@@ -204,8 +201,6 @@ def prepare_scorer(cfg: HarvestConfig, corpus: dict, extras: dict | None = None,
 # -- stage 3: the retrieval index ----------------------------------------------------------------
 def _dense_encoder(encoder: str, known: dict[str, np.ndarray] | None = None) -> Callable[[list[str]], np.ndarray]:
     """Texts -> vectors with the scorer's encoder; texts in ``known`` (cached corpus vectors) are not re-encoded."""
-    from defsentflow.scoring.vectors import encode_sentences
-
     def encode(texts: list[str]) -> np.ndarray:
         rows = [known.get(t) if known else None for t in texts]
         todo = [t for t, r in zip(texts, rows) if r is None]
@@ -216,15 +211,11 @@ def _dense_encoder(encoder: str, known: dict[str, np.ndarray] | None = None) -> 
 
 
 def _dense_encoder_id(encoder: str) -> str:
-    from defsentflow.encoders import model_content_hash, resolve_model_path
-
     return f"{model_content_hash(resolve_model_path(encoder))}:mean:l2"
 
 
 def prepare_index(cfg: HarvestConfig, corpus: dict, run_id: str | None = None) -> dict:
     """Build (or find) the corpus's chunk index of ``retrieval.kind`` (dense: the scorer's encoder)."""
-    from defsentflow.retrieval import build_index
-
     kind = cfg.retrieval.kind
     kwargs = {}
     if kind == "dense":
@@ -238,8 +229,6 @@ def prepare_index(cfg: HarvestConfig, corpus: dict, run_id: str | None = None) -
 @lru_cache(maxsize=2)
 def _resources(corpus_json: str, scorer_json: str, index_json: str, extras_json: str, scorer_cfg_json: str,
                root: str | None) -> HarvestResources:
-    from defsentflow.scoring.config import ScorerSection
-
     corpus, scorer_ref, index, extras = (json.loads(x) for x in (corpus_json, scorer_json, index_json, extras_json))
     sc = ScorerSection.model_validate_json(scorer_cfg_json)
     layout = _layout(corpus["path"])
@@ -248,12 +237,9 @@ def _resources(corpus_json: str, scorer_json: str, index_json: str, extras_json:
     disc = DiscriminativeScorer.load(scorer_ref["path"])
     gen = None
     if sc.lm:
-        from defsentflow.scoring.generative import GenerativeScorer
-
         gen = GenerativeScorer(sc.lm, batch_size=sc.lm_batch_size, device=sc.lm_device)
     w = sc.weights
     scorer = ContextualScorer(ScorerWeights(w.l1, w.l2, w.l3, w.l4), discriminative=disc, generative=gen)
-    from defsentflow.retrieval import load_index, open_index
 
     encoder = None
     if index["kind"] == "dense":  # queries are harvest sentences: reuse their cached vectors
@@ -276,8 +262,6 @@ def load_resources(cfg: HarvestConfig, refs: dict) -> HarvestResources:
 # -- stage 4: plan, batches, finalize ------------------------------------------------------------------
 def plan_harvest(cfg: HarvestConfig, refs: dict) -> dict:
     """The harvest's key and directory and its batches (as dicts)."""
-    from defsentflow.storage import Catalog, code_version, combine_hashes
-
     res = load_resources(cfg, refs)
     pair_file = refs.get("pair_file")
     source = [pair_file["hash"], *map(str, pair_file["columns"]), str(pair_file["header"])] if pair_file else []
@@ -285,8 +269,6 @@ def plan_harvest(cfg: HarvestConfig, refs: dict) -> dict:
                           (refs.get("extras") or {}).get("hash", "-"), *source, _settings_hash(cfg), code_version()])
     out_dir = Catalog(cfg.root).root / "parquet" / "harvest" / refs["corpus"]["name"] / key
     if pair_file:
-        from defsentflow.scoring.pair_file import sample_pairs
-
         pf = _pair_file(pair_file["path"], tuple(pair_file["columns"]), pair_file["header"])
         batches = [{"index": i, "rows": rows.tolist()} for i, rows in enumerate(sample_pairs(pf, cfg))]
     else:
@@ -307,9 +289,6 @@ def run_batch(cfg: HarvestConfig, refs: dict, plan: dict, batch: dict) -> dict:
 
 
 def _run_file_batch(cfg: HarvestConfig, res: HarvestResources, pair_file: dict, plan: dict, batch: dict) -> dict:
-    from defsentflow.scoring.origin import PairLabeller
-    from defsentflow.scoring.pair_file import label_file_batch
-
     pf = _pair_file(pair_file["path"], tuple(pair_file["columns"]), pair_file["header"])
     labeller = PairLabeller(res, pf.texts, np.load(pair_file["vectors_path"]), k=cfg.contexts.k,
                             max_jaccard=cfg.contexts.max_jaccard, seed=cfg.seed)
@@ -325,8 +304,6 @@ def _eligible(cfg: HarvestConfig, refs: dict) -> np.ndarray:
 def finalize_harvest(cfg: HarvestConfig, refs: dict, plan: dict, run_id: str | None = None,
                      seconds: float | None = None) -> dict:
     """Concatenate the parts into ``pairs.parquet``, register it and its label statistics."""
-    from defsentflow.storage import Catalog, hash_path, write_json, write_parquet
-
     cat = Catalog(cfg.root)
     art = cat.artifact(plan["key"])
     if art is not None:  # already finalized: idempotent
@@ -382,8 +359,6 @@ def index_step(cfg: HarvestConfig, inputs: dict, run_id: str | None = None) -> d
 
 
 def _map_batches_here(cfg: HarvestConfig, refs: dict, plan: dict, batches: list[dict]) -> list[dict]:
-    from defsentflow.progress import progress
-
     return [run_batch(cfg, refs, plan, b) for b in progress(batches, desc="harvest batches", unit="batch")]
 
 
@@ -423,8 +398,6 @@ def run_harvest(cfg: HarvestConfig, *, run_id: str | None = None, steps: Harvest
         (the whole harvest existed), ``batches_computed``, ``scorer_metrics``, ``refs``,
         ``seconds_prepare``, ``seconds_batches``.
     """
-    from defsentflow.storage import Catalog, clean_stale_temporaries
-
     cat = Catalog(cfg.root)
     with cat.recorded_run("harvest-pairs", run_id, config=cfg.model_dump(mode="json")) as run:
         clean_stale_temporaries(cat.root / "parquet" / "harvest")  # parts half-written by a killed run

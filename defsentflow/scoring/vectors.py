@@ -15,6 +15,8 @@ from typing import Sequence
 import numpy as np
 
 from defsentflow.scoring.contexts import CorpusLayout
+from defsentflow.encoders import encode_texts, resolve_model_path
+from defsentflow.storage import write_npy
 
 __all__ = ["encode_sentences", "context_vectors", "cached_sentence_vectors"]
 
@@ -26,8 +28,6 @@ def encode_sentences(model: str | os.PathLike, texts: Sequence[str], *, batch_si
     The one place this package turns text into vectors, so the encoding engine can change
     without touching the scorers. Uses :func:`defsentflow.encoders.encode_texts`.
     """
-    from defsentflow.encoders import encode_texts, resolve_model_path
-
     if not len(texts):
         raise ValueError("encode_sentences: no texts")
     return encode_texts(resolve_model_path(model), list(texts), pooling="mean", batch_size=batch_size,
@@ -37,8 +37,6 @@ def encode_sentences(model: str | os.PathLike, texts: Sequence[str], *, batch_si
 def cached_sentence_vectors(path: str | os.PathLike, model: str | os.PathLike, texts: Sequence[str], *,
                             batch_size: int = 128, device: str = "auto") -> np.ndarray:
     """Load ``path`` (``.npy``) if it exists with ``len(texts)`` rows, else encode and write it atomically."""
-    from defsentflow.storage import write_npy
-
     path = Path(path)
     if path.exists():
         vecs = np.load(path, mmap_mode="r")

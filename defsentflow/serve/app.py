@@ -25,6 +25,10 @@ from pydantic import BaseModel
 from defsentflow.serve.catalog import ID_PATTERN, ServeCatalog, UnknownModelError
 from defsentflow.serve.lookup import LookupService
 from defsentflow.serve.pages import render
+from defsentflow.encoders.finite import NonFiniteError
+from defsentflow.report.leaderboard import load_leaderboard
+from defsentflow.storage import CatalogLockedError
+from defsentflow.storage.catalog import CatalogError, QueryTimeoutError
 
 __all__ = ["ECHO_CHARS", "MAX_K", "MAX_QUERY_CHARS", "SECURITY_HEADERS", "RevdictAnswer", "RevdictHit", "create_app"]
 
@@ -103,10 +107,6 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
         >>> import uvicorn
         >>> uvicorn.run(create_app("storage"), host="127.0.0.1", port=8000)
     """
-    from defsentflow.encoders.finite import NonFiniteError
-    from defsentflow.storage import CatalogLockedError
-    from defsentflow.storage.catalog import CatalogError, QueryTimeoutError
-
     catalog = ServeCatalog(root, query_timeout=query_timeout)
     service = LookupService(max_batch=max_batch, max_wait_ms=max_wait_ms, device=device, threads=threads,
                             prefilter=prefilter)
@@ -170,8 +170,6 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
 
     @app.get("/api/leaderboard")
     def api_leaderboard(run: str | None = Query(None, max_length=200, pattern=ID_PATTERN)) -> dict[str, Any]:
-        from defsentflow.report.leaderboard import load_leaderboard
-
         return load_leaderboard(catalog.catalog, run_id=run).to_dict() if catalog.catalog.path.is_file() else \
             {"columns": [], "rows": [], "sort_by": None, "sort_note": "no catalog yet", "splits": {}}
 
@@ -198,7 +196,7 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
         if not served.dictionary:
             return {}
         if served.dictionary not in definitions_cache:
-            from defsentflow.dictionary.tables import load_dictionary_table
+            from defsentflow.dictionary.tables import load_dictionary_table  # lazy: looked up at call time, so tests can replace it on its own module
 
             try:
                 t = load_dictionary_table(served.dictionary, root=catalog.catalog.root)
@@ -248,8 +246,6 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
 
     @app.get("/leaderboard", response_class=HTMLResponse, include_in_schema=False)
     def page_leaderboard() -> HTMLResponse:
-        from defsentflow.report.leaderboard import load_leaderboard
-
         ctx: dict[str, Any] = {"rows": [], "groups": [], "ident": ("model", "pooling", "method", "run"), "note": ""}
         if catalog.catalog.path.is_file():
             board = load_leaderboard(catalog.catalog)

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from defsentflow.storage.paths import from_root
+from defsentflow.encoders.loading import resolve_model_path
+from defsentflow.storage import Catalog
 
 __all__ = ["ServedIndex", "ServeCatalog", "ID_PATTERN", "UnknownModelError"]
 
@@ -51,8 +53,6 @@ class ServedIndex:
 
 def _bundled_name(path: str) -> str | None:
     """``minilm`` for the bundled MiniLM's directory (a model no catalog row names)."""
-    from defsentflow.encoders.loading import resolve_model_path
-
     try:
         return "minilm" if str(Path(resolve_model_path("minilm")).resolve()) == str(Path(path).resolve()) else None
     except (FileNotFoundError, OSError):
@@ -69,8 +69,6 @@ class ServeCatalog:
 
     def __init__(self, root: str | os.PathLike | None = None, *, lock_timeout: float = 10.0, ttl: float = 30.0,
                  query_timeout: float | None = 30.0):
-        from defsentflow.storage import Catalog
-
         # A reader: opens read-only, never creates the catalog or applies schema changes, and
         # interrupts a read after ``query_timeout`` seconds (a read-only data root serves too).
         self.catalog = Catalog(root, lock_timeout=lock_timeout, reader=True, query_timeout=query_timeout)
@@ -79,7 +77,7 @@ class ServeCatalog:
         self._cache: tuple[float, list[ServedIndex]] | None = None
 
     def query(self, sql: str, params: Any = None) -> list[dict[str, Any]]:
-        import duckdb
+        import duckdb  # lazy: duckdb loads only where it is used
 
         if not self.catalog.path.is_file():
             return []

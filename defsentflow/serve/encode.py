@@ -17,6 +17,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import numpy as np
+from defsentflow.encoders import encode_texts, load_encoder
+from defsentflow.encoders.encoding import inference_model
 
 __all__ = ["PackedQueryEncoder"]
 
@@ -36,8 +38,6 @@ class PackedQueryEncoder:
     """
 
     def __init__(self, meta: dict[str, Any], *, device: str = "cpu", max_tokens: int = 256):
-        from defsentflow.encoders import load_encoder
-
         self.meta, self.max_tokens = meta, max_tokens
         self.enc = load_encoder(meta["model"], device=device)
 
@@ -47,7 +47,6 @@ class PackedQueryEncoder:
         """A packed encoder for this index, or None (another mode or pooling, or a model packing changes)."""
         if meta.get("mode") != "cosine" or meta.get("pooling") not in ("mean", "cls"):
             return None
-        from defsentflow.encoders import encode_texts
 
         packed = cls(meta, device=device)
         padded = encode_texts(packed.enc, _PROBE, pooling=meta["pooling"], max_length=meta["max_length"])
@@ -72,9 +71,7 @@ class PackedQueryEncoder:
 
     def encode(self, texts: Sequence[str], *, normalize: bool | None = None) -> np.ndarray:
         """float32 ``[len(texts), hidden]``, L2-normalised when the index says so."""
-        import torch
-
-        from defsentflow.encoders.encoding import inference_model
+        import torch  # lazy: torch takes seconds to load; only code that trains or encodes needs it
 
         enc, m = self.enc, self.meta
         ids = enc.tokenizer(list(texts), add_special_tokens=True, truncation=True, max_length=m["max_length"],
@@ -94,7 +91,7 @@ class PackedQueryEncoder:
         return out
 
     def _encode_row(self, model: Any, seqs: list[list[int]]) -> Any:
-        import torch
+        import torch  # lazy: torch takes seconds to load; only code that trains or encodes needs it
 
         dev = self.enc.device
         lengths = torch.tensor([len(s) for s in seqs])

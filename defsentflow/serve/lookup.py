@@ -20,6 +20,10 @@ from typing import Any, Sequence
 
 from defsentflow.serve.batcher import MicroBatcher
 from defsentflow.serve.catalog import ServedIndex
+from defsentflow.encoders.finite import require_finite, require_search_scores
+from defsentflow.revdict import RevdictIndex
+from defsentflow.serve.encode import PackedQueryEncoder
+from defsentflow.serve.search import FlatSearch
 
 __all__ = ["Hit", "LookupService"]
 
@@ -32,8 +36,8 @@ class Hit:
 
 def _set_worker_threads(threads: int) -> None:
     """In the worker thread: OpenMP's thread count is a per-thread setting, so it is set here."""
-    import faiss
-    import torch
+    import faiss  # lazy: faiss loads only when a dense index is built or searched
+    import torch  # lazy: torch takes seconds to load; only code that trains or encodes needs it
 
     torch.set_num_threads(threads)
     faiss.omp_set_num_threads(threads)
@@ -43,10 +47,6 @@ class _Searcher:
     """One loaded index, its query encoder and the seconds spent in each stage."""
 
     def __init__(self, served: ServedIndex, device: str, prefilter: bool | None):
-        from defsentflow.revdict import RevdictIndex
-        from defsentflow.serve.encode import PackedQueryEncoder
-        from defsentflow.serve.search import FlatSearch
-
         self.index = RevdictIndex(served.path)
         self.packed = PackedQueryEncoder.for_index(self.index.meta, device=device)
         self.flat = FlatSearch(self.index, prefilter=prefilter if device == "cpu" else False)
@@ -59,8 +59,6 @@ class _Searcher:
         return self.index.query_vectors(texts, device=self.device)
 
     def __call__(self, items: Sequence[tuple[str, int]]) -> list[list[Hit]]:
-        from defsentflow.encoders.finite import require_finite, require_search_scores
-
         t0 = time.perf_counter()
         vecs = self.vectors([t for t, _ in items])
         t1 = time.perf_counter()

@@ -50,7 +50,7 @@ class FlatSearch:
     """
 
     def __init__(self, index: Any, *, prefilter: bool | None = None, candidates: int = 100):
-        import faiss
+        import faiss  # lazy: faiss loads only when a dense index is built or searched
 
         self.index, self.candidates = index, candidates
         fi = index.index
@@ -59,7 +59,7 @@ class FlatSearch:
             prefilter = cpu_has_bf16()
         self.matrix = self.bf16 = None
         if prefilter and flat_ip and fi.ntotal > candidates:
-            import torch
+            import torch  # lazy: torch takes seconds to load; only code that trains or encodes needs it
 
             # a view of faiss's own fp32 vectors (no copy), and the bf16 copy the batch is scored on
             self.matrix = faiss.rev_swig_ptr(fi.get_xb(), fi.ntotal * fi.d).reshape(fi.ntotal, fi.d)
@@ -78,7 +78,7 @@ class FlatSearch:
         n_cand = max(self.candidates, 4 * k)
         if len(vecs) < 2 or self.bf16 is None or n_cand >= self.index.index.ntotal:
             return self._faiss(vecs, k)
-        import torch
+        import torch  # lazy: torch takes seconds to load; only code that trains or encodes needs it
 
         approx = (torch.from_numpy(vecs).to(torch.bfloat16) @ self.bf16.T).float()
         bound_vals, cand = (t.numpy() for t in torch.topk(approx, n_cand, dim=1))
@@ -98,7 +98,7 @@ class FlatSearch:
         return scores.astype(np.float32), ids.astype(np.int64)
 
     def _faiss(self, vecs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        import faiss
+        import faiss  # lazy: faiss loads only when a dense index is built or searched
 
         if len(vecs) < 2:
             return self.index.search_vectors(vecs, k)

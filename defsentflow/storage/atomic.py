@@ -17,6 +17,8 @@ from typing import Any, Iterator
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from defsentflow.storage.outputs import OUTPUT_MARKER, OutputRefusedError
+from defsentflow.storage.paths import data_root
 
 __all__ = [
     "atomic_path",
@@ -60,9 +62,6 @@ def _replaceable(final: Path) -> None:
     on-disk artifact record). Anything else is a user's folder and is never removed: user-given
     output paths go through :mod:`defsentflow.storage.outputs`.
     """
-    from defsentflow.storage.outputs import OUTPUT_MARKER, OutputRefusedError
-    from defsentflow.storage.paths import data_root
-
     resolved, home = final.resolve(), data_root(create=False)
     if final.is_symlink() or not final.is_dir():
         why = "it is a symbolic link" if final.is_symlink() else "it is not a folder"

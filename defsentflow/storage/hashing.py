@@ -8,6 +8,8 @@ import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
+import dataclasses
+from defsentflow import __version__
 
 __all__ = ["hash_bytes", "hash_text", "hash_file", "hash_path", "hash_config", "code_version", "combine_hashes"]
 
@@ -56,8 +58,6 @@ def hash_config(config: Any) -> str:
     if hasattr(config, "model_dump"):
         config = config.model_dump(mode="json")
     elif hasattr(config, "__dataclass_fields__"):
-        import dataclasses
-
         config = dataclasses.asdict(config)
     return hash_text(json.dumps(config, sort_keys=True, default=str))
 
@@ -73,8 +73,6 @@ def code_version() -> str:
     Any change to the library's code changes every stage key, so a cached artifact is never
     reused across code that could compute it differently.
     """
-    from defsentflow import __version__
-
     pkg = Path(__file__).resolve().parents[1]
     h = hashlib.blake2b(digest_size=8)
     for f in sorted(pkg.rglob("*.py")):

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Iterator
 
 from defsentflow.storage.paths import RECORD_NAME
+from defsentflow.storage.paths import data_root
 
 __all__ = [
     "OUTPUT_MARKER",
@@ -64,8 +65,6 @@ def _refuse(path: Path, command: str, why: str) -> OutputRefusedError:
 
 def _check_location(path: Path, command: str, root, default) -> tuple[Path, bool]:
     """The resolved destination and whether it is ``default``, or :class:`OutputRefusedError` for the data root and paths in it."""
-    from defsentflow.storage.paths import data_root
-
     given = Path(path).expanduser()
     if given.is_symlink():
         raise _refuse(given, command, "it is a symbolic link")
@@ -123,7 +122,7 @@ def _own_file(final: Path, command: str, *, at_default: bool) -> None:
         return
     if final.suffix.lower() == ".parquet":
         try:
-            import pyarrow.parquet as pq
+            import pyarrow.parquet as pq  # lazy: pyarrow loads only where it is used
 
             meta = pq.read_schema(final).metadata or {}
         except Exception:  # noqa: BLE001 - not readable as Parquet: not ours
@@ -213,7 +212,7 @@ def _parquet_marked(path: Path, command: str) -> bool:
     if path.suffix.lower() != ".parquet" and not path.name.endswith(".parquet"):
         return False
     try:
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # lazy: pyarrow loads only where it is used
 
         return (pq.read_schema(path).metadata or {}).get(PARQUET_KEY) == command.encode()
     except Exception:  # noqa: BLE001 - not Parquet: it gets a sidecar

@@ -105,7 +105,7 @@ def checkpoint_has_pooler(path: str | os.PathLike) -> bool:
     files = list(p.glob("*.safetensors")) if p.is_dir() else []
     if not files:
         return False
-    from safetensors import safe_open
+    from safetensors import safe_open  # lazy: loads torch; only saving or loading weights needs it
 
     for f in files:
         with safe_open(str(f), "pt") as fh:
@@ -172,7 +172,7 @@ def prepare_backbone(base_model: str | os.PathLike, *, device: torch.device, wor
     need_mlm = word_head or (use_pooler and adapter.pooler_from_mlm_dense)
     mlm_model = None
     if need_mlm and mlm_available:
-        from transformers import AutoModelForMaskedLM
+        from transformers import AutoModelForMaskedLM  # lazy: transformers takes seconds to load; only code that loads a model needs it
 
         mlm_model = AutoModelForMaskedLM.from_pretrained(enc.path, use_safetensors=True)
     pooler_source = "checkpoint" if checkpoint_has_pooler(enc.path) else "random"

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+from defsentflow.dictionary import tables
+from defsentflow.storage import combine_hashes, hash_text
 
 __all__ = ["ALL_SPLITS", "TRAIN_SPLIT", "TrainingData", "load_training_data", "splits_for"]
 
@@ -55,9 +57,6 @@ def load_training_data(dictionary: str | pa.Table, max_train_entries: int | None
     The subset keeps the entries with the smallest hash of their text, so it is the same on every
     machine and grows stably with ``max_train_entries``.
     """
-    from defsentflow.dictionary import tables
-    from defsentflow.storage import combine_hashes, hash_text
-
     table = tables.load_dictionary_table(dictionary, root=root)
     missing = [c for c in ("entry", "definition", "split") if c not in table.column_names]
     if missing:

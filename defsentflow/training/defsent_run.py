@@ -12,6 +12,8 @@ from defsentflow.training.data import TrainingData, load_training_data, splits_f
 from defsentflow.training.pst_config import DefSentSection
 from defsentflow.training.pst_records import DefSentResult
 from defsentflow.training.pst_steps import _base, _config_identity, _key, _train_config, build_entry_matrix, train_model
+from defsentflow.storage import Catalog, hash_config
+from defsentflow.training.targets import single_token_targets
 
 __all__ = ["DefSentSteps", "run_defsent"]
 
@@ -34,8 +36,6 @@ def run_defsent(section: DefSentSection, *, run_id: str | None, root: str | os.P
     ``train-defsent`` stage row keyed by the model's artifact key (a reused model included), which
     ties the model to the run for ``best-model``; with None nothing is written but the model.
     """
-    from defsentflow.storage import Catalog, hash_config
-
     t0 = time.perf_counter()
     cat = Catalog(root)
     if run_id is not None:
@@ -79,9 +79,7 @@ def run_defsent(section: DefSentSection, *, run_id: str | None, root: str | os.P
 
 def _single_token_pairs(base: str, data: TrainingData) -> tuple[list[str], list[int]]:
     """DefSent's training pairs: definitions of single-token entries, targets = vocabulary ids."""
-    from transformers import AutoTokenizer
-
-    from defsentflow.training.targets import single_token_targets
+    from transformers import AutoTokenizer  # lazy: transformers takes seconds to load; only code that loads a model needs it
 
     tokenizer = AutoTokenizer.from_pretrained(base)
     mask, ids = single_token_targets(tokenizer, data.entries)

@@ -23,6 +23,8 @@ from defsentflow.encoders.encoding import encode_texts
 from defsentflow.encoders.loading import Autocast, LoadedEncoder, load_encoder, model_content_hash
 from defsentflow.storage.atomic import atomic_dir
 from defsentflow.training.config import ENTRY_ENCODINGS, EntryEncoding, validate_choice
+from defsentflow.training.entry_shards import sum_entry_vectors
+from defsentflow.training.targets import entry_targets
 
 __all__ = ["ENTRY_SCHEMA", "EntryMatrix", "IcaTransform", "build_entry_embeddings", "entry_means", "ica_transform"]
 
@@ -58,8 +60,6 @@ class EntryMatrix:
 
     def rows(self, entries: Sequence[str]) -> np.ndarray:
         """Row of each of ``entries`` (DefSent+ targets); a missing entry is an error naming it."""
-        from defsentflow.training.targets import entry_targets
-
         return entry_targets(self.row_of, entries)
 
     def save(self, path: str | os.PathLike) -> Path:
@@ -89,8 +89,6 @@ class EntryMatrix:
 
 def entry_means(entries: Sequence[str], vectors: np.ndarray) -> tuple[list[str], np.ndarray]:
     """Mean of ``vectors`` per entry, summed in float32; entries in order of first appearance."""
-    from defsentflow.training.entry_shards import sum_entry_vectors
-
     vectors = np.asarray(vectors)
     return sum_entry_vectors(entries, np.arange(len(entries)), lambda rows: vectors[rows], vectors.shape[1])
 
@@ -123,8 +121,8 @@ class IcaTransform:
         ``StandardScaler``), as the DefSent+ reference code does; the scaling is folded into the
         saved map, so applying it needs nothing else.
         """
-        from sklearn.decomposition import FastICA
-        from sklearn.preprocessing import StandardScaler
+        from sklearn.decomposition import FastICA  # lazy: scikit-learn loads only where it is used
+        from sklearn.preprocessing import StandardScaler  # lazy: scikit-learn loads only where it is used
 
         n = len(matrix)
         if n > ICA_SAMPLE_ABOVE:  # FastICA's cost and its float64 copy grow with N: fit on a seeded sample
@@ -204,7 +202,6 @@ def build_entry_embeddings(encoder: LoadedEncoder | str | os.PathLike, entries: 
     if not entries:
         raise ValueError("no (entry, definition) pairs")
     enc = encoder if isinstance(encoder, LoadedEncoder) else load_encoder(encoder, device=device)
-    from defsentflow.training.entry_shards import sum_entry_vectors
 
     # each distinct definition is encoded once and summed from there: no [pairs, hidden] copy
     unique, inverse = np.unique(np.array(definitions, dtype=object), return_inverse=True)

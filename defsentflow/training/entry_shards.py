@@ -37,6 +37,7 @@ from defsentflow.encoders.encoding import (
 from defsentflow.encoders.loading import Autocast, LoadedEncoder, autocast_context, load_encoder, model_content_hash
 from defsentflow.fanout import sequential
 from defsentflow.storage.hashing import combine_hashes, hash_bytes, hash_text
+from defsentflow.dictionary.variants import tokenizer_id
 
 __all__ = ["EntryShardSpec", "FanOut", "plan_entry_shards", "token_ids", "encode_entry_shard", "sum_entry_vectors",
            "build_entry_matrix_sharded", "plain_fan_out"]
@@ -117,9 +118,7 @@ def token_ids(encoder: LoadedEncoder, texts: list[str], max_length: int, cache_d
     """Token ids of ``texts`` (special tokens added, truncated), cached in ``cache_dir`` per tokenizer:
     keyed by the hash of the tokenizer's files, ``max_length`` and the texts, so every PST step's
     encoder (the same tokenizer) reuses the first step's tokenization of a dictionary."""
-    import pyarrow as pa
-
-    from defsentflow.dictionary.variants import tokenizer_id
+    import pyarrow as pa  # lazy: pyarrow loads only where it is used
 
     key = combine_hashes(["tokens", tokenizer_id(encoder.path) or "", str(max_length), hash_text("\x1e".join(texts))])
     path = Path(cache_dir) / f"tokens-{key}.arrow"

@@ -44,6 +44,18 @@ import torch.nn.functional as F
 
 from defsentflow.training.config import TrainConfig
 from defsentflow.training.pretrain_config import PretrainSection
+import json
+from defsentflow.config_tools import resolve_path
+from defsentflow.corpus import ingest_corpus, load_sentences, resolve_corpus
+from defsentflow.dictionary import load_examples, resolve_dictionary
+from defsentflow.encoders.encoding import pad_batch, tokenize_sorted
+from defsentflow.encoders.export import save_encoder
+from defsentflow.encoders.loading import model_content_hash, pick_device, resolve_model_path
+from defsentflow.storage import Catalog, hash_path
+from defsentflow.storage.locks import artifact_lock
+from defsentflow.training.batching import length_bucketed_batches
+from defsentflow.training.checkpoint import remove_checkpoint, seed_everything
+from defsentflow.training.loop import build_optimizer, linear_schedule, run_loop
 
 __all__ = [
     "LOCAL",
@@ -86,7 +98,7 @@ class PretrainResult:
 def build_mlm_model(section: PretrainSection, tokenizer: Any) -> torch.nn.Module:
     """A randomly initialised ``BertForMaskedLM`` of ``section.architecture``, sized for ``tokenizer``
     (seed torch first)."""
-    from transformers import BertConfig, BertForMaskedLM
+    from transformers import BertConfig, BertForMaskedLM  # lazy: transformers takes seconds to load; only code that loads a model needs it
 
     config = section.architecture
     cfg = BertConfig(vocab_size=len(tokenizer), hidden_size=config.hidden, num_hidden_layers=config.layers,
@@ -98,7 +110,7 @@ def build_mlm_model(section: PretrainSection, tokenizer: Any) -> torch.nn.Module
 
 
 def _masker(tokenizer: Any, mask_prob: float) -> Any:
-    from transformers import DataCollatorForLanguageModeling
+    from transformers import DataCollatorForLanguageModeling  # lazy: transformers takes seconds to load; only code that loads a model needs it
 
     # seed=None: masks come from the global torch RNG, which the checkpoint captures and restores.
     return DataCollatorForLanguageModeling(tokenizer=tokenizer, mlm=True, mlm_probability=mask_prob,
@@ -111,8 +123,6 @@ def mask_batch(masker: Any, seqs: Sequence[Sequence[int]], pad_id: int, special_
 
     Special tokens ([CLS], [SEP], padding) are never masked.
     """
-    from defsentflow.encoders.encoding import pad_batch
-
     batch = pad_batch(seqs, pad_id, torch.device("cpu"))
     special = torch.isin(batch["input_ids"], special_ids)
     input_ids, labels = masker.torch_mask_tokens(batch["input_ids"].clone(), special_tokens_mask=special)
@@ -138,8 +148,6 @@ def mlm_loss(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Te
 
 def _plan(lengths: np.ndarray, config: PretrainSection):
     """The per-epoch batch plan, cut so that the whole run has ``max_steps`` steps at most."""
-    from defsentflow.training.batching import length_bucketed_batches
-
     def full(epoch: int) -> list[np.ndarray]:
         return length_bucketed_batches(lengths, config.batch_size, seed=config.seed, epoch=epoch,
                                        chunk_batches=config.bucket_batches)
@@ -177,14 +185,9 @@ def pretrain_mlm(config: PretrainSection, texts: Sequence[str], tokenizer: str |
         ...                           architecture={"hidden": 64, "layers": 2, "heads": 2, "intermediate": 128})
         >>> res = pretrain_mlm(section, sentences, "minilm", out_dir="raw", checkpoint_dir="ck")
     """
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # lazy: transformers takes seconds to load; only code that loads a model needs it
 
-    from defsentflow.encoders.encoding import tokenize_sorted
-    from defsentflow.encoders.export import save_encoder
-    from defsentflow.encoders.loading import model_content_hash, pick_device, resolve_model_path
-    from defsentflow.storage.hashing import code_version, combine_hashes, hash_config, hash_text
-    from defsentflow.training.checkpoint import remove_checkpoint, seed_everything
-    from defsentflow.training.loop import build_optimizer, linear_schedule, run_loop
+    from defsentflow.storage.hashing import code_version, combine_hashes, hash_config, hash_text  # lazy: a load-time import cycle or a name this module also defines
 
     texts = [t for t in texts if t and t.strip()]
     if not texts:
@@ -257,8 +260,6 @@ def corpus_sources(section: PretrainSection) -> list[tuple[str, list[Path]]]:
     Raises:
         FileNotFoundError: a path is missing (relative paths: cwd, then the repository root).
     """
-    from defsentflow.config_tools import resolve_path
-
     return [(c.name, [resolve_path(p) for p in c.paths]) for c in section.corpora]
 
 
@@ -269,8 +270,6 @@ def gather_texts(corpus_keys: Sequence[str], dictionary: str | None = None,
 
     Texts are stripped; empty ones and exact repeats are dropped (first occurrence kept).
     """
-    from defsentflow.corpus import load_sentences, resolve_corpus
-
     seen: set[str] = set()
     texts: list[str] = []
     counts: dict[str, int] = {}
@@ -295,10 +294,8 @@ def gather_texts(corpus_keys: Sequence[str], dictionary: str | None = None,
         name = resolve_corpus(key, root)["name"]
         add(f"corpus:{name}", load_sentences(key, root=root).column("text").to_pylist())
     if dictionary is not None:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        from defsentflow.dictionary import load_examples
+        import pyarrow as pa  # lazy: pyarrow loads only where it is used
+        import pyarrow.compute as pc  # lazy: pyarrow loads only where it is used
 
         table = load_examples(dictionary, root=root)
         table = table.filter(pc.is_in(table.column("split"), value_set=pa.array(list(splits), pa.string())))
@@ -309,7 +306,7 @@ def gather_texts(corpus_keys: Sequence[str], dictionary: str | None = None,
 def pretrain_key(corpus_keys: Sequence[str], dictionary_key: str | None, splits: Sequence[str], tokenizer_hash: str,
                  config: PretrainSection) -> str:
     """The model's content key: input artifact keys + tokenizer + config + code version."""
-    from defsentflow.storage import code_version, combine_hashes, hash_config
+    from defsentflow.storage import code_version, combine_hashes, hash_config  # lazy: a load-time import cycle or a name this module also defines
 
     return combine_hashes(["pretrain", *corpus_keys, dictionary_key or "-", ",".join(sorted(splits)) if dictionary_key else "-",
                            tokenizer_hash, hash_config(config.identity()), code_version()])
@@ -353,8 +350,6 @@ def _from_meta(model_id: str, path: Path, key: str, meta: dict[str, Any]) -> Pre
 def ingest_corpus_step(paths: Sequence[str | os.PathLike], name: str, *, root: str | os.PathLike | None = None,
                        run_id: str | None = None) -> str:
     """Ingest one corpus from its paths (a cache hit when unchanged); its artifact key."""
-    from defsentflow.corpus import ingest_corpus
-
     return ingest_corpus(list(paths), name, root=root, run_id=run_id).key
 
 
@@ -365,11 +360,6 @@ def train_or_find(section: PretrainSection, corpus_keys: Sequence[str], dictiona
 
     A killed training resumes from its checkpoint; a model written but never registered is registered.
     """
-    import json
-
-    from defsentflow.storage import Catalog, hash_path
-    from defsentflow.storage.locks import artifact_lock
-
     cat = Catalog(root)
     key = pretrain_key(corpus_keys, dictionary_key, section.dictionary_splits, tokenizer_hash, section)
     model_id = f"{section.name}-{key[:10]}"
@@ -442,10 +432,7 @@ def run_pretrain(section: PretrainSection, *, run_id: str | None = None, root: s
     Returns:
         A :class:`PretrainOutcome`; ``cached`` when the model was already registered.
     """
-    from defsentflow.corpus import resolve_corpus
-    from defsentflow.dictionary import resolve_dictionary
-    from defsentflow.encoders.loading import model_content_hash, resolve_model_path
-    from defsentflow.storage import Catalog, hash_config
+    from defsentflow.storage import Catalog, hash_config  # lazy: a load-time import cycle or a name this module also defines
 
     t0 = time.perf_counter()
     cat = Catalog(root)

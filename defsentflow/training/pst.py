@@ -59,6 +59,7 @@ from defsentflow.training.pst_candidates import (Scorer, plan_base_candidate, pl
                                                  run_candidates)
 from defsentflow.training.pst_steps import (_key, base_candidates, build_entry_matrix, choose_best, choose_step,
                                             plan_step, record_step, selection_plan, step_key)
+from defsentflow.storage import Catalog, check_identifier, data_root, hash_config, hash_path, under_root, write_json
 
 __all__ = [
     "Candidate",
@@ -139,8 +140,6 @@ def run_step(section: PstSection, data: TrainingData, plan: StepPlan, selection:
 
     A step whose artifact exists is returned as recorded (``cached=True``) without any work.
     """
-    from defsentflow.storage import Catalog, data_root, hash_path, write_json
-
     t0 = time.perf_counter()
     key = step_key(section, data, plan, selection)
     cat = Catalog(root)
@@ -218,8 +217,6 @@ def choose_winner(history: Sequence[StepResult]) -> tuple[Candidate, str]:
 def finish_pst(section: PstSection, run_id: str, history: Sequence[StepResult], selection: SelectionPlan,
                stop_note: str, *, root: str | os.PathLike | None = None, seconds: float = 0.0) -> PstResult:
     """Pick the winner, write the run record, register the chosen encoder as ``pst-<run_id>``."""
-    from defsentflow.storage import Catalog, check_identifier, data_root, hash_path, under_root, write_json
-
     winner, reason = choose_winner(history)
     notes = "; ".join(n for n in (selection.note, stop_note) if n)
     model_id = f"pst-{run_id}"
@@ -261,8 +258,6 @@ def run_pst(section: PstSection, *, run_id: str, root: str | os.PathLike | None 
         on_step: called with each finished step (step 0 first), e.g. to print progress.
         steps: the executor of the pieces (:class:`PstSteps`; the ``pst`` flow passes Prefect tasks).
     """
-    from defsentflow.storage import Catalog, hash_config
-
     t0 = time.perf_counter()
     cat = Catalog(root)
     cat.start_run("pst", config=section.model_dump(mode="json"), config_hash=hash_config(section), run_id=run_id)

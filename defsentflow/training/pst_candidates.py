@@ -31,6 +31,12 @@ from defsentflow.fanout import FanOut, kill_hook_steps, kill_this_worker, sequen
 from defsentflow.training.data import TrainingData
 from defsentflow.training.pst_config import GridPoint, PstSection
 from defsentflow.training.pst_records import Candidate, MatrixRef, ScoreRequest, SelectionPlan
+import random
+from defsentflow.storage import Catalog, data_root, hash_path, write_json
+from defsentflow.storage.locks import artifact_lock
+from defsentflow.storage.records import make_record, read_record, write_record
+from defsentflow.training.config import TrainConfig
+from defsentflow.training.pst_steps import _base, _config_identity, _key, _train_config
 
 __all__ = ["Scorer", "plan_base_candidate", "plan_candidate", "run_candidate", "run_candidates"]
 
@@ -48,8 +54,6 @@ def _request(section: PstSection, data: TrainingData, cand: Candidate, plan: Sel
 
 
 def _score_key(section: PstSection, cand: Candidate, plan: SelectionPlan) -> str:
-    from defsentflow.training.pst_steps import _key
-
     pooling = section.selection_pooling or cand.pooling
     return _key("pst_score", cand.artifact_key, plan.metric, plan.data_hash, pooling, section.max_length)
 
@@ -61,9 +65,6 @@ def plan_candidate(section: PstSection, data: TrainingData, plan: SelectionPlan,
     """The spec of one trained candidate: a fresh copy of the ORIGINAL base model (or ``start``,
     content key ``start_id``, when the run continues the previous step's encoder) trained against
     ``matrix``, then scored."""
-    from defsentflow.storage import data_root
-    from defsentflow.training.pst_steps import _base, _config_identity, _key, _train_config
-
     base, base_hash = _base(section)
     if start is not None:
         base, base_hash = start, start_id or start
@@ -90,8 +91,6 @@ def plan_base_candidate(section: PstSection, data: TrainingData, plan: Selection
                         root: str | os.PathLike | None = None, run_id: str | None = None,
                         threads: int | None = None) -> dict[str, Any]:
     """The spec of a step-0 candidate (the untrained encoder): scoring only."""
-    from defsentflow.storage import data_root
-
     home = str(data_root(root))
     return {"label": f"step 0 {cand.label}", "root": home, "run_id": run_id, "threads": threads, "candidate": cand,
             "train": None, "score_key": _score_key(section, cand, plan),
@@ -110,8 +109,6 @@ def _scored(spec: dict[str, Any], rec: dict[str, Any]) -> Candidate:
 
 def _finished(spec: dict[str, Any]) -> dict[str, Any] | None:
     """Both records of a finished candidate, as written (None when any is missing)."""
-    from defsentflow.storage.records import read_record
-
     score = read_record(_score_path(spec))
     model = read_record(spec["candidate"].model_dir) if spec["train"] is not None else None
     if score is None or (spec["train"] is not None and model is None):
@@ -124,9 +121,7 @@ def _finished(spec: dict[str, Any]) -> dict[str, Any] | None:
 def _own_rng() -> Any:
     """The candidate's RNG state is its own: seeded by its training, restored afterwards (python,
     numpy and torch), so whatever ran before in this worker process changes nothing."""
-    import random
-
-    import torch
+    import torch  # lazy: torch takes seconds to load; only code that trains or encodes needs it
 
     py, npy = random.getstate(), np.random.get_state()
     with torch.random.fork_rng(devices=list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []):
@@ -139,10 +134,7 @@ def _own_rng() -> Any:
 
 def _train(spec: dict[str, Any]) -> dict[str, Any]:
     """Train the candidate's model (resuming its checkpoint) unless it is finished; its record."""
-    from defsentflow.storage import hash_path, write_json
-    from defsentflow.storage.records import make_record
-    from defsentflow.training.config import TrainConfig
-    from defsentflow.training.loop import train_encoder
+    from defsentflow.training.loop import train_encoder  # lazy: looked up at call time, so tests can replace it on its own module
 
     t, cand, root = spec["train"], spec["candidate"], Path(spec["root"])
     cfg = TrainConfig.model_validate(t["config"])
@@ -181,10 +173,6 @@ def run_candidate(spec: dict[str, Any], scorer: Scorer) -> dict[str, Any]:
     on disk is returned as is, and two copies of one candidate never train into one directory
     (an artifact lock on the model key; the second finds the first's work done).
     """
-    from defsentflow.storage import hash_path, write_json
-    from defsentflow.storage.locks import artifact_lock
-    from defsentflow.storage.records import make_record, write_record
-
     done = _finished(spec)
     if done is not None:
         return done
@@ -239,8 +227,6 @@ def run_candidates(specs: Sequence[dict[str, Any]], *, scorer: Scorer | None, fa
     Candidates the catalog already holds are read back; the others go through ``fan_out`` (one
     :func:`run_candidate` call each) and their records are registered here, in one transaction.
     """
-    from defsentflow.storage import Catalog
-
     cat = Catalog(root)
     out: list[Candidate | None] = [_registered(cat, s) for s in specs]
     todo = [i for i, c in enumerate(out) if c is None]

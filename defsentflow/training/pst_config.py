@@ -18,6 +18,7 @@ from pydantic import Field, field_validator, model_serializer, model_validator
 
 from defsentflow.config_tools import (LIMITS, Autocast, ConfigSection, EntryEncoding, EvalPooling, Method, Seed,
                                      TrainPooling, require_distinct)
+from defsentflow.training.config import check_negatives, drop_full_negatives
 
 __all__ = [
     "DEFAULT_GRID",
@@ -99,14 +100,10 @@ class _TrainingCommon(ConfigSection):
     @field_validator("negatives")
     @classmethod
     def _negatives(cls, v: str) -> str:
-        from defsentflow.training.config import check_negatives
-
         return check_negatives(v)
 
     @model_serializer(mode="wrap")
     def _dump(self, handler):
-        from defsentflow.training.config import drop_full_negatives
-
         return drop_full_negatives(handler(self))
 
 

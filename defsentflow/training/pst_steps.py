@@ -24,6 +24,12 @@ from defsentflow.training.data import TrainingData
 from defsentflow.config_tools import resolve_data_dir
 from defsentflow.training.pst_config import DefSentSection, GridPoint, PstSection
 from defsentflow.training.pst_records import Candidate, MatrixRef, SelectionPlan, StepPlan, StepResult
+from defsentflow.encoders import load_encoder, model_content_hash, resolve_model_path
+from defsentflow.entryspace import entry_space_stats, plot_entry_space, record_entry_space_stats
+from defsentflow.storage import (
+    Catalog, atomic_dir, code_version, combine_hashes, data_root, hash_config, hash_path, write_json, write_parquet)
+from defsentflow.training.config import paper_config
+from defsentflow.training.entry_embeddings import IcaTransform
 
 __all__ = ["base_candidates", "build_entry_matrix", "choose_best", "choose_step", "entry_source", "group_means",
            "plan_step", "record_step", "selection_plan", "step_key", "train_model"]
@@ -34,8 +40,6 @@ log = logging.getLogger(__name__)
 # -- keys -----------------------------------------------------------------------------------------------
 def _base(section: PstSection | DefSentSection) -> tuple[str, str]:
     """The base model's resolved path and content hash."""
-    from defsentflow.encoders import model_content_hash, resolve_model_path
-
     path = resolve_model_path(section.base_model)
     return path, model_content_hash(path)
 
@@ -47,8 +51,6 @@ def _train_config(section: PstSection | DefSentSection, *, method: str, pooling:
     Settings the section leaves unset keep the paper's choice (e.g. DefSent+'s batch 32 on dataset
     variant a, 16 on b and c; DefSent's 10% warm-up and no clipping).
     """
-    from defsentflow.training.config import paper_config
-
     overrides = {k: getattr(section, k) for k in ("batch_size", "warmup_ratio", "epochs")
                  if getattr(section, k, None) is not None}
     return paper_config(method, variant=variant, pooling=pooling, lr=lr, seed=seed, use_pooler=section.use_pooler,
@@ -61,22 +63,16 @@ def _train_config(section: PstSection | DefSentSection, *, method: str, pooling:
 
 def _config_identity(cfg: Any) -> str:
     """Hash of the settings that change the trained weights (not where or how often it checkpoints)."""
-    from defsentflow.storage import hash_config
-
     return hash_config(cfg.model_dump(exclude={"device", "checkpoint_every"}))
 
 
 def _key(*parts: Any) -> str:
-    from defsentflow.storage import code_version, combine_hashes
-
     return combine_hashes([*(str(p) for p in parts), code_version()])
 
 
 # -- entry matrices -------------------------------------------------------------------------------------
 def _entry_space_extras(matrix: np.ndarray, out_dir: Path, title: str) -> dict[str, Any]:
     """Entry-space statistics and a picture of the matrix."""
-    from defsentflow.entryspace import entry_space_stats, plot_entry_space
-
     stats = {k: (float(v) if isinstance(v, (np.floating, np.integer)) else v)
              for k, v in dict(entry_space_stats(matrix)).items()}
     plot_entry_space(matrix, out_dir / "entry_space.png", title)
@@ -95,9 +91,6 @@ def build_entry_matrix(section: PstSection | DefSentSection, data: TrainingData,
     attribute says, e.g. the Dask workers; one in this process otherwise): the matrix is
     bit-identical whatever the shard count (:mod:`defsentflow.training.entry_shards`).
     """
-    from defsentflow.encoders import load_encoder
-    from defsentflow.storage import Catalog, atomic_dir, data_root, hash_config, hash_path, write_parquet
-
     ica_fit = [hash_config(section.ica_fit)] if ica else []  # plain matrices keep their keys
     key = _key("pst_entry_matrix", encoder_id, data.train_hash, encoding, ica, section.max_length, section.autocast,
                *ica_fit)
@@ -105,10 +98,10 @@ def build_entry_matrix(section: PstSection | DefSentSection, data: TrainingData,
     found = cat.artifact(key)
     if found is not None:
         return MatrixRef.from_dict(found["meta"])
-    from defsentflow.training.entry_embeddings import IcaTransform
-    from defsentflow.training.entry_shards import build_entry_matrix_sharded
 
     enc = load_encoder(encoder, device=section.device)
+    from defsentflow.training.entry_shards import build_entry_matrix_sharded  # lazy: looked up at call time, so tests can replace it on its own module
+
     names, sums = build_entry_matrix_sharded(enc, data.definition_entries, data.definitions, encoding,
                                              shards=max(1, int(getattr(fan_out, "shards", 1) or 1)), fan_out=fan_out,
                                              cache_dir=data_root(root) / "cache" / "entry-shards",
@@ -146,8 +139,6 @@ def train_model(cfg: Any, base: str, definitions: Sequence[str], targets: Sequen
                  entry_matrix_path: str | None, extra_meta: dict[str, Any], method: str, base_name: str,
                  root: str | os.PathLike | None, run_id: str | None) -> tuple[str, str]:
     """Train (or reuse) one model under its content key; return (model_id, model_dir)."""
-    from defsentflow.storage import Catalog, data_root, hash_path, write_json
-
     cat = Catalog(root)
     model_id = f"{'dsp' if method == 'defsent_plus' else method}-{key[:12]}"
     found = cat.artifact(key)
@@ -156,7 +147,7 @@ def train_model(cfg: Any, base: str, definitions: Sequence[str], targets: Sequen
     out = data_root(root) / "models" / "pst" / key
     ckpt = data_root(root) / "checkpoints" / "pst" / key
     if not (out / "defsentflow.json").is_file():  # a finished but unregistered model is kept
-        from defsentflow.training.loop import train_encoder
+        from defsentflow.training.loop import train_encoder  # lazy: looked up at call time, so tests can replace it on its own module
 
         matrix = np.load(entry_matrix_path, mmap_mode="r") if entry_matrix_path else None  # one copy: the prepared head
         train_encoder(cfg, base, list(definitions), list(map(int, targets)), out_dir=out, checkpoint_dir=ckpt,
@@ -186,8 +177,6 @@ def _stsb_dev_file(data_dir: Path) -> Path | None:
 
 def selection_plan(section: PstSection, data: TrainingData) -> SelectionPlan:
     """STS-B dev when asked for and available; otherwise reverse-dictionary dev MRR, with the reason."""
-    from defsentflow.storage import hash_path
-
     revdict_hash = f"{data.dictionary_hash}:{section.selection_revdict_mode}:{section.selection_max_queries}"
     revdict = SelectionPlan(metric="revdict-mrr", data_dir=None, data_hash=revdict_hash)
     if section.selection == "revdict-mrr":
@@ -251,8 +240,6 @@ def choose_step(candidates: Sequence[Candidate], rule: str) -> tuple[Candidate, 
 def base_candidates(section: PstSection, *, root: str | os.PathLike | None = None,
                     run_id: str | None = None) -> list[Candidate]:
     """Step 0: the untrained base model, once per pooling the later steps are scored with."""
-    from defsentflow.storage import Catalog
-
     base, base_hash = _base(section)
     model_id = f"base-{base_hash[:12]}"
     Catalog(root).register_model(model_id, base, base_model=section.base_model, method="base", run_id=run_id)
@@ -306,8 +293,6 @@ def plan_step(section: PstSection, step: int, history: Sequence[StepResult]) -> 
 
 
 def step_key(section: PstSection, data: TrainingData, plan: StepPlan, selection: SelectionPlan) -> str:
-    from defsentflow.storage import hash_config
-
     _, base_hash = _base(section)
     training = section.model_dump(mode="json", include={"use_pooler", "batch_size", "max_length", "autocast",
                                                          "temperature", "normalize_logits", "selection_pooling"})
@@ -323,8 +308,6 @@ def step_key(section: PstSection, data: TrainingData, plan: StepPlan, selection:
 
 def record_step(run_id: str, result: StepResult, *, root: str | os.PathLike | None = None) -> None:
     """Replace this run's ``pst_steps`` rows of one step (one row per candidate)."""
-    from defsentflow.storage import Catalog
-
     with Catalog(root).transaction() as con:
         con.execute("DELETE FROM pst_steps WHERE run_id = ? AND step = ?", [run_id, result.step])
         for c in result.candidates:
@@ -343,8 +326,6 @@ def record_step(run_id: str, result: StepResult, *, root: str | os.PathLike | No
 
 def _record_entry_space(run_id: str, result: StepResult, root: str | os.PathLike | None) -> None:
     """One ``entry_space_stats`` row per entry matrix of the step (read by the ``pst_progress`` view)."""
-    from defsentflow.entryspace import record_entry_space_stats
-
     for m in result.entry_matrices:
         if m.stats:
             plot = Path(m.path) / "entry_space.png"

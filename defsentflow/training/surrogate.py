@@ -32,6 +32,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+from defsentflow.encoders import model_content_hash, pick_device, require_safetensors, resolve_model_path
+from defsentflow.progress import live
+from defsentflow.scoring.stages import run_harvest
+from defsentflow.storage import Catalog, atomic_dir, code_version, combine_hashes, hash_config, hash_path
 
 if TYPE_CHECKING:
     from defsentflow.scoring.config import SurrogateSection
@@ -62,9 +66,7 @@ def build_surrogate_model(base_encoder: str, *, max_seq_length: int = 128, devic
     bundled MiniLM: Transformer, mean Pooling, Normalize); anything else (a plain Hugging Face
     model, or CLS pooling) gets ``Transformer + Pooling("mean")``.
     """
-    from sentence_transformers import SentenceTransformer, models
-
-    from defsentflow.encoders import require_safetensors
+    from sentence_transformers import SentenceTransformer, models  # lazy: sentence-transformers loads torch; only training and encoding need it
 
     path = require_safetensors(base_encoder)
     safe = {"use_safetensors": True}
@@ -98,7 +100,7 @@ def scale_labels(scores: np.ndarray, how: str) -> np.ndarray:
         span = s.max() - s.min()
         return ((s - s.min()) / span if span > 0 else np.full_like(s, 0.5)).astype(np.float32)
     if how == "rank":
-        from scipy.stats import rankdata
+        from scipy.stats import rankdata  # lazy: scipy loads only where it is used
 
         return ((rankdata(s) - 1) / (len(s) - 1)).astype(np.float32)
     raise ValueError(f"label scaling {how!r} is not one of {', '.join(LABEL_SCALINGS)}")
@@ -111,8 +113,8 @@ def load_pair_dataset(pairs_path: str | os.PathLike, *, max_pairs: int | None = 
     ``labels`` rescales the scores (:func:`scale_labels`) after the ``max_pairs`` sample is drawn;
     ``shuffle_labels`` then permutes them among the pairs (seeded by ``seed``).
     """
-    import datasets
-    import pyarrow.parquet as pq
+    import datasets  # lazy: datasets loads only where it is used
+    import pyarrow.parquet as pq  # lazy: pyarrow loads only where it is used
 
     path = Path(pairs_path)
     if not path.is_file():
@@ -137,13 +139,13 @@ def _shuffled(scores: np.ndarray, shuffle: bool, seed: int) -> np.ndarray:
 
 
 def _loss(model, name: str):
-    from sentence_transformers import losses
+    from sentence_transformers import losses  # lazy: sentence-transformers loads torch; only training and encoding need it
 
     return {"cosine": losses.CosineSimilarityLoss, "cosent": losses.CoSENTLoss, "angle": losses.AnglELoss}[name](model)
 
 
 def _last_checkpoint(work_dir: Path) -> str | None:
-    from transformers.trainer_utils import get_last_checkpoint
+    from transformers.trainer_utils import get_last_checkpoint  # lazy: transformers takes seconds to load; only code that loads a model needs it
 
     return get_last_checkpoint(str(work_dir)) if work_dir.is_dir() else None
 
@@ -158,12 +160,8 @@ def train_surrogate(pairs_path: str | os.PathLike, out_dir: str | os.PathLike, c
         config: the ``surrogate:`` section of the harvest config (its ``name`` plays no part in training).
         work_dir: checkpoints (default ``<out_dir>.checkpoints``); removed after success.
     """
-    import torch
-    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
-
-    from defsentflow.encoders import pick_device
-    from defsentflow.progress import live
-    from defsentflow.storage import atomic_dir
+    import torch  # lazy: torch takes seconds to load; only code that trains or encodes needs it
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments  # lazy: sentence-transformers loads torch; only training and encoding need it
 
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
@@ -209,9 +207,6 @@ def run_surrogate(cfg, pairs: dict, *, run_id: str | None = None) -> dict:
         cfg: a :class:`~defsentflow.scoring.config.HarvestConfig`.
         pairs: the harvest's reference (``{"key", "path", ...}``).
     """
-    from defsentflow.encoders import model_content_hash, resolve_model_path
-    from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config, hash_path
-
     scfg = cfg.surrogate
     cat = Catalog(cfg.root)
     key = combine_hashes(["surrogate", pairs["key"], model_content_hash(resolve_model_path(scfg.base_encoder)),
@@ -234,7 +229,5 @@ def run_surrogate(cfg, pairs: dict, *, run_id: str | None = None) -> dict:
 
 def run_surrogate_config(cfg, *, run_id: str | None = None) -> dict:
     """Make sure the config's harvest exists (cached stages return at once), then train the surrogate."""
-    from defsentflow.scoring.stages import run_harvest
-
     harvest = run_harvest(cfg, run_id=run_id)
     return run_surrogate(cfg, {"key": harvest["key"], "path": harvest["path"]}, run_id=run_id)
