@@ -38,6 +38,8 @@ def timed_call(fn, call):
 
     c0 = time.process_time()
     result = call_one(fn, call)
+    if not isinstance(result, dict):  # an entry-matrix shard (its file's path), not a candidate
+        return result
     return {**result, "cpu_seconds": time.process_time() - c0}
 
 
@@ -47,7 +49,7 @@ def timing(inner):
 
     def fan_out(fn, calls):
         results = inner(timed_call, [(fn, c) for c in calls])
-        cpu.extend(r["cpu_seconds"] for r in results)
+        cpu.extend(r["cpu_seconds"] for r in results if isinstance(r, dict) and "cpu_seconds" in r)
         return results
 
     fan_out.cpu = cpu
