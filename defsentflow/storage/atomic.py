@@ -10,7 +10,6 @@ import contextlib
 import json
 import os
 import shutil
-import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -19,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from defsentflow.storage.outputs import OUTPUT_MARKER, OutputRefusedError
 from defsentflow.storage.paths import data_root
+from defsentflow.storage.swap import TMP_PREFIX, swap_dir_into_place, temporary_sibling
 
 __all__ = [
     "atomic_path",
@@ -31,11 +31,6 @@ __all__ = [
     "pid_alive",
 ]
 
-TMP_PREFIX = ".tmp-"
-
-
-def _tmp_name(final: Path) -> Path:
-    return final.with_name(f"{TMP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}-{final.name}")
 
 
 @contextlib.contextmanager
@@ -43,7 +38,7 @@ def atomic_path(final: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary file path next to ``final``; rename it into place on success."""
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp_name(final)
+    tmp = temporary_sibling(final)
     try:
         yield tmp
         with open(tmp, "rb") as fh:  # data reaches the disk before the rename makes it visible
@@ -89,18 +84,11 @@ def atomic_dir(final: str | os.PathLike) -> Iterator[Path]:
     if final.exists() or final.is_symlink():
         _replaceable(final)
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp_name(final)
+    tmp = temporary_sibling(final)
     tmp.mkdir()
     try:
         yield tmp
-        if final.exists():
-            _replaceable(final)
-            old = _tmp_name(final)
-            os.replace(final, old)
-            os.replace(tmp, final)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, final)
+        swap_dir_into_place(tmp, final, _replaceable)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

@@ -21,12 +21,12 @@ import contextlib
 import json
 import os
 import shutil
-import uuid
 from pathlib import Path
 from typing import Iterator
 
 from defsentflow.storage.paths import RECORD_NAME
 from defsentflow.storage.paths import data_root
+from defsentflow.storage.swap import swap_dir_into_place, temporary_sibling
 
 __all__ = [
     "OUTPUT_MARKER",
@@ -39,7 +39,6 @@ __all__ = [
 
 OUTPUT_MARKER = ".defsentflow-output.json"
 PARQUET_KEY = b"defsentflow.output"
-_TMP_PREFIX = ".tmp-"  # the prefix storage.atomic uses, so stale temporaries are cleaned alike
 
 
 class OutputRefusedError(ValueError):
@@ -53,10 +52,6 @@ def parquet_output_metadata(command: str) -> dict[bytes, bytes]:
 
 def _sidecar(path: Path) -> Path:
     return path.with_name(f".{path.name}{OUTPUT_MARKER}")
-
-
-def _tmp_sibling(final: Path) -> Path:
-    return final.with_name(f"{_TMP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}-{final.name}")
 
 
 def _refuse(path: Path, command: str, why: str) -> OutputRefusedError:
@@ -158,21 +153,15 @@ def output_dir(path: str | os.PathLike, *, command: str, root: str | os.PathLike
     if final.exists() or final.is_symlink():
         _own_dir(final, command, at_default=at_default)
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp_sibling(final)
+    tmp = temporary_sibling(final)
     tmp.mkdir()
     try:
         yield tmp
         files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if not p.is_dir())
         (tmp / OUTPUT_MARKER).write_text(json.dumps({"command": command, "created_by": "defsentflow",
                                                      "files": files}, indent=2), encoding="utf-8")
-        if final.exists():
-            _own_dir(final, command, at_default=at_default)  # again: the user may have added a file
-            old = _tmp_sibling(final)
-            os.replace(final, old)
-            os.replace(tmp, final)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, final)
+        # checked again at the swap: the user may have added a file meanwhile
+        swap_dir_into_place(tmp, final, lambda f: _own_dir(f, command, at_default=at_default))
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -192,7 +181,7 @@ def output_file(path: str | os.PathLike, *, command: str, root: str | os.PathLik
     if final.exists() or final.is_symlink():
         _own_file(final, command, at_default=at_default)
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp_sibling(final)
+    tmp = temporary_sibling(final)
     try:
         yield tmp
         with open(tmp, "rb") as fh:  # the data reaches the disk before the rename makes it visible
