@@ -6,11 +6,10 @@ Optional keys with a meaning of their own: ``pos`` and ``synset`` (strings) and 
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Iterator
 
-from defsentflow.dictionary.lines import iter_lines, line_rejection
+from defsentflow.dictionary.lines import iter_json_lines
 from defsentflow.dictionary.records import DefinitionRecord, Record, RejectedRecord
 
 __all__ = ["read_jsonl"]
@@ -26,19 +25,11 @@ def read_jsonl(path: str | os.PathLike, source: str = "jsonl") -> Iterator[Recor
         DefinitionRecord(entry='dog', definition='a canid', ..., meta={'freq': 12})
     """
     file = str(path)
-    for no, text in iter_lines(path):
-        if (bad := line_rejection(source, file, no, text)) is not None:
-            yield bad
+    for item in iter_json_lines(path, source, _shape_problem):
+        if isinstance(item, RejectedRecord):
+            yield item
             continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            yield RejectedRecord(source, file, no, "malformed", text, f"invalid JSON: {exc.msg} at column {exc.colno}")
-            continue
-        problem = _shape_problem(obj)
-        if problem:
-            yield RejectedRecord(source, file, no, "malformed", text, problem)
-            continue
+        no, _text, obj = item
         meta = {k: v for k, v in obj.items() if k not in _KNOWN} or None
         yield DefinitionRecord(obj["entry"], obj["definition"], source, file, no, pos=obj.get("pos"),
                                synset=obj.get("synset"), examples=tuple(obj.get("examples") or ()), meta=meta)

@@ -1,14 +1,15 @@
-"""Line-by-line reading shared by the line-oriented readers (Oxford, TSV, JSONL)."""
+"""Line-by-line reading shared by the line-oriented readers (Oxford, TSV, JSONL, wiktextract)."""
 
 from __future__ import annotations
 
+import json
 import os
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 from defsentflow.dictionary.records import RejectedRecord
 from defsentflow.dictionary.validate import printable, undecodable
 
-__all__ = ["iter_lines", "line_rejection"]
+__all__ = ["iter_json_lines", "iter_lines", "line_rejection"]
 
 
 def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
@@ -37,3 +38,25 @@ def line_rejection(source: str, file: str, no: int, text: str) -> RejectedRecord
     if not text.strip():
         return RejectedRecord(source, file, no, "whitespace_only", text, "line is only whitespace")
     return None
+
+
+def iter_json_lines(path: str | os.PathLike, source: str,
+                    shape_problem: Callable[[Any], str | None]) -> Iterator[RejectedRecord | tuple[int, str, Any]]:
+    """Each line of a JSONL file as ``(line number, text, object)``, or its rejection: the shared
+    line rejections, invalid JSON, or what ``shape_problem`` finds wrong with the object (all
+    ``malformed`` but the first)."""
+    file = str(path)
+    for no, text in iter_lines(path):
+        if (bad := line_rejection(source, file, no, text)) is not None:
+            yield bad
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            yield RejectedRecord(source, file, no, "malformed", text, f"invalid JSON: {exc.msg} at column {exc.colno}")
+            continue
+        problem = shape_problem(obj)
+        if problem:
+            yield RejectedRecord(source, file, no, "malformed", text, problem)
+            continue
+        yield no, text, obj

@@ -22,11 +22,10 @@ Decisions (also in the README):
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Iterator
 
-from defsentflow.dictionary.lines import iter_lines, line_rejection
+from defsentflow.dictionary.lines import iter_json_lines
 from defsentflow.dictionary.records import DefinitionRecord, Record, RejectedRecord
 
 __all__ = ["read_wiktextract", "DEFAULT_LANG_CODE", "SKIPPED_TAGS"]
@@ -48,19 +47,11 @@ def read_wiktextract(path: str | os.PathLike, source: str = "wiktextract", *, la
     """
     file = str(path)
     stats = stats if stats is not None else {}
-    for no, text in iter_lines(path):
-        if (bad := line_rejection(source, file, no, text)) is not None:
-            yield bad
+    for item in iter_json_lines(path, source, _object_problem):
+        if isinstance(item, RejectedRecord):
+            yield item
             continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            yield RejectedRecord(source, file, no, "malformed", text, f"invalid JSON: {exc.msg} at column {exc.colno}")
-            continue
-        problem = _object_problem(obj)
-        if problem:
-            yield RejectedRecord(source, file, no, "malformed", text, problem)
-            continue
+        no, text, obj = item
         if obj.get("lang_code") != lang_code:
             stats["other_language"] = stats.get("other_language", 0) + 1
             continue
