@@ -120,7 +120,7 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
     data_dir = resolve_data_dir(ev.data_dir)
     tasks = runnable_tasks(task_plan(config))  # sickr without its test file: evaluated on trial (fallback)
     # The section's evaluation settings, as the evaluate flow takes them (EvaluateSection).
-    common = {**ev.model_dump(mode="json", exclude={"baselines", "best_trained", "seed_stats", "pooling"}), "tasks": tasks,
+    common = {**ev.model_dump(mode="json", exclude={"baselines", "best_trained", "seed_stats", "pooling", "also_poolings"}), "tasks": tasks,
               "data_dir": str(data_dir) if data_dir else None, "dictionary": cfg.dictionary.name}
     pooling = ev.pooling or selected_pooling(cfg, selected["model_dir"])
     plan = [{**common, "model": selected["model_dir"], "model_id": selected["model_id"], "pooling": pooling}]
@@ -133,6 +133,12 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
     base_id = baseline_model_id(base)
     if "untrained" in ev.baselines:
         plan.append({**common, "model": base, "model_id": base_id, "pooling": pooling})
+    sts_only = [t for t in tasks if t not in ("revdict", "wordpred")]  # the dictionary tasks keep their own pooling
+    for extra in (p for p in ev.also_poolings if p != pooling):
+        plan.append({**common, "tasks": sts_only, "model": selected["model_dir"],
+                     "model_id": f"{selected['model_id']}+{extra}", "pooling": extra})
+        if "untrained" in ev.baselines:
+            plan.append({**common, "tasks": sts_only, "model": base, "model_id": f"{base_id}+{extra}", "pooling": extra})
     if "sbert_wk" in ev.baselines:
         plan.append({**common, "tasks": [t for t in tasks if t not in ("revdict", "wordpred")] or tasks, "model": base,
                      "model_id": f"{base_id}+sbert_wk", "pooling": "sbert_wk"})

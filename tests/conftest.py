@@ -94,3 +94,15 @@ def prefect_test_harness():
 
     with harness(server_startup_timeout=None):
         yield
+
+
+def pytest_collection_modifyitems(config, items):
+    """Slow tests first, the shared raw-encoder controls first of all (a stable sort: modules keep
+    their order). ``make test`` runs two test processes (pytest-xdist, ``--dist loadgroup``): started
+    first, the long tests overlap, and the short ones fill the gaps (longest first)."""
+    def rank(item) -> int:
+        if item.get_closest_marker("xdist_group") is not None:
+            return 0
+        return 1 if item.get_closest_marker("slow") is not None else 2
+
+    items.sort(key=rank)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import inspect
 import os
 import weakref
@@ -76,6 +77,25 @@ def token_budget_batches(lengths: np.ndarray, order: np.ndarray, batch_size: int
 def _fused_linear_available() -> bool:
     return (os.environ.get("DEFSENTFLOW_FUSED_LINEAR", "1") != "0" and torch.backends.mkldnn.is_available()
             and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
+
+
+@functools.lru_cache(maxsize=None)
+def _fused_dtype_supported(dtype: torch.dtype | None) -> bool:
+    """Whether this CPU's oneDNN runs the fused linears in ``dtype`` (None: fp32). bf16 needs
+    AVX-512 (an AVX2-only CPU raises "could not create a primitive descriptor"): probed once on a
+    tiny input, the same calls as :class:`FusedLinear` and :class:`FusedAddNorm`."""
+    try:
+        x = torch.ones(2, 8, 8, dtype=dtype or torch.float32)
+        layer = nn.Linear(8, 8)
+        FusedLinear(layer, gelu=True, dtype=dtype)(x)
+        FusedLinear(layer, dtype=dtype)(x)
+        block = nn.Module()
+        block.dense = layer
+        block.LayerNorm = nn.LayerNorm(8).to(dtype or torch.float32)
+        FusedAddNorm(block, dtype=dtype)(x, x)
+    except RuntimeError:
+        return False
+    return True
 
 
 def _inference_weight(weight: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
@@ -150,6 +170,8 @@ def _build_inference_model(model: nn.Module, dtype: torch.dtype | None) -> nn.Mo
     memo = {id(t): t for t in list(model.parameters()) + list(model.buffers())}
     fast = copy.deepcopy(model, memo)
     fast.eval()
+    if not _fused_dtype_supported(dtype):  # e.g. bf16 on an AVX2-only CPU: a plain copy in that dtype
+        return _cast_copy(fast, dtype)
     for module in list(fast.modules()):  # BERT-style output blocks: the residual add goes into the linear
         for name, child in list(module.named_children()):
             if _is_add_norm_block(child):
@@ -163,8 +185,14 @@ def _build_inference_model(model: nn.Module, dtype: torch.dtype | None) -> nn.Mo
         for name, child in list(module.named_children()):
             if type(child) is nn.Linear:
                 setattr(module, name, FusedLinear(child, dtype=dtype))
+    return _cast_copy(fast, dtype)
+
+
+def _cast_copy(fast: nn.Module, dtype: torch.dtype | None) -> nn.Module:
+    """``fast``'s remaining parameters and buffers (embeddings, LayerNorm; every layer when
+    nothing was fused) as ``dtype`` copies; the original model's tensors are left alone."""
     if dtype is not None:
-        for module in fast.modules():  # everything else (embeddings, LayerNorm) in the same dtype
+        for module in fast.modules():
             for name, p in list(module._parameters.items()):
                 if p is not None and p.is_floating_point():
                     module._parameters[name] = nn.Parameter(p.detach().to(dtype), requires_grad=False)

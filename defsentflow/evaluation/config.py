@@ -137,8 +137,11 @@ class EvalSection(EvalConfig):
                            "over them beside the selected seed (DefSent+ Table 2's statistic)")
     best_trained: bool = Field(
         False, description="also evaluate the best trained PST candidate when the untrained encoder was selected")
+    also_poolings: tuple[EvalPooling, ...] = Field(
+        (), description="further poolings for the selected encoder and the untrained baseline, filed as "
+                        "'<model id>+<pooling>' (DefSent+ Table 7 reports Prompt pooling beside CLS and Mean)")
 
-    _baselines = field_validator("baselines", mode="before")(_as_tuple)
+    _baselines = field_validator("baselines", "also_poolings", mode="before")(_as_tuple)
 
     def _check_dictionary(self) -> None:
         if self.dictionary is not None:

@@ -21,7 +21,7 @@ import yaml
 
 from tiny_pipeline_utils import catalog_rows, raw_ci_config, run_cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("raw-ci")]  # one pretraining for both controls
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}

@@ -56,3 +56,32 @@ def test_the_plan_evaluates_each_seed_with_the_selected_pooling(tmp_path):
 
     for p in plan:  # each entry is what the evaluate flow validates
         EvaluateSection.model_validate(p)
+
+
+def test_also_poolings_add_prompt_rows_for_the_selected_encoder_and_the_baseline_on_sts_only(tmp_path):
+    from pathlib import Path
+
+    from defsentflow.config import load_config
+    from defsentflow.evaluation.config import EvaluateSection
+    from defsentflow.pipeline import evaluation_plan
+
+    config = load_config(Path(__file__).resolve().parents[2] / "configs" / "bert-base-defsent-plus.yaml").model_dump(
+        mode="json")
+    assert config["eval"]["also_poolings"] == ["prompt"]  # every DefSent+ paper config (Table 7)
+    sts = tmp_path / "data"
+    (sts / "sts" / "STSBenchmark").mkdir(parents=True)
+    (sts / "sts" / "STSBenchmark" / "sts-dev.csv").write_text("genre\tf\t2012\t0\t5.0\ta b\ta b\n")
+    config["eval"].update(tasks=["stsb-dev", "revdict"], data_dir=str(sts), seed_stats=False, baselines=["untrained"])
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "defsentflow.json").write_text(json.dumps({"pooling": "cls"}))
+    plan = evaluation_plan(config, {"model_dir": str(model), "model_id": "pst-r"}, None, "bert-base-uncased")
+    by_id = {p["model_id"]: (p["pooling"], tuple(p["tasks"])) for p in plan}
+    assert by_id["pst-r"] == ("cls", ("stsb-dev", "revdict"))
+    assert by_id["pst-r+prompt"] == ("prompt", ("stsb-dev",))  # the dictionary tasks keep the training pooling
+    assert by_id["base:bert-base-uncased+prompt"] == ("prompt", ("stsb-dev",))
+    for p in plan:
+        EvaluateSection.model_validate(p)
+
+    config["eval"]["also_poolings"] = ["cls"]  # the pooling already evaluated adds nothing
+    assert len(evaluation_plan(config, {"model_dir": str(model), "model_id": "pst-r"}, None, "bert-base-uncased")) == 2
