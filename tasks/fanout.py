@@ -10,6 +10,7 @@ in its sequencer's ``steps``: a :class:`DaskFanOut` when an address is set, else
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import inspect
 import os
@@ -20,7 +21,7 @@ from defsentflow.compute import ADDRESS_ENV, ComputeSection, compute_from_env, c
 from defsentflow.fanout import WORKER_ENV, CandidateLostError, FanOut
 from defsentflow.fanout import call_one
 
-__all__ = ["DaskFanOut", "TaskFanOut", "compute_cluster", "fan_out_from_env", "worker_environ"]
+__all__ = ["PRELOAD", "DaskFanOut", "TaskFanOut", "close_runners", "compute_cluster", "fan_out_from_env", "worker_environ"]
 
 
 def worker_environ() -> dict[str, Any]:
@@ -36,6 +37,33 @@ def worker_environ() -> dict[str, Any]:
 
 
 WORKER_ONLY_ENV = {WORKER_ENV: "1"}
+PRELOAD = "tasks.preload"
+"""What the command's workers import when they start (``dask worker --preload`` on external ones)."""
+
+_RUNNERS: dict[str, Any] = {}
+
+
+def _runner(address: str) -> Any:
+    """The process's started ``DaskTaskRunner`` for ``address``: one client connection for every
+    fan-out of the command (steps, shards, points), closed by :func:`close_runners`."""
+    runner = _RUNNERS.get(address)
+    if runner is None:
+        from prefect_dask import DaskTaskRunner  # lazy: Dask starts only when a config asks for a cluster
+
+        runner = DaskTaskRunner(address=address).__enter__()
+        _RUNNERS[address] = runner
+    return runner
+
+
+def close_runners() -> None:
+    """Close the runners :func:`_runner` opened (at the end of :func:`compute_cluster`, and at exit)."""
+    while _RUNNERS:
+        _, runner = _RUNNERS.popitem()
+        with contextlib.suppress(Exception):  # the cluster may be gone already
+            runner.__exit__(None, None, None)
+
+
+atexit.register(close_runners)
 
 
 def _label(call: Any) -> str:
@@ -61,17 +89,14 @@ class DaskFanOut:
     def shards(self) -> int:
         """How many pieces to cut divisible work into (entry-matrix shards): the cluster's workers."""
         if self._shards is None:
-            from distributed import Client  # lazy: Dask starts only when a config asks for a cluster
-
-            with Client(self.address, timeout=30) as client:
-                self._shards = max(1, len(client.scheduler_info().get("workers", {})))
+            info = _runner(self.address).client.scheduler_info()
+            self._shards = max(1, len(info.get("workers", {})))
         return self._shards
 
     def __call__(self, fn: Callable[..., Any], calls: Sequence[Any]) -> list[Any]:
         import dask  # lazy: Dask starts only when a config asks for a cluster
         from prefect import task  # lazy: Prefect loads only where a flow or task runs
         from prefect.cache_policies import NO_CACHE  # lazy: Prefect loads only where a flow or task runs
-        from prefect_dask import DaskTaskRunner  # lazy: Dask starts only when a config asks for a cluster
 
         calls = list(calls)
         if not calls:
@@ -82,7 +107,8 @@ class DaskFanOut:
         sig = inspect.signature(fn)
         params = [dict(c) if isinstance(c, dict) else dict(sig.bind(*c).arguments) for c in calls]
         annotate = dask.annotate(resources={"GPU": self.gpus}) if self.gpus > 0 else contextlib.nullcontext()
-        with DaskTaskRunner(address=self.address) as runner, annotate:
+        runner = _runner(self.address)
+        with annotate:
             futures = [runner.submit(wrapped, parameters=p) for p in params]
             results = []
             for call, fut in zip(calls, futures):
@@ -147,7 +173,7 @@ def compute_cluster(compute: ComputeSection | None) -> Iterator[str | None]:
             with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environ()}):
                 kwargs: dict[str, Any] = {"n_workers": compute.local_workers, "threads_per_worker": 1,
                                           "processes": True, "dashboard_address": ":0",
-                                          "env": dict(WORKER_ONLY_ENV)}
+                                          "env": dict(WORKER_ONLY_ENV), "preload": [PRELOAD]}
                 if compute.gpus_per_candidate:
                     kwargs["resources"] = {"GPU": 1}
                 cluster = LocalCluster(**kwargs)
@@ -157,6 +183,7 @@ def compute_cluster(compute: ComputeSection | None) -> Iterator[str | None]:
         os.environ.update(compute_to_env(compute, address))
         yield address
     finally:
+        close_runners()
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
