@@ -52,6 +52,18 @@ def timing(inner):
         cpu.extend(r["cpu_seconds"] for r in results if isinstance(r, dict) and "cpu_seconds" in r)
         return results
 
+    if hasattr(inner, "submit"):  # a cluster: calls may start before their results are asked for
+        def submit(fn, calls):
+            wait = inner.submit(timed_call, [(fn, c) for c in calls])
+
+            def results():
+                out = wait()
+                cpu.extend(r["cpu_seconds"] for r in out if isinstance(r, dict) and "cpu_seconds" in r)
+                return out
+
+            return results
+
+        fan_out.submit = submit
     fan_out.cpu = cpu
     return fan_out
 
@@ -84,7 +96,7 @@ def one_run(section, template: Path, base: Path, label: str, steps) -> dict:
     res = run_pst(section, run_id="bench", root=root, steps=steps)
     wall = time.perf_counter() - t0
     cands = [(c.step, c.seed, c.group, c.artifact_key, c.score) for s in res.steps for c in s.candidates if c.step]
-    return {"wall": wall, "cpu": list(steps.fan_out.cpu), "candidates": cands,
+    return {"wall": wall, "cpu": list(steps.fan_out.cpu), "candidates": cands, "steps": [s.seconds for s in res.steps],
             "winner": (res.winner.artifact_key, res.winner.score), "root": root}
 
 
@@ -136,7 +148,9 @@ def main() -> int:
     for k, label in (("default", f"sequential, default threads ({os.cpu_count()} cores)"),
                      ("seq1", "sequential, 1 thread per candidate"),
                      ("fanout", f"--local-workers {args.workers} (1 thread each)")):
-        print(f"{label}: wall {wall[k]:.1f}s, cpu per candidate {cpu[k]:.2f}s")
+        per_step = ", ".join(f"{statistics.median(r['steps'][i] for r in runs[k]):.1f}"
+                             for i in range(len(runs[k][0]["steps"])))
+        print(f"{label}: wall {wall[k]:.1f}s, cpu per candidate {cpu[k]:.2f}s; seconds per PST step 0.. {per_step}")
     print(f"cpu_per_candidate_fanout/seq1={cpu['fanout'] / cpu['seq1']:.3f}")
     print(f"default_threads_scores_within_0.0005={'yes' if close else 'no'}")
     print(f"load_after={load_after[0]:.2f},{load_after[1]:.2f},{load_after[2]:.2f}")

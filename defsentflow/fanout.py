@@ -26,7 +26,8 @@ from typing import Any, TypeVar
 import signal
 
 __all__ = ["FanOut", "KILL_AFTER_STEPS_ENV", "KILL_MARKER_ENV", "WORKER_ENV", "CandidateLostError", "call_one",
-           "kill_hook_steps", "kill_this_worker", "on_worker", "sequential", "worker_device", "worker_threads"]
+           "kill_hook_steps", "kill_this_worker", "on_worker", "runs_beside", "sequential", "submit", "worker_device",
+           "worker_threads"]
 
 T = TypeVar("T")
 Call = "tuple[Any, ...] | dict[str, Any]"
@@ -56,6 +57,21 @@ def call_one(fn: Callable[..., T], call: Any) -> T:
 def sequential(fn: Callable[..., T], calls: Sequence[Any]) -> list[T]:
     """The default executor: every call in turn, in this process."""
     return [call_one(fn, c) for c in calls]
+
+
+def submit(fan_out: FanOut, fn: Callable[..., T], calls: Sequence[Any]) -> Callable[[], list[T]]:
+    """Start ``calls`` now where the executor can (one with a ``submit`` method: a Dask cluster) and
+    return a function that waits for their results, in submission order. A plain executor runs them
+    when the results are asked for. Either way the results are the same (each call is pure)."""
+    start = getattr(fan_out, "submit", None)
+    if start is not None:
+        return start(fn, calls)
+    return lambda: fan_out(fn, calls)
+
+
+def runs_beside(fan_out: FanOut) -> bool:
+    """Whether ``fan_out`` can run calls while this process goes on (it has ``submit``)."""
+    return callable(getattr(fan_out, "submit", None))
 
 
 def on_worker() -> bool:

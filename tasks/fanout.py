@@ -21,7 +21,8 @@ from defsentflow.compute import ADDRESS_ENV, ComputeSection, compute_from_env, c
 from defsentflow.fanout import WORKER_ENV, CandidateLostError, FanOut
 from defsentflow.fanout import call_one
 
-__all__ = ["PRELOAD", "DaskFanOut", "TaskFanOut", "close_runners", "compute_cluster", "fan_out_from_env", "worker_environ"]
+__all__ = ["PRELOAD", "DaskFanOut", "TaskFanOut", "close_runners", "compute_cluster", "fan_out_from_env",
+           "worker_environ"]
 
 
 def worker_environ() -> dict[str, Any]:
@@ -94,13 +95,17 @@ class DaskFanOut:
         return self._shards
 
     def __call__(self, fn: Callable[..., Any], calls: Sequence[Any]) -> list[Any]:
+        return self.submit(fn, calls)()
+
+    def submit(self, fn: Callable[..., Any], calls: Sequence[Any]) -> Callable[[], list[Any]]:
+        """Submit every call now; the returned function waits for the results (submission order)."""
         import dask  # lazy: Dask starts only when a config asks for a cluster
         from prefect import task  # lazy: Prefect loads only where a flow or task runs
         from prefect.cache_policies import NO_CACHE  # lazy: Prefect loads only where a flow or task runs
 
         calls = list(calls)
         if not calls:
-            return []
+            return lambda: []
         tags = ["gpu"] if self.gpus > 0 else []
         name = self.name or fn.__name__.replace("_", "-")
         wrapped = task(name=name, retries=1, tags=tags, cache_policy=NO_CACHE, persist_result=False)(fn)
@@ -110,15 +115,19 @@ class DaskFanOut:
         runner = _runner(self.address)
         with annotate:
             futures = [runner.submit(wrapped, parameters=p) for p in params]
-            results = []
+
+        def results() -> list[Any]:
+            out = []
             for call, fut in zip(calls, futures):
                 try:
-                    results.append(fut.result())
+                    out.append(fut.result())
                 except Exception as exc:
                     if "KilledWorker" in f"{type(exc).__name__} {str(exc)[:300]}":  # as Dask or Prefect says it
                         raise CandidateLostError(f"{_label(call)}: lost with its Dask worker 3 times (KilledWorker); "
                                                  "see the worker logs (out of memory?)") from None
                     raise
+            return out
+
         return results
 
 

@@ -54,9 +54,9 @@ from defsentflow.training.defsent_run import run_defsent
 from defsentflow.training.pst_config import PstSection
 from defsentflow.training.pst_records import (Candidate, DefSentResult, MatrixRef, PstResult, SelectionPlan, StepPlan,
                                               StepResult)
-from defsentflow.fanout import FanOut, sequential
+from defsentflow.fanout import FanOut, runs_beside, sequential
 from defsentflow.training.pst_candidates import (Scorer, plan_base_candidate, plan_candidate, run_candidate,
-                                                 run_candidates)
+                                                 run_candidates, start_candidates)
 from defsentflow.training.pst_steps import (_key, base_candidates, build_entry_matrix, choose_best, choose_step,
                                             plan_step, record_step, selection_plan, step_key)
 from defsentflow.storage import Catalog, check_identifier, data_root, hash_config, hash_path, under_root, write_json
@@ -85,6 +85,7 @@ __all__ = [
     "run_step",
     "run_candidate",
     "run_step0",
+    "start_step0",
     "selection_plan",
     "should_stop",
     "step_key",
@@ -124,13 +125,26 @@ LOCAL = PstSteps()
 def run_step0(section: PstSection, data: TrainingData, selection: SelectionPlan, *,
               root: str | os.PathLike | None = None, run_id: str | None = None, steps: PstSteps = LOCAL) -> StepResult:
     """Step 0: score the untrained encoder (once per pooling the later steps are scored with)."""
+    return start_step0(section, data, selection, root=root, run_id=run_id, steps=steps)()
+
+
+def start_step0(section: PstSection, data: TrainingData, selection: SelectionPlan, *,
+                root: str | os.PathLike | None = None, run_id: str | None = None,
+                steps: PstSteps = LOCAL) -> Callable[[], StepResult]:
+    """:func:`run_step0` in two halves: its scoring starts now (beside this process on a cluster), and
+    the returned function waits for it and returns the step's result."""
     t0 = time.perf_counter()
     specs = [plan_base_candidate(section, data, selection, c, root=root, run_id=run_id, threads=steps.threads)
              for c in base_candidates(section, root=root, run_id=run_id)]
-    cands = run_candidates(specs, scorer=steps.scorer, fan_out=steps.fan_out, root=root)
-    best, figure, means = choose_step(cands, "best_seed")  # one untrained model: no seeds to average
-    return StepResult(step=0, candidates=tuple(cands), best=best, seconds=time.perf_counter() - t0,
-                      rule=section.selection_rule, figure=figure, group_means=means)
+    wait = start_candidates(specs, scorer=steps.scorer, fan_out=steps.fan_out, root=root)
+
+    def finish() -> StepResult:
+        cands = wait()
+        best, figure, means = choose_step(cands, "best_seed")  # one untrained model: no seeds to average
+        return StepResult(step=0, candidates=tuple(cands), best=best, seconds=time.perf_counter() - t0,
+                          rule=section.selection_rule, figure=figure, group_means=means)
+
+    return finish
 
 
 def run_step(section: PstSection, data: TrainingData, plan: StepPlan, selection: SelectionPlan, *,
@@ -267,22 +281,33 @@ def run_pst(section: PstSection, *, run_id: str, root: str | os.PathLike | None 
         selection = selection_plan(section, data)
         history: list[StepResult] = []
         stop_note = ""
-        for step in range(0, section.total_steps + 1):
-            if step == 0:
-                result = steps.step(run_step0, section, data, selection, root=root, run_id=run_id, steps=steps)
-            else:
-                plan = plan_step(section, step, history)
-                result = steps.step(run_step, section, data, plan, selection, root=root, run_id=run_id, steps=steps)
+
+        def finished(result: StepResult) -> None:
             record_step(run_id, result, root=root)
-            cat.record_stage(run_id, f"pst-step-{step}", "cached" if result.cached else "completed",
+            cat.record_stage(run_id, f"pst-step-{result.step}", "cached" if result.cached else "completed",
                              cache_key=result.key, seconds=result.seconds)
             history.append(result)
             if on_step is not None:
                 on_step(result)
-            if step >= 1:
-                stop_note = should_stop(section, history) or ""
-                if stop_note:
-                    break
+
+        # On a cluster, step 0 (scoring the untrained encoder) runs beside step 1, which does not
+        # depend on it; step 0 is still recorded first. In one process the steps run in turn.
+        beside = section.total_steps >= 1 and runs_beside(steps.fan_out)
+        step0 = start_step0(section, data, selection, root=root, run_id=run_id, steps=steps) if beside else None
+        for step in range(0, section.total_steps + 1):
+            if step == 0:
+                if step0 is None:
+                    finished(steps.step(run_step0, section, data, selection, root=root, run_id=run_id, steps=steps))
+                continue
+            plan = plan_step(section, step, history)
+            result = steps.step(run_step, section, data, plan, selection, root=root, run_id=run_id, steps=steps)
+            if step0 is not None:
+                finished(step0())
+                step0 = None
+            finished(result)
+            stop_note = should_stop(section, history) or ""
+            if stop_note:
+                break
         out = finish_pst(section, run_id, history, selection, stop_note, root=root, seconds=time.perf_counter() - t0)
     except BaseException as exc:
         cat.end_run(run_id, "failed", note=f"{type(exc).__name__}: {exc}"[:500])

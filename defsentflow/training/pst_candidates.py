@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from defsentflow.fanout import FanOut, kill_hook_steps, kill_this_worker, sequential, worker_device, worker_threads
+from defsentflow.fanout import (FanOut, kill_hook_steps, kill_this_worker, sequential, submit, worker_device,
+                                worker_threads)
 from defsentflow.training.data import TrainingData
 from defsentflow.training.pst_config import GridPoint, PstSection
 from defsentflow.training.pst_records import Candidate, MatrixRef, ScoreRequest, SelectionPlan
@@ -38,7 +39,7 @@ from defsentflow.storage.records import make_record, read_record, write_record
 from defsentflow.training.config import TrainConfig
 from defsentflow.training.pst_steps import _base, _config_identity, _key, _train_config
 
-__all__ = ["Scorer", "plan_base_candidate", "plan_candidate", "run_candidate", "run_candidates"]
+__all__ = ["Scorer", "plan_base_candidate", "plan_candidate", "run_candidate", "run_candidates", "start_candidates"]
 
 Scorer = Callable[[ScoreRequest], "tuple[float, list[dict[str, Any]]]"]
 """``scorer(request) -> (value, metric rows)``: the selection score of ``request.candidate``."""
@@ -227,15 +228,28 @@ def run_candidates(specs: Sequence[dict[str, Any]], *, scorer: Scorer | None, fa
     Candidates the catalog already holds are read back; the others go through ``fan_out`` (one
     :func:`run_candidate` call each) and their records are registered here, in one transaction.
     """
+    return start_candidates(specs, scorer=scorer, fan_out=fan_out, root=root)()
+
+
+def start_candidates(specs: Sequence[dict[str, Any]], *, scorer: Scorer | None, fan_out: FanOut = sequential,
+                     root: str | os.PathLike | None = None) -> Callable[[], list[Candidate]]:
+    """:func:`run_candidates` in two halves: the calls start now where ``fan_out`` can run them beside
+    this process (:func:`~defsentflow.fanout.submit`); the returned function waits for them, registers
+    their records and returns the candidates."""
     cat = Catalog(root)
     out: list[Candidate | None] = [_registered(cat, s) for s in specs]
     todo = [i for i, c in enumerate(out) if c is None]
-    if todo:
-        if scorer is None:
-            raise ValueError("PST needs a selection scorer: pass PstSteps(scorer=...), e.g. "
-                             "defsentflow.evaluation.selection.selection_score")
-        results = fan_out(run_candidate, [(specs[i], scorer) for i in todo])
-        cat.register_records([r for res in results for r in res["records"]])
-        for i, res in zip(todo, results):
-            out[i] = res["candidate"]
-    return [c for c in out if c is not None]
+    if todo and scorer is None:
+        raise ValueError("PST needs a selection scorer: pass PstSteps(scorer=...), e.g. "
+                         "defsentflow.evaluation.selection.selection_score")
+    wait = submit(fan_out, run_candidate, [(specs[i], scorer) for i in todo]) if todo else None
+
+    def finish() -> list[Candidate]:
+        if wait is not None:
+            results = wait()
+            cat.register_records([r for res in results for r in res["records"]])
+            for i, res in zip(todo, results):
+                out[i] = res["candidate"]
+        return [c for c in out if c is not None]
+
+    return finish
