@@ -13,6 +13,12 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Under pytest-xdist (make test: two test processes on two cores) each process and what it starts
+# runs torch on one thread: two processes of two threads each would oversubscribe the cores, and
+# OpenMP's spinning threads then cost far more than the second process gains.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 # Before Prefect is imported: Prefect's home and persisted task results in a throw-away directory,
 # so no cached result from another session (or the user's ./storage) leaks in.
 _PREFECT_TMP = tempfile.mkdtemp(prefix="defsentflow-prefect-")

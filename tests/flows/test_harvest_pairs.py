@@ -33,7 +33,8 @@ def test_dask_run_equals_sequential_run(tmp_path, tiny_bert_dir, monkeypatch):
     # out and mostly distinct. The tiny random encoder's labels are close to 1, hence the low bar.
     scores = a.column("score").to_numpy()
     assert scores.std() > 0.01 and len(np.unique(np.round(scores, 4))) > len(scores) // 2
-    np.testing.assert_allclose(a.column("score").to_numpy(), b.column("score").to_numpy(), atol=1e-6)
+    # fp32 labels: the workers' one thread and this process's threads sum in another order (1.4e-6 seen)
+    np.testing.assert_allclose(a.column("score").to_numpy(), b.column("score").to_numpy(), atol=1e-5)
 
 
 def _harvest_rows(root, run_id: str) -> dict[str, list]:
