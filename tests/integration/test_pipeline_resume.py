@@ -17,7 +17,7 @@ import pytest
 from flows.runtime import SERVER_MARKER
 from tiny_pipeline_utils import catalog_rows, final_metrics, run_cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("tiny-run")]  # one shared first run, kill test first
 
 
 def _our_servers(owner_pids: set[int]) -> list[int]:
@@ -39,12 +39,8 @@ def _our_servers(owner_pids: set[int]) -> list[int]:
     return found
 
 
-def test_kill_and_resume_matches_uninterrupted_run(tiny_pipeline, tmp_path):
-    ref_home = tmp_path / "reference"
-    t0 = time.monotonic()
-    ref = run_cli(["run", str(tiny_pipeline)], ref_home)
-    full = time.monotonic() - t0
-    assert ref.returncode == 0, ref.stderr[-3000:]
+def test_kill_and_resume_matches_uninterrupted_run(tiny_first_run, tmp_path):
+    tiny_pipeline, ref_home, full = tiny_first_run  # the uninterrupted reference run
     expected = final_metrics(ref_home)
     assert expected["rows"], "the reference run recorded no metrics"
 
@@ -83,10 +79,8 @@ def test_kill_and_resume_matches_uninterrupted_run(tiny_pipeline, tmp_path):
         assert a[3] == pytest.approx(b[3], abs=1e-9), (a, b)
 
 
-def test_rerun_is_cached_and_unchanged_inputs_end_at_once(tiny_pipeline, tmp_path):
-    home = tmp_path / "home"
-    first = run_cli(["run", str(tiny_pipeline)], home)
-    assert first.returncode == 0, first.stderr[-3000:]
+def test_rerun_is_cached_and_unchanged_inputs_end_at_once(tiny_first_run, tmp_path):
+    tiny_pipeline, home, _ = tiny_first_run  # the shared first run's root: this run is its second
     artifacts = "SELECT artifact_key, kind FROM artifacts WHERE kind NOT IN ('report') ORDER BY 1"
     before = catalog_rows(home, artifacts)
     again = run_cli(["run", str(tiny_pipeline)], home)
