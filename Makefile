@@ -6,6 +6,7 @@ STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 # Test processes: the suite's slow tests are mostly one-thread subprocesses, so two processes fill two cores.
 TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadgroup
 
 export DO_NOT_TRACK := 1
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
@@ -26,10 +27,10 @@ demo: $(STAMP)
 	$(VENV)/bin/defsentflow run configs/demo.yaml
 
 test: $(STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "not slow" $(PYTEST_ARGS)
 
 clean:
 	rm -rf storage/* .pytest_cache

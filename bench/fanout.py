@@ -44,25 +44,26 @@ def timed_call(fn, call):
 
 
 def timing(inner):
-    """A fan-out that records every call's CPU seconds in ``timing.cpu``."""
+    """A fan-out that records every call's CPU seconds in ``timing.cpu`` (with ``submit`` where
+    ``inner`` has it: on a cluster, calls may start before their results are asked for)."""
+    from defsentflow.fanout import runs_beside, submit as start
+
     cpu: list[float] = []
 
-    def fan_out(fn, calls):
-        results = inner(timed_call, [(fn, c) for c in calls])
-        cpu.extend(r["cpu_seconds"] for r in results if isinstance(r, dict) and "cpu_seconds" in r)
+    def submit(fn, calls):
+        wait = start(inner, timed_call, [(fn, c) for c in calls])
+
+        def results():
+            out = wait()
+            cpu.extend(r["cpu_seconds"] for r in out if isinstance(r, dict) and "cpu_seconds" in r)
+            return out
+
         return results
 
-    if hasattr(inner, "submit"):  # a cluster: calls may start before their results are asked for
-        def submit(fn, calls):
-            wait = inner.submit(timed_call, [(fn, c) for c in calls])
+    def fan_out(fn, calls):
+        return submit(fn, calls)()
 
-            def results():
-                out = wait()
-                cpu.extend(r["cpu_seconds"] for r in out if isinstance(r, dict) and "cpu_seconds" in r)
-                return out
-
-            return results
-
+    if runs_beside(inner):
         fan_out.submit = submit
     fan_out.cpu = cpu
     return fan_out

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from defsentflow.config import PipelineConfig, resolve_path
+from defsentflow.eval_tasks import DICTIONARY_TASKS
 from defsentflow.evaluation.baselines import baseline_model_id
 from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config, hash_path
 from defsentflow.storage.rebuild import heal_catalog
@@ -120,8 +121,10 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
     data_dir = resolve_data_dir(ev.data_dir)
     tasks = runnable_tasks(task_plan(config))  # sickr without its test file: evaluated on trial (fallback)
     # The section's evaluation settings, as the evaluate flow takes them (EvaluateSection).
-    common = {**ev.model_dump(mode="json", exclude={"baselines", "best_trained", "seed_stats", "pooling", "also_poolings"}), "tasks": tasks,
+    pipeline_only = {"baselines", "best_trained", "seed_stats", "pooling", "also_poolings"}
+    common = {**ev.model_dump(mode="json", exclude=pipeline_only), "tasks": tasks,
               "data_dir": str(data_dir) if data_dir else None, "dictionary": cfg.dictionary.name}
+    sts_only = [t for t in tasks if t not in DICTIONARY_TASKS]  # the dictionary tasks keep the training pooling
     pooling = ev.pooling or selected_pooling(cfg, selected["model_dir"])
     plan = [{**common, "model": selected["model_dir"], "model_id": selected["model_id"], "pooling": pooling}]
     if ev.best_trained and trained:
@@ -133,14 +136,13 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
     base_id = baseline_model_id(base)
     if "untrained" in ev.baselines:
         plan.append({**common, "model": base, "model_id": base_id, "pooling": pooling})
-    sts_only = [t for t in tasks if t not in ("revdict", "wordpred")]  # the dictionary tasks keep their own pooling
     for extra in (p for p in ev.also_poolings if p != pooling):
         plan.append({**common, "tasks": sts_only, "model": selected["model_dir"],
                      "model_id": f"{selected['model_id']}+{extra}", "pooling": extra})
         if "untrained" in ev.baselines:
             plan.append({**common, "tasks": sts_only, "model": base, "model_id": f"{base_id}+{extra}", "pooling": extra})
     if "sbert_wk" in ev.baselines:
-        plan.append({**common, "tasks": [t for t in tasks if t not in ("revdict", "wordpred")] or tasks, "model": base,
+        plan.append({**common, "tasks": sts_only or tasks, "model": base,
                      "model_id": f"{base_id}+sbert_wk", "pooling": "sbert_wk"})
     if "surrogate" in ev.baselines and surrogate:
         plan.append({**common, "model": surrogate["model_dir"], "model_id": surrogate["model_id"], "pooling": "mean"})
