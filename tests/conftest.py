@@ -103,12 +103,17 @@ def prefect_test_harness():
 
 
 def pytest_collection_modifyitems(config, items):
-    """Slow tests first, the shared raw-encoder controls first of all (a stable sort: modules keep
-    their order). ``make test`` runs two test processes (pytest-xdist, ``--dist loadgroup``): started
-    first, the long tests overlap, and the short ones fill the gaps (longest first)."""
+    """Slow tests first, the two raw-encoder controls first of all (a stable sort: modules keep
+    their order). ``make test`` runs two test processes (pytest-xdist, ``--dist loadgroup
+    --no-loadscope-reorder``), which take the groups and tests in this order: the controls start on
+    one process each (the surrogate's harvest overlaps the other's pretraining), the other long
+    tests next, and the short ones fill the gaps."""
     def rank(item) -> int:
-        if item.get_closest_marker("xdist_group") is not None:
+        group = item.get_closest_marker("xdist_group")
+        if group is not None and str(group.args[0] if group.args else group.kwargs.get("name")).startswith("raw-ci"):
             return 0
-        return 1 if item.get_closest_marker("slow") is not None else 2
+        if group is not None:
+            return 1
+        return 2 if item.get_closest_marker("slow") is not None else 3
 
     items.sort(key=rank)

@@ -20,6 +20,7 @@ Three strategies (:data:`Selection`, the ``contexts.selection`` config key):
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Callable, Literal, get_args
 
 import numpy as np
@@ -30,7 +31,7 @@ __all__ = ["SELECTIONS", "Selection", "random_context_set", "select_context_set"
 Selection = Literal["diverse", "top", "random"]
 SELECTIONS: tuple[str, ...] = get_args(Selection)
 
-_BLOCK = 64  # candidates whose conflicts are computed in one sparse product
+_BLOCK = 256  # candidates whose conflicts are computed in one sparse product
 
 
 def _ranking(context_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
@@ -88,7 +89,7 @@ def select_context_set(context_ids: np.ndarray, chunk_ids: np.ndarray, scores: n
         blocked = _conflicts(x, sizes, live, before, max_jaccard).any(axis=1)  # with a context chosen earlier
         within = _conflicts(x, sizes, live, live, max_jaccard)  # with one chosen earlier in this block
         pos = {int(j): i for i, j in enumerate(live)}
-        picked = np.zeros(len(live), dtype=bool)
+        taken = np.zeros(len(live), dtype=bool)  # conflicts with a candidate picked earlier in this block
         for j in range(start, min(start + _BLOCK, len(ids))):
             if len(chosen) >= size:
                 break
@@ -97,9 +98,9 @@ def select_context_set(context_ids: np.ndarray, chunk_ids: np.ndarray, scores: n
                 continue
             if sizes[j]:
                 i = pos[j]
-                if blocked[i] or within[i, :i][picked[:i]].any():
+                if blocked[i] or taken[i]:
                     continue
-                picked[i] = True
+                taken |= within[i]
                 chosen_rows.append(j)
             chosen.append(int(ids[j]))
             used_chunks.add(chunk)
@@ -119,8 +120,9 @@ def _conflicts(x: sp.csr_matrix, sizes: np.ndarray, rows: np.ndarray, cols: np.n
 
 def _word_matrix(words: list[frozenset[str]]) -> sp.csr_matrix:
     """A binary ``[candidates, vocabulary]`` matrix of the word sets (float64: exact small integer products)."""
-    vocab: dict[str, int] = {}
-    cols = [vocab.setdefault(w, len(vocab)) for ws in words for w in ws]
-    indptr = np.concatenate([[0], np.cumsum([len(ws) for ws in words])]).astype(np.int64)
+    vocab = {w: i for i, w in enumerate(set(chain.from_iterable(words)))}  # column order is immaterial
+    cols = np.fromiter(map(vocab.__getitem__, chain.from_iterable(words)), dtype=np.int64)
+    indptr = np.zeros(len(words) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)), out=indptr[1:])
     data = np.ones(len(cols), dtype=np.float64)
-    return sp.csr_matrix((data, np.asarray(cols, dtype=np.int64), indptr), shape=(len(words), max(len(vocab), 1)))
+    return sp.csr_matrix((data, cols, indptr), shape=(len(words), max(len(vocab), 1)))

@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+import json
+import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
-from tiny_pipeline_utils import run_cli, tiny_config
+import tiny_pipeline_utils
+from tiny_pipeline_utils import raw_ci_config, run_cli, tiny_config
+
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # the controls' figures are one-thread figures
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cli_prefect_api(prefect_test_harness):
+    """The CLI runs of these tests report to the session's Prefect server (one per test process)."""
+    from prefect.settings import PREFECT_API_URL
+
+    tiny_pipeline_utils.SHARED_API = PREFECT_API_URL.value()
+    yield
+    tiny_pipeline_utils.SHARED_API = None
 
 
 @pytest.fixture(scope="module")
@@ -16,10 +33,47 @@ def tiny_pipeline(tmp_path_factory, tiny_bert_dir) -> Path:
     return tiny_config(tmp, tiny_bert_dir)
 
 
+@dataclass(frozen=True)
+class RawEncoder:
+    """The raw-ci encoder (``configs/raw-ci.yaml``'s pretraining) in its data root."""
+
+    home: Path        # the data root it was pretrained in (the DefSent+ control runs there)
+    config: Path      # configs/raw-ci.yaml with this checkout's data paths
+    model_id: str
+    model_dir: Path
+    seconds: float    # the ingest and the pretraining, in the test process that ran them
+
+
 @pytest.fixture(scope="session")
-def raw_ci_home(tmp_path_factory) -> Path:
-    """One data root for the positive controls: the raw-ci encoder is pretrained once for both."""
-    return tmp_path_factory.mktemp("raw-ci") / "home"
+def raw_ci_encoder(tmp_path_factory, shared_data) -> RawEncoder:
+    """The raw encoder of both positive controls, pretrained once per test session: the first test
+    process that asks for it ingests OEWN and pretrains (through the CLI, one thread) under a file
+    lock; under pytest-xdist the other process finds it done in the shared base directory."""
+    for needed in ("oewn/yaml", "corpus/bbc", "corpus/gutenberg"):
+        if not (shared_data / needed).exists():
+            pytest.skip(f"{shared_data / needed} is missing")
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the session's directory, shared by its test processes
+    base = base / "raw-ci-encoder"
+    base.mkdir(exist_ok=True)
+    done = base / "encoder.json"
+    with FileLock(str(base / "lock")):
+        if not done.exists():
+            home, config = base / "home", raw_ci_config(base, shared_data)
+            t0 = time.monotonic()
+            for args in (["ingest", "dictionary", "--source", "oewn", str(shared_data / "oewn" / "yaml"), "--name", "oewn"],
+                         ["pretrain", str(config)]):
+                res = run_cli(args, home, timeout=1500, env=ONE_THREAD)
+                assert res.returncode == 0, res.stderr[-4000:]
+            # "<model id> (600 steps, loss 10.3 -> 7.4) -> <directory>"
+            model_id, model_dir = next((line.split()[0], line.rsplit(" -> ", 1)[1])
+                                       for line in res.stdout.splitlines() if ") -> " in line)
+            done.write_text(json.dumps({"home": str(home), "config": str(config), "model_id": model_id,
+                                        "model_dir": model_dir, "seconds": time.monotonic() - t0}))
+    info = json.loads(done.read_text())
+    return RawEncoder(Path(info["home"]), Path(info["config"]), info["model_id"], Path(info["model_dir"]),
+                      info["seconds"])
 
 
 @pytest.fixture(scope="session")

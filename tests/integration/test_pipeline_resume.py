@@ -3,7 +3,6 @@ uninterrupted run; no temporary Prefect server outlives its killed owner."""
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import signal
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from flows.runtime import SERVER_MARKER
-from tiny_pipeline_utils import catalog_rows, final_metrics, run_cli
+from tiny_pipeline_utils import catalog_rows, cli_env, final_metrics, run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("tiny-run")]  # one shared first run, kill test first
 
@@ -45,18 +44,26 @@ def test_kill_and_resume_matches_uninterrupted_run(tiny_first_run, tmp_path):
     assert expected["rows"], "the reference run recorded no metrics"
 
     home = tmp_path / "killed"
-    env = {**os.environ, "DEFSENTFLOW_HOME": str(home), "DEFSENTFLOW_QUIET": "1"}
-    for k in ("PREFECT_API_URL", "PREFECT_HOME", "PREFECT_LOCAL_STORAGE_PATH"):
-        env.pop(k, None)
     rng = random.Random(1234)
-    killed, owners = 0, set()
+    killed, owners, served = 0, set(), 0
     for attempt in range(12):
         if killed >= 5:
             break
-        proc = subprocess.Popen([sys.executable, "-m", "defsentflow.cli", "run", str(tiny_pipeline)], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # The first two runs start their own temporary Prefect server (a user's run) and are killed
+        # once it is up: it must die with them. The rest report to the session's server, so their
+        # kills land in the pipeline's work rather than in a server's start-up.
+        own = attempt < 2
+        proc = subprocess.Popen([sys.executable, "-m", "defsentflow.cli", "run", str(tiny_pipeline)],
+                                env=cli_env(home, own_server=own), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         owners.add(proc.pid)
-        delay = rng.uniform(3.0, max(6.0, full * 0.9))
+        if own:
+            deadline = time.monotonic() + 120
+            while not _our_servers({proc.pid}) and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.2)
+            served += bool(_our_servers({proc.pid}))
+            delay = rng.uniform(0.5, 5.0)
+        else:
+            delay = rng.uniform(3.0, max(6.0, full * 0.9))
         try:
             proc.wait(timeout=delay)
             continue  # finished before the kill: the next attempt kills a later point, or finds it all cached
@@ -65,6 +72,7 @@ def test_kill_and_resume_matches_uninterrupted_run(tiny_first_run, tmp_path):
             proc.wait()
             killed += 1
     assert killed >= 5, f"only {killed} kills landed"
+    assert served, "no killed run had started its temporary Prefect server"
     deadline = time.monotonic() + 10
     while _our_servers(owners) and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -66,11 +66,27 @@ def raw_ci_config(tmp: Path, data: Path) -> Path:
     return path
 
 
-def run_cli(args: list[str], home: Path, *, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+# The test process's Prefect API server (the session's prefect_test_harness), set by the
+# integration conftest: CLI runs report to it instead of each starting a temporary server of its
+# own (about 10 s of start-up apiece). Results and caches stay under each data root either way.
+SHARED_API: str | None = None
+
+
+def cli_env(home: Path, env: dict | None = None, *, own_server: bool = False) -> dict:
+    """The environment of a ``defsentflow`` subprocess on data root ``home``: Prefect's home and
+    results under the root, and the shared API server unless ``own_server`` (then the CLI starts
+    its temporary one, as a user's run does)."""
     e = {**os.environ, "DEFSENTFLOW_HOME": str(home), "DEFSENTFLOW_QUIET": "1", **(env or {})}
-    e.pop("PREFECT_API_URL", None)
-    e.pop("PREFECT_HOME", None)
-    e.pop("PREFECT_LOCAL_STORAGE_PATH", None)
+    for k in ("PREFECT_API_URL", "PREFECT_HOME", "PREFECT_LOCAL_STORAGE_PATH"):
+        e.pop(k, None)
+    if SHARED_API and not own_server:
+        e["PREFECT_API_URL"] = SHARED_API
+    return e
+
+
+def run_cli(args: list[str], home: Path, *, timeout: float = 600, env: dict | None = None,
+            own_server: bool = False) -> subprocess.CompletedProcess:
+    e = cli_env(home, env, own_server=own_server)
     return subprocess.run([sys.executable, "-m", "defsentflow.cli", *args], env=e, capture_output=True, text=True,
                           timeout=timeout)
 
