@@ -103,17 +103,34 @@ def prefect_test_harness():
 
 
 def pytest_collection_modifyitems(config, items):
-    """Slow tests first, the two raw-encoder controls first of all (a stable sort: modules keep
-    their order). ``make test`` runs two test processes (pytest-xdist, ``--dist loadgroup
-    --no-loadscope-reorder``), which take the groups and tests in this order: the controls start on
-    one process each (the surrogate's harvest overlaps the other's pretraining), the other long
-    tests next, and the short ones fill the gaps."""
-    def rank(item) -> int:
-        group = item.get_closest_marker("xdist_group")
-        if group is not None and str(group.args[0] if group.args else group.kwargs.get("name")).startswith("raw-ci"):
-            return 0
-        if group is not None:
-            return 1
-        return 2 if item.get_closest_marker("slow") is not None else 3
+    """The ``first``-marked tests first (by rank), then the other slow ones (a stable sort: modules
+    keep their order). ``make test`` runs two test processes (pytest-xdist, ``--dist loadgroup
+    --no-loadscope-reorder``), which take the tests and groups in this order: the two raw-encoder
+    controls start on one process each (the surrogate's harvest overlaps the other's pretraining,
+    shared through the file-locked fixture ``raw_ci_encoder``), the other long tests next, and the
+    short ones fill the gaps."""
+    def rank(item) -> tuple[int, int]:
+        first = item.get_closest_marker("first")
+        if first is not None:
+            return 0, int(first.args[0]) if first.args else 0
+        return (1 if item.get_closest_marker("slow") is not None else 2), 0
 
     items.sort(key=rank)
+    _keep_xdist_groups(config, items)
+
+
+def _keep_xdist_groups(config, items) -> None:
+    """Give grouped tests the ``<nodeid>@<group>`` id that ``--dist loadgroup`` schedules by.
+
+    pytest-xdist 3.8 sets it by assigning ``item._nodeid``, which pytest 9 no longer reads (the id
+    lives in ``item._id``, a ``NodeId``), so ``xdist_group`` tests were spread over the processes.
+    A no-op where xdist's own suffix took effect or the attribute is absent (other versions).
+    """
+    if not config.pluginmanager.hasplugin("xdist") or not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        node_id = getattr(item, "_id", None)
+        if names and node_id is not None and "@" not in item.nodeid:
+            item._id = type(node_id).parse(f"{item.nodeid}@{'_'.join(names)}")

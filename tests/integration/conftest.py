@@ -12,7 +12,7 @@ import pytest
 from filelock import FileLock
 
 import tiny_pipeline_utils
-from tiny_pipeline_utils import raw_ci_config, run_cli, tiny_config
+from tiny_pipeline_utils import final_metrics, raw_ci_config, run_cli, tiny_config
 
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # the controls' figures are one-thread figures
 
@@ -77,15 +77,25 @@ def raw_ci_encoder(tmp_path_factory, shared_data) -> RawEncoder:
 
 
 @pytest.fixture(scope="session")
-def tiny_first_run(tmp_path_factory, tiny_bert_dir) -> tuple[Path, Path, float]:
-    """One finished ``defsentflow run`` of the tiny pipeline: the kill test's uninterrupted reference,
-    then the root the rerun test runs a second time (both in ``xdist_group("tiny-run")``, so one
-    process runs it once): (config, data root, seconds)."""
-    tmp = tmp_path_factory.mktemp("tiny-first-run")
-    config = tiny_config(tmp, tiny_bert_dir)
-    home = tmp / "home"
-    t0 = time.monotonic()
-    res = run_cli(["run", str(config)], home)
-    assert res.returncode == 0, res.stderr[-3000:]
-    return config, home, time.monotonic() - t0
-
+def tiny_first_run(tmp_path_factory, tiny_bert_dir) -> tuple[Path, Path, float, dict]:
+    """One finished ``defsentflow run`` of the tiny pipeline, once per test session (file lock, shared
+    by the test processes like ``raw_ci_encoder``): the kill test's uninterrupted reference, then the
+    root the rerun test runs a second time. (config, data root, seconds, the run's final metrics,
+    read here so that the kill test never opens a catalog the rerun test may be writing)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    base = base / "tiny-first-run"
+    base.mkdir(exist_ok=True)
+    done = base / "run.json"
+    with FileLock(str(base / "lock")):
+        if not done.exists():
+            config, home = tiny_config(base, tiny_bert_dir), base / "home"
+            t0 = time.monotonic()
+            res = run_cli(["run", str(config)], home)
+            assert res.returncode == 0, res.stderr[-3000:]
+            done.write_text(json.dumps({"config": str(config), "home": str(home), "seconds": time.monotonic() - t0,
+                                        "metrics": final_metrics(home)}))
+    info = json.loads(done.read_text())
+    metrics = {"rows": [tuple(r) for r in info["metrics"]["rows"]], "winner_step": info["metrics"]["winner_step"]}
+    return Path(info["config"]), Path(info["home"]), info["seconds"], metrics

@@ -8,7 +8,7 @@ import pytest
 
 from tiny_pipeline_utils import catalog_rows, final_metrics, run_cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.first(5)]  # started early (tests/conftest.py)
 
 
 def test_a_run_after_the_catalog_was_deleted_heals_it(tiny_pipeline, tmp_path):

@@ -17,7 +17,7 @@ import yaml
 
 from tiny_pipeline_utils import catalog_rows, run_cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.first(6)]  # started early (tests/conftest.py)
 
 
 def test_claims_run_records_the_table(tiny_pipeline: Path, tmp_path):

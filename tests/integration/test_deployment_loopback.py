@@ -19,7 +19,7 @@ import pytest
 
 from tiny_pipeline_utils import catalog_rows
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.first(4)]  # started early (tests/conftest.py)
 
 REPO = Path(__file__).resolve().parents[2]
 PREFECT = str(Path(sys.executable).parent / "prefect")

@@ -16,7 +16,7 @@ import pytest
 from flows.runtime import SERVER_MARKER
 from tiny_pipeline_utils import catalog_rows, cli_env, final_metrics, run_cli
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("tiny-run")]  # one shared first run, kill test first
+pytestmark = [pytest.mark.slow, pytest.mark.first(2), pytest.mark.xdist_group("tiny-run")]  # one process: the shared first run, then both tests
 
 
 def _our_servers(owner_pids: set[int]) -> list[int]:
@@ -39,8 +39,7 @@ def _our_servers(owner_pids: set[int]) -> list[int]:
 
 
 def test_kill_and_resume_matches_uninterrupted_run(tiny_first_run, tmp_path):
-    tiny_pipeline, ref_home, full = tiny_first_run  # the uninterrupted reference run
-    expected = final_metrics(ref_home)
+    tiny_pipeline, _, full, expected = tiny_first_run  # the uninterrupted reference run
     assert expected["rows"], "the reference run recorded no metrics"
 
     home = tmp_path / "killed"
@@ -88,7 +87,7 @@ def test_kill_and_resume_matches_uninterrupted_run(tiny_first_run, tmp_path):
 
 
 def test_rerun_is_cached_and_unchanged_inputs_end_at_once(tiny_first_run, tmp_path):
-    tiny_pipeline, home, _ = tiny_first_run  # the shared first run's root: this run is its second
+    tiny_pipeline, home, _, _ = tiny_first_run  # the shared first run's root: this run is its second
     artifacts = "SELECT artifact_key, kind FROM artifacts WHERE kind NOT IN ('report') ORDER BY 1"
     before = catalog_rows(home, artifacts)
     again = run_cli(["run", str(tiny_pipeline)], home)

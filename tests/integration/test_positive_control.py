@@ -18,7 +18,7 @@ import pytest
 
 from tiny_pipeline_utils import catalog_rows, raw_ci_config, run_cli
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("raw-ci-defsent")]  # started first (conftest)
+pytestmark = [pytest.mark.slow, pytest.mark.first(0)]  # started early (tests/conftest.py)
 
 # Measured with this config, one thread (STS-B dev, mean pooling; docs/results.md's positive-control
 # section has the commands): raw encoder 43.29, one DefSent+ step 49.74 (+6.45; training seeds

@@ -23,7 +23,7 @@ import yaml
 
 from tiny_pipeline_utils import catalog_rows, run_cli
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("raw-ci-surrogate")]  # started first (conftest)
+pytestmark = [pytest.mark.slow, pytest.mark.first(1)]  # started early (tests/conftest.py)
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
