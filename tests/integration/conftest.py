@@ -7,14 +7,13 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pytest
 from filelock import FileLock
 
 import tiny_pipeline_utils
-from tiny_pipeline_utils import final_metrics, raw_ci_config, run_cli, tiny_config
-
-ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # the controls' figures are one-thread figures
+from tiny_pipeline_utils import ONE_THREAD, final_metrics, raw_ci_config, run_cli, tiny_config
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -44,58 +43,61 @@ class RawEncoder:
     seconds: float    # the ingest and the pretraining, in the test process that ran them
 
 
-@pytest.fixture(scope="session")
-def raw_ci_encoder(tmp_path_factory, shared_data) -> RawEncoder:
-    """The raw encoder of both positive controls, pretrained once per test session: the first test
-    process that asks for it ingests OEWN and pretrains (through the CLI, one thread) under a file
-    lock; under pytest-xdist the other process finds it done in the shared base directory."""
-    for needed in ("oewn/yaml", "corpus/bbc", "corpus/gutenberg"):
-        if not (shared_data / needed).exists():
-            pytest.skip(f"{shared_data / needed} is missing")
+def _once_per_session(tmp_path_factory, name: str, build: Callable[[Path], dict]) -> dict:
+    """``build(directory)`` once per test session, by whichever test process asks first (a file lock
+    in the session's base directory, which pytest-xdist's processes share); its JSON result for all."""
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         base = base.parent  # the session's directory, shared by its test processes
-    base = base / "raw-ci-encoder"
+    base = base / name
     base.mkdir(exist_ok=True)
-    done = base / "encoder.json"
+    done = base / "result.json"
     with FileLock(str(base / "lock")):
         if not done.exists():
-            home, config = base / "home", raw_ci_config(base, shared_data)
-            t0 = time.monotonic()
-            for args in (["ingest", "dictionary", "--source", "oewn", str(shared_data / "oewn" / "yaml"), "--name", "oewn"],
-                         ["pretrain", str(config)]):
-                res = run_cli(args, home, timeout=1500, env=ONE_THREAD)
-                assert res.returncode == 0, res.stderr[-4000:]
-            # "<model id> (600 steps, loss 10.3 -> 7.4) -> <directory>"
-            model_id, model_dir = next((line.split()[0], line.rsplit(" -> ", 1)[1])
-                                       for line in res.stdout.splitlines() if ") -> " in line)
-            done.write_text(json.dumps({"home": str(home), "config": str(config), "model_id": model_id,
-                                        "model_dir": model_dir, "seconds": time.monotonic() - t0}))
-    info = json.loads(done.read_text())
+            done.write_text(json.dumps(build(base)))
+    return json.loads(done.read_text())
+
+
+@pytest.fixture(scope="session")
+def raw_ci_encoder(tmp_path_factory, shared_data) -> RawEncoder:
+    """The raw encoder of both positive controls, pretrained once per test session (ingest of OEWN
+    and pretraining, through the CLI, one thread) by the first test process that asks for it."""
+    for needed in ("oewn/yaml", "corpus/bbc", "corpus/gutenberg"):
+        if not (shared_data / needed).exists():
+            pytest.skip(f"{shared_data / needed} is missing")
+
+    def pretrain(base: Path) -> dict:
+        home, config = base / "home", raw_ci_config(base, shared_data)
+        t0 = time.monotonic()
+        for args in (["ingest", "dictionary", "--source", "oewn", str(shared_data / "oewn" / "yaml"), "--name", "oewn"],
+                     ["pretrain", str(config)]):
+            res = run_cli(args, home, timeout=1500, env=ONE_THREAD)
+            assert res.returncode == 0, res.stderr[-4000:]
+        # "<model id> (600 steps, loss 10.3 -> 7.4) -> <directory>"
+        model_id, model_dir = next((line.split()[0], line.rsplit(" -> ", 1)[1])
+                                   for line in res.stdout.splitlines() if ") -> " in line)
+        return {"home": str(home), "config": str(config), "model_id": model_id, "model_dir": model_dir,
+                "seconds": time.monotonic() - t0}
+
+    info = _once_per_session(tmp_path_factory, "raw-ci-encoder", pretrain)
     return RawEncoder(Path(info["home"]), Path(info["config"]), info["model_id"], Path(info["model_dir"]),
                       info["seconds"])
 
 
 @pytest.fixture(scope="session")
 def tiny_first_run(tmp_path_factory, tiny_bert_dir) -> tuple[Path, Path, float, dict]:
-    """One finished ``defsentflow run`` of the tiny pipeline, once per test session (file lock, shared
-    by the test processes like ``raw_ci_encoder``): the kill test's uninterrupted reference, then the
-    root the rerun test runs a second time. (config, data root, seconds, the run's final metrics,
-    read here so that the kill test never opens a catalog the rerun test may be writing)."""
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent
-    base = base / "tiny-first-run"
-    base.mkdir(exist_ok=True)
-    done = base / "run.json"
-    with FileLock(str(base / "lock")):
-        if not done.exists():
-            config, home = tiny_config(base, tiny_bert_dir), base / "home"
-            t0 = time.monotonic()
-            res = run_cli(["run", str(config)], home)
-            assert res.returncode == 0, res.stderr[-3000:]
-            done.write_text(json.dumps({"config": str(config), "home": str(home), "seconds": time.monotonic() - t0,
-                                        "metrics": final_metrics(home)}))
-    info = json.loads(done.read_text())
+    """One finished ``defsentflow run`` of the tiny pipeline, once per test session: the kill test's
+    uninterrupted reference, then the root the rerun test runs a second time. (config, data root,
+    seconds, the run's final metrics, read here so that the kill test never opens a catalog the
+    rerun test may be writing)."""
+    def first_run(base: Path) -> dict:
+        config, home = tiny_config(base, tiny_bert_dir), base / "home"
+        t0 = time.monotonic()
+        res = run_cli(["run", str(config)], home)
+        assert res.returncode == 0, res.stderr[-3000:]
+        return {"config": str(config), "home": str(home), "seconds": time.monotonic() - t0,
+                "metrics": final_metrics(home)}
+
+    info = _once_per_session(tmp_path_factory, "tiny-first-run", first_run)
     metrics = {"rows": [tuple(r) for r in info["metrics"]["rows"]], "winner_step": info["metrics"]["winner_step"]}
     return Path(info["config"]), Path(info["home"]), info["seconds"], metrics

@@ -57,9 +57,9 @@ def test_kill_and_resume_matches_uninterrupted_run(tiny_first_run, tmp_path):
         owners.add(proc.pid)
         if own:
             deadline = time.monotonic() + 120
-            while not _our_servers({proc.pid}) and proc.poll() is None and time.monotonic() < deadline:
+            while not (up := _our_servers({proc.pid})) and proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.2)
-            served += bool(_our_servers({proc.pid}))
+            served += bool(up)
             delay = rng.uniform(0.5, 5.0)
         else:
             delay = rng.uniform(3.0, max(6.0, full * 0.9))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tiny_pipeline_utils import catalog_rows, raw_ci_config, run_cli
+from tiny_pipeline_utils import ONE_THREAD, catalog_rows, run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.first(0)]  # started early (tests/conftest.py)
 
@@ -35,7 +35,7 @@ def test_one_defsent_plus_step_improves_a_raw_pretrained_encoder(shared_data, ra
     # the raw encoder's data root: `run` finds the dictionary and the pretraining done (cached stages)
     home, config = raw_ci_encoder.home, raw_ci_encoder.config
     t0 = time.perf_counter()
-    run = run_cli(["run", str(config)], home, timeout=1500, env={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+    run = run_cli(["run", str(config)], home, timeout=1500, env=ONE_THREAD)
     seconds = time.perf_counter() - t0
     assert run.returncode == 0, run.stderr[-4000:]
 

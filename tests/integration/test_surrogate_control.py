@@ -4,7 +4,7 @@
 the discriminative context scorer, diverse ``C_s``, centred Eq. 4) for sentence pairs of the
 STS-B *train* split (its sentences only: ``pairs.source: file`` never reads the gold column),
 then trains the surrogate (CoSENT) from the raw encoder of ``configs/raw-ci.yaml``, all through
-the CLI (``pretrain``, ``best-model``, ``train surrogate --base-encoder``, ``eval``). The same
+the CLI (``pretrain``, ``harvest``, ``train surrogate --base-encoder``, ``eval``). The same
 surrogate trained on the same pairs with the labels shuffled (``surrogate.shuffle_labels``, the
 broken-on-purpose variant) is the negative control. The test fails unless the real labels gain
 ``MARGIN`` points of STS-B dev (mean pooling) over the raw encoder and the shuffled ones do not.
@@ -21,12 +21,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tiny_pipeline_utils import catalog_rows, run_cli
+from tiny_pipeline_utils import ONE_THREAD, catalog_rows, run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.first(1)]  # started early (tests/conftest.py)
 
 REPO = Path(__file__).resolve().parents[2]
-ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 # Measured with this config, one thread (docs/results.md, "Surrogate positive control on the raw
 # encoder", has the commands): raw encoder 43.29, surrogate on the real labels 54.73 (+11.44), on
@@ -49,7 +48,7 @@ def _surrogate_config(tmp_path: Path, data: Path, *, shuffled: bool) -> Path:
 
 def _stsb_dev(home: Path, model: str, data: Path) -> float:
     res = run_cli(["eval", model, "--tasks", "stsb-dev", "--pooling", "mean", "--data-dir", str(data),
-                   "--model-id", Path(model).name], home, env=ENV)
+                   "--model-id", Path(model).name], home, env=ONE_THREAD)
     assert res.returncode == 0, res.stderr[-4000:]
     rows = catalog_rows(home, "SELECT value FROM metrics WHERE model_id = ? AND task = 'stsb-dev' AND setting = 'all'",
                         [Path(model).name])
@@ -57,7 +56,7 @@ def _stsb_dev(home: Path, model: str, data: Path) -> float:
 
 
 def _train(home: Path, config: Path, raw: str) -> str:
-    res = run_cli(["train", "surrogate", str(config), "--base-encoder", raw], home, timeout=900, env=ENV)
+    res = run_cli(["train", "surrogate", str(config), "--base-encoder", raw], home, timeout=900, env=ONE_THREAD)
     assert res.returncode == 0, res.stderr[-4000:]
     return next(line.split()[1] for line in res.stdout.splitlines() if line.startswith("model: "))
 
@@ -71,7 +70,7 @@ def test_harvested_labels_improve_a_raw_encoder_and_shuffled_ones_do_not(shared_
     t0 = time.perf_counter()
     # The harvest does not need the raw encoder: it runs first, while the other test process
     # (pytest-xdist) may still be pretraining it; `train surrogate` then finds it done.
-    res = run_cli(["harvest", str(real_cfg)], home, timeout=1500, env=ENV)
+    res = run_cli(["harvest", str(real_cfg)], home, timeout=1500, env=ONE_THREAD)
     assert res.returncode == 0, res.stderr[-4000:]
     t1 = time.perf_counter()
     raw = request.getfixturevalue("raw_ci_encoder").model_dir  # pretrained once per session (conftest)

@@ -66,6 +66,8 @@ def raw_ci_config(tmp: Path, data: Path) -> Path:
     return path
 
 
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # the controls' figures are one-thread figures
+
 # The test process's Prefect API server (the session's prefect_test_harness), set by the
 # integration conftest: CLI runs report to it instead of each starting a temporary server of its
 # own (about 10 s of start-up apiece). Results and caches stay under each data root either way.
