@@ -147,9 +147,12 @@ def _read_source(kind: SourceKind, path: str | os.PathLike, name: str, *, worker
             bar.close()
         return
     with progress(desc=f"{name}: {Path(path).name}", unit="rec") as bar:
-        for rec in READERS[kind](path, name, **options):
-            bar.update()
+        n = 0
+        for n, rec in enumerate(READERS[kind](path, name, **options), 1):
+            if not n & 1023:  # the bar's own bookkeeping costs as much as a record: every 1,024
+                bar.update(1024)
             yield rec
+        bar.update(n & 1023)
 
 
 def _streams(config: DictionaryConfig) -> Iterator[tuple[str, Iterator[Record]]]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -75,26 +76,29 @@ class MergeOutcome:
 
 
 class _Stage:
-    """Rows buffered in Python columns and inserted into a DuckDB table ``BATCH_ROWS`` at a time."""
+    """Rows buffered in Python and inserted into a DuckDB table ``BATCH_ROWS`` at a time."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, table: str, schema: pa.Schema):
         self.con, self.table, self.schema = con, table, schema
         cols = ", ".join(f"{f.name} {_SQL_TYPES[str(f.type)]}" for f in schema)
         con.execute(f"CREATE TABLE {table} ({cols})")
-        self.cols: list[list] = [[] for _ in schema]
+        self.rows: list[tuple] = []
 
     def add(self, *values) -> None:
-        for col, v in zip(self.cols, values):
-            col.append(v)
-        if len(self.cols[0]) >= BATCH_ROWS:
+        self.add_row(values)
+
+    def add_row(self, row: tuple) -> None:
+        self.rows.append(row)
+        if len(self.rows) >= BATCH_ROWS:
             self.flush()
 
     def flush(self) -> None:
-        if not self.cols[0]:
+        if not self.rows:
             return
-        batch = pa.table(self.cols, schema=self.schema)  # noqa: F841 (read by DuckDB below)
+        cols = [list(c) for c in zip(*self.rows)]
+        batch = pa.table(cols, schema=self.schema)  # noqa: F841 (read by DuckDB below)
         self.con.execute(f"INSERT INTO {self.table} SELECT * FROM batch")
-        self.cols = [[] for _ in self.schema]
+        self.rows = []
 
 
 _SQL_TYPES = {"int64": "BIGINT", "int32": "INTEGER", "string": "VARCHAR"}
@@ -145,14 +149,15 @@ def _merge(con, sources, out: Path, *, case_fold, max_chars, seed, ratios, split
     counts: dict[str, SourceCounts] = {}
     bad_examples: list[tuple] = []  # rare: kept in Python, resolved against the accepted examples below
     seq = 0
+    add_rec = recs.add_row
     for name, records in sources:
         c = counts.setdefault(name, SourceCounts())
         if name not in names:
             names.append(name)
         src = names.index(name)
+        first = seq
         for rec in records:
             seq += 1
-            c.read += 1
             bad = rec if isinstance(rec, RejectedRecord) else check_record(rec, max_chars)
             if bad is not None:
                 quar.add(*_quarantine_row(bad, seq * _EX_STRIDE - 1))
@@ -160,13 +165,14 @@ def _merge(con, sources, out: Path, *, case_fold, max_chars, seed, ratios, split
                 continue
             entry = normalize_entry(rec.entry, case_fold)
             meta = json.dumps(rec.meta, sort_keys=True, ensure_ascii=False, default=str) if rec.meta else None
-            recs.add(seq, src, entry, normalize_text(rec.definition), rec.pos, rec.synset, meta)
+            add_rec((seq, src, entry, normalize_text(rec.definition), rec.pos, rec.synset, meta))
             for j, ex in enumerate(rec.examples):
                 problem = check_text(ex, "example", max_chars)
                 if problem is None:
-                    exs.add(seq, j, normalize_text(ex))
+                    exs.add_row((seq, j, normalize_text(ex)))
                 else:
                     bad_examples.append((seq, j, name, ex, normalize_text(ex), entry, rec.file, rec.line, problem))
+        c.read += seq - first
     recs.flush()
     exs.flush()
 
@@ -222,30 +228,33 @@ def _apply_entry_filter(con, dropped: _Stage, entry_filter: Callable[[Sequence[s
 
 
 def _write_definitions(con, path: Path, names: list[str], outcome: MergeOutcome, *, split_by, seed, ratios) -> None:
-    ids = _Stage(con, "ids", _IDS)
-    reader = con.cursor().sql("SELECT entry, definition, pos, synset, srcs, meta, first FROM defs ANTI JOIN dropped USING (entry) "
-                         "ORDER BY entry, first").to_arrow_reader(BATCH_ROWS)
+    con.execute(f"CREATE TABLE ids ({', '.join(f'{f.name} {_SQL_TYPES[str(f.type)]}' for f in _IDS)})")
+    reader = con.cursor().sql(
+        "SELECT entry, definition, pos, synset, list_transform(srcs, lambda i: ($names::VARCHAR[])[i + 1]) AS sources, "
+        "meta, first FROM defs ANTI JOIN dropped USING (entry) ORDER BY entry, first",
+        params={"names": names}).to_arrow_reader(BATCH_ROWS)
     def_id, previous = 0, None
     with pq.ParquetWriter(path, DEFINITIONS_SCHEMA, compression="zstd") as writer:
         for batch in reader:
-            entries, texts = batch.column(0).to_pylist(), batch.column(1).to_pylist()
-            splits = split_rows(entries, texts, split_by, seed, ratios)
-            firsts = batch.column(6).to_pylist()
+            entries = batch.column(0).to_pylist()
+            splits = split_rows(entries, batch.column(1).to_pylist(), split_by, seed, ratios)
             n = len(entries)
-            for e, s, first, i in zip(entries, splits, firsts, range(def_id, def_id + n)):
-                ids.add(first, i, s)
-                outcome.splits[s]["definitions"] += 1
-                if e != previous:
-                    outcome.splits[s]["entries"] += 1
-                    outcome.entries += 1
-                    previous = e
-            sources = pa.array([[names[i] for i in row] for row in batch.column(4).to_pylist()], pa.list_(pa.string()))
+            # an entry is counted in the split of its first row (every row of an entry shares its split by entry)
+            starts = [s for s, e, p in zip(splits, entries, [previous, *entries[:-1]]) if e != p]
+            for split, k in Counter(splits).items():
+                outcome.splits[split]["definitions"] += k
+            for split, k in Counter(starts).items():
+                outcome.splits[split]["entries"] += k
+            outcome.entries += len(starts)
+            previous = entries[-1] if entries else previous
+            def_ids, split_col = pa.array(range(def_id, def_id + n), pa.int64()), pa.array(splits, pa.string())
+            id_rows = pa.table([batch.column(6), def_ids, split_col], schema=_IDS)  # noqa: F841 (read by DuckDB below)
+            con.execute("INSERT INTO ids SELECT * FROM id_rows")
             writer.write_table(pa.table({
-                "def_id": pa.array(range(def_id, def_id + n), pa.int64()), "entry": batch.column(0),
-                "definition": batch.column(1), "split": pa.array(splits, pa.string()), "pos": batch.column(2),
-                "synset": batch.column(3), "sources": sources, "meta": batch.column(5)}, schema=DEFINITIONS_SCHEMA))
+                "def_id": def_ids, "entry": batch.column(0), "definition": batch.column(1), "split": split_col,
+                "pos": batch.column(2), "synset": batch.column(3), "sources": batch.column(4).cast(pa.list_(pa.string())),
+                "meta": batch.column(5)}, schema=DEFINITIONS_SCHEMA))
             def_id += n
-    ids.flush()
     outcome.definitions = def_id
 
 

@@ -48,7 +48,12 @@ def check_text(text: str, what: str, max_chars: int = MAX_CHARS) -> tuple[str, s
 
 def check_record(rec: DefinitionRecord, max_chars: int = MAX_CHARS) -> RejectedRecord | None:
     """The quarantine record for ``rec`` if its entry or definition fails a check, else None."""
-    bad = check_text(rec.entry, "entry", max_chars) or check_text(rec.definition, "definition", max_chars)
+    entry, definition = rec.entry, rec.definition
+    if (entry and definition and len(entry) <= max_chars and len(definition) <= max_chars  # the common case
+            and _ANY_BAD.search(entry) is None and _ANY_BAD.search(definition) is None
+            and not entry.isspace() and not definition.isspace()):
+        return None
+    bad = check_text(entry, "entry", max_chars) or check_text(definition, "definition", max_chars)
     if bad is None:
         return None
     return RejectedRecord(rec.source, rec.file, rec.line, bad[0], raw_text(rec), bad[1])  # type: ignore[arg-type]

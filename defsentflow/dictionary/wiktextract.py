@@ -57,7 +57,9 @@ def read_wiktextract(path: str | os.PathLike, source: str = "wiktextract", *, la
             continue
         pos = obj.get("pos") if isinstance(obj.get("pos"), str) else None
         for i, sense in enumerate(obj["senses"]):
-            yield from _sense_records(obj["word"], pos, i, sense, source, file, no, text, stats)
+            rec = _sense_record(obj["word"], pos, i, sense, source, file, no, text, stats)
+            if rec is not None:
+                yield rec
 
 
 def _object_problem(obj: Any) -> str | None:
@@ -70,34 +72,34 @@ def _object_problem(obj: Any) -> str | None:
     return None
 
 
-def _sense_records(word: str, pos: str | None, i: int, sense: Any, source: str, file: str, no: int, text: str,
-                   stats: dict[str, int]) -> Iterator[Record]:
+def _sense_record(word: str, pos: str | None, i: int, sense: Any, source: str, file: str, no: int, text: str,
+                  stats: dict[str, int]) -> Record | None:
+    """Sense ``i`` of a line as a record, its rejection, or None when it is skipped (counted in ``stats``)."""
     if not isinstance(sense, dict):
-        yield RejectedRecord(source, file, no, "malformed", text, f"sense {i}: expected an object, got {type(sense).__name__}")
-        return
+        return RejectedRecord(source, file, no, "malformed", text, f"sense {i}: expected an object, got {type(sense).__name__}")
     tags = sense.get("tags") or []
-    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        yield RejectedRecord(source, file, no, "malformed", text, f"sense {i}: 'tags' must be a list of strings")
-        return
-    skip = next((k for k in ("form_of", "alt_of") if k in sense), None) or next(
-        (t.replace("-", "_") for t in tags if t in SKIPPED_TAGS), None)
+    if tags and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)):
+        return RejectedRecord(source, file, no, "malformed", text, f"sense {i}: 'tags' must be a list of strings")
+    skip = ("form_of" if "form_of" in sense else "alt_of" if "alt_of" in sense else
+            next((t.replace("-", "_") for t in tags if t in SKIPPED_TAGS), None) if tags else None)
     glosses = sense.get("glosses")
     if skip is None and not glosses:
         skip = "no_gloss"
     if skip is not None:
         stats[skip] = stats.get(skip, 0) + 1
-        return
+        return None
     if not isinstance(glosses, list) or not all(isinstance(g, str) for g in glosses):
-        yield RejectedRecord(source, file, no, "malformed", text, f"sense {i}: 'glosses' must be a list of strings")
-        return
-    examples = sense.get("examples") or []
-    if not isinstance(examples, list) or not all(isinstance(e, dict) and isinstance(e.get("text"), str) for e in examples):
-        yield RejectedRecord(source, file, no, "malformed", text, f"sense {i}: 'examples' must be objects with a 'text'")
-        return
-    meta: dict[str, Any] = {}
-    if len(glosses) > 1:
-        meta["parent_glosses"] = glosses[:-1]
-    if tags:
-        meta["tags"] = tags
-    yield DefinitionRecord(word, glosses[-1], source, file, no, pos=pos, examples=tuple(e["text"] for e in examples),
-                           meta=meta or None)
+        return RejectedRecord(source, file, no, "malformed", text, f"sense {i}: 'glosses' must be a list of strings")
+    examples = sense.get("examples") or ()
+    if examples and (not isinstance(examples, list)
+                     or not all(isinstance(e, dict) and isinstance(e.get("text"), str) for e in examples)):
+        return RejectedRecord(source, file, no, "malformed", text, f"sense {i}: 'examples' must be objects with a 'text'")
+    meta: dict[str, Any] | None = None
+    if len(glosses) > 1 or tags:
+        meta = {}
+        if len(glosses) > 1:
+            meta["parent_glosses"] = glosses[:-1]
+        if tags:
+            meta["tags"] = tags
+    return DefinitionRecord(word, glosses[-1], source, file, no, pos=pos,
+                            examples=tuple(e["text"] for e in examples) if examples else (), meta=meta)
