@@ -1,6 +1,6 @@
 """Scale: how each stage's cost grows with the dictionary, at 10k, 100k and 1M entries.
 
-    python bench/scale.py [--sizes 10000,100000,1000000] [--out bench/scale] [--parts ingest,matrix,train,revdict]
+    python bench/scale.py [--sizes 10000,100000,1000000] [--out bench/scale] [--parts ingest,matrix,train,revdict,serve]
 
 The bench writes a synthetic wiktextract JSONL dictionary built from the glosses of the embedded
 OEWN sample (entry ``<lemma>-<i>``, 1-2 senses, so de-duplication keeps every entry; about 1.45
@@ -19,7 +19,11 @@ definitions per entry) and measures, each part in a fresh process (peak RSS is t
 - revdict: exact (flat) and IVF faiss indexes over synthetic clustered unit vectors of dimension
   384: build seconds, query p95 (one query at a time, search only; the query's encoding is timed
   separately once), IVF ``nprobe`` tuned on 500 queries and recall@10 against exact on 500
-  held-out ones.
+  held-out ones;
+- serve (at the largest N): the same kind of vectors as an IVF index registered for the bundled
+  MiniLM (:func:`defsentflow.revdict.index.index_from_vectors`), then 130 look-ups through
+  ``defsentflow serve``'s ``/api/revdict`` from one client (the first 30 warm it up): p50 and p95,
+  query encoding included.
 
 It prints one table and writes ``<out>.png`` (cost against N) and ``<out>.json``.
 """
@@ -162,7 +166,7 @@ def _entry_matrix_file(path: Path, n: int) -> np.ndarray:
     return np.load(path, mmap_mode="r")
 
 
-def part_train(n: int, work: Path, negatives: str, steps: int = 6) -> dict:
+def part_train(n: int, work: Path, negatives: str, steps: int = 10) -> dict:
     import torch
     import torch.nn.functional as F
 
@@ -256,6 +260,67 @@ def part_revdict(n: int, work: Path) -> dict:
             "nprobe": nprobe, "recall_tuning": tuned, "recall_held_out": recall, "revdict_rss_mb": _peak_mb()}
 
 
+def part_serve(n: int, work: Path) -> dict:
+    """Look-ups through ``defsentflow serve`` (one client, warm, query encoding included) against an
+    IVF index over N synthetic entry vectors registered for the bundled MiniLM."""
+    import socket
+    import urllib.parse
+    import urllib.request
+
+    from defsentflow.revdict.index import index_from_vectors
+
+    rng = np.random.default_rng(5)
+    centres = rng.standard_normal((1000, DIM), dtype=np.float32)
+    path = work / f"serve-{n}.npy"
+    m = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(n, DIM))
+    for s in range(0, n, 100_000):
+        m[s:s + 100_000] = _clustered(min(100_000, n - s), rng, centres)
+    m.flush()
+    del m
+    vectors = np.load(path, mmap_mode="r")
+    probes = vectors[np.sort(rng.choice(n, 500, replace=False))] + 0.05 * rng.standard_normal((500, DIM), dtype=np.float32)
+    home = work / f"serve-home-{n}"
+    t = time.perf_counter()
+    idx = index_from_vectors("minilm", [f"entry-{i}" for i in range(n)], vectors, name=f"synthetic-{n}",
+                             index_kind="ivf", probes=probes, root=home)
+    build_s, breadth = time.perf_counter() - t, idx.meta.get("breadth")
+    del idx
+    path.unlink()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "DEFSENTFLOW_HOME": str(home)}
+    server = subprocess.Popen([sys.executable, "-m", "defsentflow.cli", "serve", "--port", str(port), "--threads", "2"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/api/models", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise SystemExit("defsentflow serve did not come up")
+                time.sleep(0.5)
+        defs = [json.loads(x)["definition"] for x in SAMPLE.read_text().splitlines()[:130]]
+        lat = []
+        for i, q in enumerate(defs):
+            url = f"{base}/api/revdict?" + urllib.parse.urlencode({"q": q, "model": "minilm", "k": 10})
+            t = time.perf_counter()
+            with urllib.request.urlopen(url, timeout=600) as r:
+                hits = json.loads(r.read())
+            if i >= 30:  # the first look-ups load the index and the encoder, and warm them
+                lat.append(time.perf_counter() - t)
+        assert hits, "the served index returned nothing"
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    return {"serve_index_build_s": build_s, "serve_breadth": breadth, "serve_p95_ms": 1000 * float(np.percentile(lat, 95)),
+            "serve_p50_ms": 1000 * float(np.median(lat)), "serve_queries": len(lat)}
+
+
 def part_query_encoding() -> dict:
     import torch
 
@@ -317,12 +382,12 @@ def main() -> None:
         kind, n, work = sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
         res = {"ingest": lambda: part_ingest(n, work), "matrix": lambda: part_matrix(n, work, int(sys.argv[5])),
                "train": lambda: part_train(n, work, sys.argv[5]), "revdict": lambda: part_revdict(n, work),
-               "query": part_query_encoding}[kind]()
+               "query": part_query_encoding, "serve": lambda: part_serve(n, work)}[kind]()
         print(json.dumps(res))
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000,100000,1000000")
-    ap.add_argument("--parts", default="ingest,matrix,train,revdict")
+    ap.add_argument("--parts", default="ingest,matrix,train,revdict,serve")
     ap.add_argument("--matrix-sample", type=int, default=1000)
     ap.add_argument("--sampled", default="sampled 65536", help="negatives of the extra step at the largest N")
     ap.add_argument("--out", default=str(ROOT / "bench" / "scale"))
@@ -352,6 +417,8 @@ def main() -> None:
             rows.append(row)
         if "revdict" in parts:
             rows[-1].update(_child(["query", "0", tmp]))
+        if "serve" in parts:
+            rows[-1].update(_child(["serve", str(max(sizes)), tmp]))
     _report(rows, parts, args)
     Path(args.out + ".json").write_text(json.dumps(rows, indent=2))
     plot(rows, Path(args.out + ".png"))
@@ -395,6 +462,10 @@ def _report(rows: list[dict], parts: list[str], args) -> None:
     if "revdict" in parts:
         print(f"revdict: synthetic clustered unit vectors (dim {DIM}); query p95 = search only, one query at a time; "
               f"MiniLM query encoding p95 {top.get('query_encode_p95_ms', float('nan')):.1f} ms")
+    if "serve" in parts:
+        print(f"serve: N={top['n']:,} synthetic entries, IVF index (breadth {top['serve_breadth']}, built and registered "
+              f"in {top['serve_index_build_s']:.0f} s): /api/revdict one client, warm, query encoding included: "
+              f"p50 {top['serve_p50_ms']:.1f} ms, p95 {top['serve_p95_ms']:.1f} ms over {top['serve_queries']} look-ups")
 
 
 if __name__ == "__main__":

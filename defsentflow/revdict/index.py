@@ -20,6 +20,7 @@ output (pooled, then the pooler).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -45,7 +46,7 @@ from defsentflow.storage.integrity import verify_artifact_files
 from defsentflow.storage.paths import from_root, to_root
 from defsentflow.training.heads import HeadQueryEncoder
 
-__all__ = ["RevdictIndex", "IndexMode", "build_revdict_index", "measured_modes", "resolve_mode"]
+__all__ = ["RevdictIndex", "IndexMode", "build_revdict_index", "index_from_vectors", "measured_modes", "resolve_mode"]
 
 IndexMode = Literal["auto", "head", "cosine", "hybrid"]
 _MODES = ("head", "cosine", "hybrid")
@@ -290,16 +291,24 @@ def _ica_of(spec: _Spec) -> Any:
     return load_ica(model_meta(spec.model))
 
 
-def _index_matrix(means: np.ndarray, transform: Any, normalize: bool, words: np.ndarray | None = None) -> np.ndarray:
+def _index_matrix(means: np.ndarray, transform: Any, normalize: bool, words: np.ndarray | None = None,
+                  chunk: int = 65_536) -> np.ndarray:
+    """The served vectors, float32, computed row block by row block in float64 (every step is per row,
+    so the blocks change nothing; a million-row float64 copy would not fit beside the index)."""
     unit = lambda x: x / np.linalg.norm(x, axis=1, keepdims=True).clip(min=1e-12)  # noqa: E731
-    out = means.astype(np.float64)
-    if transform is not None:  # the map fitted at training time: the served space is the trained one
-        out = transform(out)
-    if words is not None:
-        out = unit(out) + unit(np.asarray(words, dtype=np.float64))
-    if normalize:
-        out = unit(out)
-    return np.ascontiguousarray(out, dtype=np.float32)
+    out: np.ndarray | None = None
+    for start in range(0, len(means), chunk):
+        block = np.asarray(means[start:start + chunk], dtype=np.float64)
+        if transform is not None:  # the map fitted at training time: the served space is the trained one
+            block = transform(block)
+        if words is not None:
+            block = unit(block) + unit(np.asarray(words[start:start + chunk], dtype=np.float64))
+        if normalize:
+            block = unit(block)
+        if out is None:
+            out = np.empty((len(means), block.shape[1]), dtype=np.float32)
+        out[start:start + len(block)] = block
+    return out if out is not None else np.zeros((0, means.shape[1]), dtype=np.float32)
 
 
 def _write_index(final: Path, entries: list[str], means: np.ndarray, counts: np.ndarray, meta: dict[str, Any],
@@ -386,3 +395,38 @@ def build_revdict_index(model: str | os.PathLike, dictionary: str | pa.Table, *,
     cat.register_artifact(key, "revdict_index", final, hash_path(final), name=name,
                           input_hashes={"dictionary": dict_hash}, config=meta)
     return RevdictIndex(final)
+
+
+def index_from_vectors(model: str | os.PathLike, entries: Sequence[str], vectors: np.ndarray, *, name: str,
+                       pooling: str = "mean", max_length: int = 64, index_kind: str = "flat",
+                       probes: np.ndarray | None = None, root: str | os.PathLike | None = None) -> RevdictIndex:
+    """A cosine-mode index over entry vectors computed elsewhere, served for ``model`` (which encodes
+    the queries) like any index :func:`build_revdict_index` builds.
+
+    For vectors made outside this package (a precomputed entry matrix; ``bench/scale.py``'s synthetic
+    million-entry index). ``vectors`` may be memory-mapped: it is hashed and indexed in place.
+    ``probes`` (query-side vectors) tune an approximate index's breadth as in a real build.
+
+    Example:
+        >>> idx = index_from_vectors("minilm", ["dog", "cat"], np.eye(2, 384, dtype=np.float32), name="pets")
+    """
+    if len(entries) != len(vectors) or not len(entries):
+        raise ValueError(f"index_from_vectors: {len(entries)} entries for {len(vectors)} vectors")
+    if index_kind not in INDEX_KINDS:
+        raise ValueError(f"index kind must be one of {INDEX_KINDS}, got {index_kind!r}")
+    spec = _spec(model, "cosine", pooling, max_length, root)
+    digest = hashlib.blake2b(digest_size=16)
+    for start in range(0, len(vectors), 65_536):
+        digest.update(np.ascontiguousarray(vectors[start:start + 65_536], dtype=np.float32).tobytes())
+    digest.update("\n".join(entries).encode("utf-8", "surrogateescape"))
+    vec_hash = digest.hexdigest()
+    key = combine_hashes([_index_key(spec, vec_hash), index_kind, "vectors"])
+    final = data_root(root) / "revdict" / key
+    meta = {**spec.__dict__, "key": key, "name": name, "dictionary_hash": vec_hash, "n_entries": len(entries),
+            **({"index_kind": index_kind} if index_kind != "flat" else {})}
+    _write_index(final, list(entries), vectors, np.ones(len(entries), dtype=np.int32), meta, spec.normalize,
+                 probes=probes)
+    Catalog(root).register_artifact(key, "revdict_index", final, hash_path(final), name=name,
+                                    input_hashes={"vectors": vec_hash}, config=meta)
+    return RevdictIndex(final)
+

@@ -24,7 +24,14 @@ from defsentflow.encoders.loading import Autocast, pick_device
 from defsentflow.encoders.pooling import pool
 from defsentflow.training.adapters import activation_fn, adapter_for, prepare_backbone
 
-__all__ = ["DefinitionClassifier", "HeadQueryEncoder", "head_vector", "prepare_matrix", "sentence_head_vectors"]
+__all__ = ["DefinitionClassifier", "HeadQueryEncoder", "FUSED_MIN_ENTRIES", "head_vector", "prepare_matrix",
+           "sentence_head_vectors"]
+
+# From this many entries on, DefSent+'s full softmax runs as one fused function (:class:`_MatrixCrossEntropy`)
+# instead of autograd's chain; below it, the chain, so every figure measured on smaller heads is reproduced
+# bit for bit (the two agree to float rounding, tests/training/test_heads.py).
+FUSED_MIN_ENTRIES = 65_536
+_ROWS = 4  # rows of the [B, N] logits exponentiated at a time (a [4, N] temporary)
 
 
 def head_vector(pooled: torch.Tensor, pooler_dense: nn.Linear | None, activation: str) -> torch.Tensor:
@@ -47,6 +54,34 @@ def prepare_matrix(matrix: np.ndarray | torch.Tensor, *, normalize: bool, dtype:
         block = block.to(device=device, dtype=torch.float32)
         out[start:start + chunk] = (F.normalize(block, dim=-1) if normalize else block).to(dtype)
     return out
+
+
+class _MatrixCrossEntropy(torch.autograd.Function):
+    """Mean cross-entropy of ``(h @ m^T) / temperature`` against ``labels``, ``m`` frozen, in one
+    ``[B, N]`` buffer: the logits, scaled in place, turned into the softmax's gradient in place in
+    the backward pass. Autograd's chain (product, division, log-softmax, NLL) allocates and fills
+    four such buffers, which at a million entries costs as much as a third matrix product."""
+
+    @staticmethod
+    def forward(ctx, h: torch.Tensor, m: torch.Tensor, labels: torch.Tensor, temperature: float) -> torch.Tensor:
+        z = (h.to(m.dtype) @ m.T).float()
+        if temperature != 1.0:
+            z.div_(temperature)
+        lse = torch.cat([torch.logsumexp(z[i:i + _ROWS], dim=1) for i in range(0, len(z), _ROWS)])
+        loss = (lse - z.gather(1, labels[:, None]).squeeze(1)).mean()
+        ctx.save_for_backward(m, z, lse, labels)
+        ctx.temperature, ctx.h_dtype = temperature, h.dtype
+        return loss
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        m, z, lse, labels = ctx.saved_tensors
+        for i in range(0, len(z), _ROWS):  # z becomes softmax(z) in place (the backward runs once)
+            z[i:i + _ROWS].sub_(lse[i:i + _ROWS, None]).exp_()
+        z[torch.arange(len(z), device=z.device), labels] -= 1.0
+        scale = grad / (len(z) * ctx.temperature)
+        grad_h = (z.to(m.dtype) @ m).float() * scale
+        return grad_h.to(ctx.h_dtype), None, None, None
 
 
 class DefinitionClassifier(nn.Module):
@@ -84,6 +119,7 @@ class DefinitionClassifier(nn.Module):
         self.normalize = normalize
         self.sampled = sampled
         self.generator = generator
+        self.fused_min_entries = FUSED_MIN_ENTRIES
         if matrix is not None:
             device = next(backbone.parameters()).device
             prepared = prepare_matrix(matrix, normalize=normalize, dtype=matrix_dtype, device=device)
@@ -108,9 +144,13 @@ class DefinitionClassifier(nn.Module):
         return logits.float() / self.temperature
 
     def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        if self.sampled is None:
-            return F.cross_entropy(self(batch), batch["labels"])
-        return self.sampled_loss(batch)
+        if self.sampled is not None:
+            return self.sampled_loss(batch)
+        if self.matrix is not None and self.matrix.shape[0] >= self.fused_min_entries:
+            h = self.sentence_vectors(batch)
+            h = F.normalize(h, dim=-1) if self.normalize else h
+            return _MatrixCrossEntropy.apply(h, self.matrix, batch["labels"], self.temperature)
+        return F.cross_entropy(self(batch), batch["labels"])
 
     def sampled_loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Cross-entropy over the batch's targets and ``self.sampled`` uniformly drawn entries."""

@@ -166,3 +166,26 @@ def test_add_entries_without_retraining_encodes_only_the_new_definitions(tiny_be
     assert again.path == bigger.path and "zebra" in again.entries
     with pytest.raises(ValueError, match="empty entry or definition"):
         bigger.add(pa.table({"entry": ["x"], "definition": [" "]}), device="cpu")
+
+
+def test_an_index_from_vectors_computed_elsewhere_is_served_like_a_built_one(tiny_bert_dir, home, tmp_path):
+    from defsentflow.revdict import index as revdict_index
+    from defsentflow.storage import Catalog
+
+    rng = np.random.default_rng(9)
+    vectors = rng.standard_normal((300, 32)).astype(np.float32)
+    np.save(tmp_path / "v.npy", vectors)
+    mapped = np.load(tmp_path / "v.npy", mmap_mode="r")  # memory-mapped, as a million-entry matrix would be
+    entries = [f"e{i}" for i in range(300)]
+    idx = revdict_index.index_from_vectors(str(tiny_bert_dir), entries, mapped, name="vecs", root=home)
+    assert idx.meta["mode"] == "cosine" and idx.index.ntotal == 300 and idx.meta["name"] == "vecs"
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    _, top = idx.search_vectors(unit[[5, 77]], k=1)
+    assert [entries[j] for j in top[:, 0]] == ["e5", "e77"]
+    assert idx.search(["a small dog"], k=3)[0]  # queries are encoded by the model
+    [row] = Catalog(home).query("SELECT path FROM artifacts WHERE kind = 'revdict_index'")
+    assert RevdictIndex(row["path"]).index.ntotal == 300
+    again = revdict_index.index_from_vectors(str(tiny_bert_dir), entries, mapped, name="vecs", root=home)
+    assert again.path == idx.path  # content-keyed
+    with pytest.raises(ValueError, match="300 entries for 2 vectors"):
+        revdict_index.index_from_vectors(str(tiny_bert_dir), entries, vectors[:2], name="x", root=home)

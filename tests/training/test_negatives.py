@@ -34,6 +34,26 @@ def test_sampling_every_entry_equals_the_full_loss(tiny_bert_dir):
         torch.testing.assert_close(sampled.loss(batch), full.loss(batch), rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize("normalize, temperature", [(True, 0.05), (False, 1.0)])
+def test_fused_full_softmax_equals_autograds_chain(tiny_bert_dir, normalize, temperature):
+    """The large-head path (one buffer, gradient in place) gives the chain's loss and gradients."""
+    matrix = np.random.default_rng(4).normal(size=(300, 32)).astype(np.float32)
+    batch_texts, labels = ["a small dog", "the red apple", "a big house", "to run fast", "blue"], [3, 17, 299, 0, 17]
+    grads = []
+    for fused in (False, True):
+        clf, enc = _classifier(tiny_bert_dir, matrix)
+        clf.normalize, clf.temperature = normalize, temperature
+        clf.fused_min_entries = 0 if fused else 10**9
+        loss = clf.loss(_batch(enc, batch_texts, labels))
+        loss.backward()
+        grads.append((loss.detach(), [p.grad.clone() for p in clf.backbone.parameters() if p.grad is not None]))
+    (chain_loss, chain), (fused_loss, fused) = grads
+    torch.testing.assert_close(fused_loss, chain_loss, rtol=1e-6, atol=1e-6)
+    assert len(fused) == len(chain) > 0
+    for a, b in zip(fused, chain):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
 def test_sampled_loss_against_a_hand_computed_reference(tiny_bert_dir):
     n, k = 50, 8
     matrix = np.random.default_rng(2).normal(size=(n, 32)).astype(np.float32)
