@@ -217,6 +217,17 @@ def _clustered(n: int, rng: np.random.Generator, centres: np.ndarray, noise: flo
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
+def _clustered_file(path: Path, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` clustered unit vectors (1,000 clusters) written to ``path`` block by block, memory-mapped."""
+    centres = rng.standard_normal((1000, DIM), dtype=np.float32)
+    m = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(n, DIM))
+    for s in range(0, n, 100_000):
+        m[s:s + 100_000] = _clustered(min(100_000, n - s), rng, centres)
+    m.flush()
+    del m
+    return np.load(path, mmap_mode="r")
+
+
 def part_revdict(n: int, work: Path) -> dict:
     import faiss
 
@@ -224,14 +235,8 @@ def part_revdict(n: int, work: Path) -> dict:
 
     faiss.omp_set_num_threads(2)
     rng = np.random.default_rng(4)
-    centres = rng.standard_normal((1000, DIM), dtype=np.float32)
     path = work / f"revdict-{n}.npy"
-    m = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(n, DIM))
-    for s in range(0, n, 100_000):
-        m[s:s + 100_000] = _clustered(min(100_000, n - s), rng, centres)
-    m.flush()
-    del m
-    matrix = np.load(path, mmap_mode="r")
+    matrix = _clustered_file(path, n, rng)
     queries = lambda k: np.ascontiguousarray(  # noqa: E731 (a held-out query: an entry's vector, perturbed)
         matrix[np.sort(rng.choice(n, k, replace=False))] + 0.05 * rng.standard_normal((k, DIM), dtype=np.float32))
     tune_q, held_out = queries(500), queries(500)
@@ -269,14 +274,8 @@ def part_serve(n: int, work: Path) -> dict:
     from defsentflow.revdict.index import index_from_vectors
 
     rng = np.random.default_rng(5)
-    centres = rng.standard_normal((1000, DIM), dtype=np.float32)
     path = work / f"serve-{n}.npy"
-    m = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(n, DIM))
-    for s in range(0, n, 100_000):
-        m[s:s + 100_000] = _clustered(min(100_000, n - s), rng, centres)
-    m.flush()
-    del m
-    vectors = np.load(path, mmap_mode="r")
+    vectors = _clustered_file(path, n, rng)
     probes = vectors[np.sort(rng.choice(n, 500, replace=False))] + 0.05 * rng.standard_normal((500, DIM), dtype=np.float32)
     home = work / f"serve-home-{n}"
     t = time.perf_counter()
