@@ -8,10 +8,11 @@ column in that file is never read) and the configured labeller (retrieval, ``S(s
 sets, Eq. 4: :class:`~defsentflow.scoring.origin.PairLabeller`, the same code as the "Origin"
 evaluation) labels them. Contexts still come from the corpus only.
 
-The file's distinct sentences are extra rows of the sentence pool (ids after the corpus and its
-extra sentences); their vectors are cached on their own, so the corpus is not re-encoded.
-A batch is a slice of the (seeded) pair sample; its part has the corpus harvest's schema with
-``kind`` = ``file``.
+The distinct sentences of the (seeded) pair sample are extra rows of the sentence pool (ids after
+the corpus and its extra sentences); only they are encoded (``n_pairs`` of 2,000 from STS-B train's
+5,749 pairs: 3,826 sentences of its 10,518), and their vectors are cached on their own, so the
+corpus is not re-encoded. A batch is a slice of the sample; its part has the corpus harvest's
+schema with ``kind`` = ``file``.
 
 Example:
     >>> pf = read_pair_file("sts-train.csv", columns=(5, 6))
@@ -45,6 +46,15 @@ class PairFile:
 
     texts: tuple[str, ...]
     pairs: np.ndarray
+
+    def subset(self, rows: np.ndarray) -> PairFile:
+        """The pairs at ``rows`` (in that order) and only the sentences they use (first use first)."""
+        chosen = self.pairs[np.asarray(rows, dtype=np.int64)]
+        used, first, inverse = np.unique(chosen.ravel(), return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")  # position in the subset = order of first use
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        return PairFile(tuple(self.texts[i] for i in used[order].tolist()), rank[inverse].reshape(chosen.shape))
 
 
 def _clean(text: str | None, where: str) -> str:
@@ -92,12 +102,15 @@ def read_pair_file(path: str | os.PathLike, *, columns: Sequence[int] = (0, 1), 
     return PairFile(tuple(index), pairs)
 
 
-def sample_pairs(pf: PairFile, cfg: HarvestConfig) -> list[np.ndarray]:
-    """At most ``n_pairs`` of the file's pairs (a seeded sample, in file order), cut into batches of ``batch_size``."""
+def sample_pairs(pf: PairFile, n_pairs: int, seed: int, batch_size: int) -> list[np.ndarray]:
+    """At most ``n_pairs`` of the file's pairs (a seeded sample, in file order), cut into batches of ``batch_size``.
+
+    The harvest's ``pairs.n_pairs``, ``seed`` and ``batch_size``.
+    """
     idx = np.arange(len(pf.pairs))
-    if cfg.pairs.n_pairs < len(idx):
-        idx = np.sort(np.random.default_rng(cfg.seed).permutation(len(idx))[:cfg.pairs.n_pairs])
-    return [idx[a:a + cfg.batch_size] for a in range(0, len(idx), cfg.batch_size)]
+    if n_pairs < len(idx):
+        idx = np.sort(np.random.default_rng(seed).permutation(len(idx))[:n_pairs])
+    return [idx[a:a + batch_size] for a in range(0, len(idx), batch_size)]
 
 
 def label_file_batch(labeller: PairLabeller, pf: PairFile, index: int, rows: np.ndarray, cfg: HarvestConfig,

@@ -139,18 +139,27 @@ def _all_texts(corpus: dict, extras: dict | None) -> list[str]:
 
 
 @lru_cache(maxsize=2)
-def _pair_file(path: str, columns: tuple[int, int], header: bool):
-    return read_pair_file(path, columns=columns, header=header)
+def _pair_file(path: str, columns: tuple[int, int], header: bool, n_pairs: int, seed: int, batch_size: int):
+    """The seeded sample of the file's pairs (only the sentences it uses) and its batches of positions."""
+    pf = read_pair_file(path, columns=columns, header=header)
+    batches = sample_pairs(pf, n_pairs, seed, batch_size)
+    bounds = np.cumsum([0, *map(len, batches)])
+    return pf.subset(np.concatenate(batches)), [np.arange(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _sampled(cfg: HarvestConfig, ref: dict):
+    return _pair_file(ref["path"], tuple(ref["columns"]), ref["header"], cfg.pairs.n_pairs, cfg.seed, cfg.batch_size)
 
 
 def prepare_pair_file(cfg: HarvestConfig) -> dict | None:
-    """``pairs.source: file``: read the pairs file and encode its sentences (cached); None for a corpus harvest."""
+    """``pairs.source: file``: read the pairs file and encode the sentences of its seeded sample (cached);
+    None for a corpus harvest."""
     p = cfg.pairs
     if p.source != "file":
         return None
 
     path = resolve_input_path(p.file, "pairs.file")
-    pf = _pair_file(str(path), tuple(p.file_columns), p.file_header)
+    pf, _ = _pair_file(str(path), tuple(p.file_columns), p.file_header, p.n_pairs, cfg.seed, cfg.batch_size)
     encoder = cfg.scorer.discriminative.encoder
     vec_path = vectors_path(Catalog(cfg.root).root, encoder, list(pf.texts))
     cached_sentence_vectors(vec_path, encoder, pf.texts)
@@ -269,8 +278,7 @@ def plan_harvest(cfg: HarvestConfig, refs: dict) -> dict:
                           (refs.get("extras") or {}).get("hash", "-"), *source, _settings_hash(cfg), code_version()])
     out_dir = Catalog(cfg.root).root / "parquet" / "harvest" / refs["corpus"]["name"] / key
     if pair_file:
-        pf = _pair_file(pair_file["path"], tuple(pair_file["columns"]), pair_file["header"])
-        batches = [{"index": i, "rows": rows.tolist()} for i, rows in enumerate(sample_pairs(pf, cfg))]
+        batches = [{"index": i, "rows": rows.tolist()} for i, rows in enumerate(_sampled(cfg, pair_file)[1])]
     else:
         eligible = eligible_sentences(res.texts, cfg.pairs.min_words, cfg.pairs.max_words)
         batches = [dataclasses.asdict(s) for s in plan_batches(eligible, cfg)]
@@ -289,7 +297,7 @@ def run_batch(cfg: HarvestConfig, refs: dict, plan: dict, batch: dict) -> dict:
 
 
 def _run_file_batch(cfg: HarvestConfig, res: HarvestResources, pair_file: dict, plan: dict, batch: dict) -> dict:
-    pf = _pair_file(pair_file["path"], tuple(pair_file["columns"]), pair_file["header"])
+    pf, _ = _sampled(cfg, pair_file)
     labeller = PairLabeller(res, pf.texts, np.load(pair_file["vectors_path"]), k=cfg.contexts.k,
                             max_jaccard=cfg.contexts.max_jaccard, seed=cfg.seed)
     return label_file_batch(labeller, pf, batch["index"], np.asarray(batch["rows"], dtype=np.int64), cfg,

@@ -8,9 +8,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from defsentflow.scoring.pair_file import read_pair_file, sample_pairs
+from defsentflow.scoring.pair_file import PairFile, read_pair_file, sample_pairs
 from defsentflow.scoring.stages import run_harvest
-from tests.scoring.helpers import harvest_config, harvest_settings, write_text_corpus
+from tests.scoring.helpers import harvest_config, write_text_corpus
 
 STS_LINES = [  # the STS-B csv layout: genre, file, year, id, score, sentence1, sentence2
     "main-captions\tMSRvid\t2012test\t0001\t5.000\tA plane is taking off.\tAn air plane is taking off.",
@@ -67,11 +67,18 @@ def test_pair_file_errors_name_the_line(tmp_path):
 
 def test_sample_pairs_is_seeded_and_batched(tmp_path):
     pf = read_pair_file(_sts_file(tmp_path), columns=(5, 6))
-    batches = sample_pairs(pf, harvest_settings(pairs={"n_pairs": 3}, batch_size=2, seed=0))
+    batches = sample_pairs(pf, 3, 0, 2)
     rows = np.concatenate(batches)
     assert [len(b) for b in batches] == [2, 1] and len(set(rows.tolist())) == 3 and (np.diff(rows) > 0).all()
-    assert np.array_equal(rows, np.concatenate(sample_pairs(pf, harvest_settings(pairs={"n_pairs": 3}, batch_size=2, seed=0))))
-    assert np.concatenate(sample_pairs(pf, harvest_settings(pairs={"n_pairs": 10}, batch_size=2))).tolist() == [0, 1, 2, 3]
+    assert np.array_equal(rows, np.concatenate(sample_pairs(pf, 3, 0, 2)))
+    assert np.concatenate(sample_pairs(pf, 10, 0, 2)).tolist() == [0, 1, 2, 3]
+
+
+def test_a_subset_keeps_its_pairs_and_only_their_sentences():
+    pf = PairFile(("a", "b", "c", "d", "e"), np.array([[0, 1], [2, 3], [1, 4], [3, 0]]))
+    sub = pf.subset(np.array([1, 3]))
+    assert sub.texts == ("c", "d", "a")  # order of first use; "b" and "e" are not encoded
+    assert [[sub.texts[i] for i in row] for row in sub.pairs.tolist()] == [["c", "d"], ["d", "a"]]
 
 
 def test_harvest_labels_the_pairs_of_a_file(corpus_dir, tiny_bert_dir, home, tmp_path):
@@ -82,7 +89,7 @@ def test_harvest_labels_the_pairs_of_a_file(corpus_dir, tiny_bert_dir, home, tmp
     t = pq.read_table(res["path"])
     assert t.num_rows == 3 and set(t.column("kind").to_pylist()) == {"file"}
     pf = read_pair_file(path, columns=(5, 6))
-    rows = np.concatenate(sample_pairs(pf, harvest_settings(pairs={"n_pairs": 3}, batch_size=2)))
+    rows = np.concatenate(sample_pairs(pf, 3, cfg.seed, 2))
     assert t.column("s1").to_pylist() == [pf.texts[i] for i in pf.pairs[rows, 0]]
     assert t.column("s2").to_pylist() == [pf.texts[i] for i in pf.pairs[rows, 1]]
     scores = t.column("score").to_numpy()
