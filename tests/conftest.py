@@ -105,10 +105,12 @@ def prefect_test_harness():
 def pytest_collection_modifyitems(config, items):
     """The ``first``-marked tests first (by rank), then the other slow ones (a stable sort: modules
     keep their order). ``make test`` runs two test processes (pytest-xdist, ``--dist loadgroup
-    --no-loadscope-reorder``), which take the tests and groups in this order: the two raw-encoder
-    controls start on one process each (the surrogate's harvest overlaps the other's pretraining,
-    shared through the file-locked fixture ``raw_ci_encoder``), the other long tests next, and the
-    short ones fill the gaps."""
+    --no-loadscope-reorder``), which take the tests and groups in this order, two units each to
+    start with: the positive control (rank 0: it pretrains the raw encoder, the file-locked fixture
+    ``raw_ci_encoder``) and then the kill-and-resume group (2) in one process; the MiniLM STS test
+    (1) and then the surrogate control (3) in the other, whose harvest (about 2 minutes, before it
+    asks for the raw encoder) then ends after the pretraining instead of waiting for it; the other
+    long tests next, and the short ones fill the gaps."""
     def rank(item) -> tuple[int, int]:
         first = item.get_closest_marker("first")
         if first is not None:

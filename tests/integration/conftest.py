@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,9 +96,20 @@ def tiny_first_run(tmp_path_factory, tiny_bert_dir) -> tuple[Path, Path, float, 
         t0 = time.monotonic()
         res = run_cli(["run", str(config)], home)
         assert res.returncode == 0, res.stderr[-3000:]
-        return {"config": str(config), "home": str(home), "seconds": time.monotonic() - t0,
-                "metrics": final_metrics(home)}
+        seconds = time.monotonic() - t0
+        shutil.copytree(home, base / "pristine", symlinks=True)  # before any test runs in `home` again
+        return {"config": str(config), "home": str(home), "seconds": seconds, "metrics": final_metrics(home)}
 
     info = _once_per_session(tmp_path_factory, "tiny-first-run", first_run)
     metrics = {"rows": [tuple(r) for r in info["metrics"]["rows"]], "winner_step": info["metrics"]["winner_step"]}
     return Path(info["config"]), Path(info["home"]), info["seconds"], metrics
+
+
+@pytest.fixture()
+def tiny_finished_root(tiny_first_run, tmp_path) -> tuple[Path, Path, dict]:
+    """This test's own copy of the shared first run's data root, as the run left it (the copy was
+    taken before any other test ran there): (config, data root, the run's final metrics)."""
+    config, home, _, metrics = tiny_first_run
+    root = tmp_path / "home"
+    shutil.copytree(home.parent / "pristine", root, symlinks=True)
+    return config, root, metrics

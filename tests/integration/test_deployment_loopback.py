@@ -69,7 +69,10 @@ def test_deployment_run_on_loopback(tiny_pipeline, tmp_path):
         _prefect(["work-pool", "create", "gpu", "--type", "process", "--base-job-template",
                   "deployments/work-pools/gpu-process.json"], env)
         _prefect(["--no-prompt", "deploy", "--all", "--prefect-file", "deployments/prefect.yaml"], env)
-        worker = subprocess.Popen([PREFECT, "worker", "start", "--pool", "cpu"], env=env, cwd=REPO,
+        # The worker asks for scheduled runs every second instead of Prefect's default 10 s: each of
+        # the two deployment runs below would otherwise wait up to 10 s, idle, to be picked up.
+        worker = subprocess.Popen([PREFECT, "worker", "start", "--pool", "cpu"],
+                                  env={**env, "PREFECT_WORKER_QUERY_SECONDS": "1"}, cwd=REPO,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         out = _prefect(["deployment", "run", "pipeline/demo", "--param", f"config_path={tiny_pipeline}", "--watch"],
                        env, timeout=900)

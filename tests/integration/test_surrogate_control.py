@@ -23,7 +23,7 @@ import yaml
 
 from tiny_pipeline_utils import ONE_THREAD, catalog_rows, run_cli
 
-pytestmark = [pytest.mark.slow, pytest.mark.first(1)]  # started early (tests/conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.first(3)]  # started early (tests/conftest.py), after the MiniLM STS test
 
 REPO = Path(__file__).resolve().parents[2]
 
