@@ -9,8 +9,8 @@ sets, Eq. 4: :class:`~defsentflow.scoring.origin.PairLabeller`, the same code as
 evaluation) labels them. Contexts still come from the corpus only.
 
 The distinct sentences of the (seeded) pair sample are extra rows of the sentence pool (ids after
-the corpus and its extra sentences); only they are encoded (``n_pairs`` of 2,000 from STS-B train's
-5,749 pairs: 3,826 sentences of its 10,518), and their vectors are cached on their own, so the
+the corpus and its extra sentences); only they are encoded (``n_pairs: 2000`` of STS-B train's
+5,749 pairs use 3,826 of its 10,518 sentences), and their vectors are cached on their own, so the
 corpus is not re-encoded. A batch is a slice of the sample; its part has the corpus harvest's
 schema with ``kind`` = ``file``.
 
