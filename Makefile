@@ -13,7 +13,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-fast bench clean
+.PHONY: install demo test test-fast lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -26,11 +26,15 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/defsentflow run configs/demo.yaml
 
-test: $(STAMP)
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+test: lint
 	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest $(XDIST) -m "not slow" $(PYTEST_ARGS)
 
+# Build outputs only: never a data root (storage/ or $$DEFSENTFLOW_HOME hold catalogs and models).
 clean:
-	rm -rf storage/* .pytest_cache
+	rm -rf build dist .pytest_cache .ruff_cache *.egg-info

@@ -16,7 +16,6 @@ target >= 0.8) and last ``ratio=`` (today's default sequential wall / fan-out wa
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import shutil
 import statistics
@@ -46,7 +45,8 @@ def timed_call(fn, call):
 def timing(inner):
     """A fan-out that records every call's CPU seconds in ``timing.cpu`` (with ``submit`` where
     ``inner`` has it: on a cluster, calls may start before their results are asked for)."""
-    from defsentflow.fanout import runs_beside, submit as start
+    from defsentflow.fanout import runs_beside
+    from defsentflow.fanout import submit as start
 
     cpu: list[float] = []
 
@@ -117,9 +117,9 @@ def main() -> int:
     from defsentflow.compute import ComputeSection
     from defsentflow.evaluation.selection import selection_score
     from defsentflow.fanout import sequential
+    from defsentflow.flows.runtime import local_api
+    from defsentflow.tasks.fanout import DaskFanOut, compute_cluster
     from defsentflow.training.pst import PstSteps
-    from flows.runtime import local_api
-    from tasks.fanout import DaskFanOut, compute_cluster
 
     cfg, section = load(args.config, args)
     template = template_root(cfg, base)

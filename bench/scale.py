@@ -72,7 +72,7 @@ class AnonPeak:
             self.peak = max(self.peak, self.now())
             time.sleep(self.every)
 
-    def __enter__(self) -> "AnonPeak":
+    def __enter__(self) -> AnonPeak:
         self.peak = self.now()
         self._t.start()
         return self
@@ -300,7 +300,7 @@ def part_serve(n: int, work: Path) -> dict:
                         break
             except OSError:
                 if time.monotonic() > deadline or server.poll() is not None:
-                    raise SystemExit("defsentflow serve did not come up")
+                    raise SystemExit("defsentflow serve did not come up") from None
                 time.sleep(0.5)
         defs = [json.loads(x)["definition"] for x in SAMPLE.read_text().splitlines()[:130]]
         lat = []

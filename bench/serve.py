@@ -49,8 +49,8 @@ def _free_port() -> int:
 def _prepare(args: argparse.Namespace) -> list[str]:
     """Ingest the dictionary and build the index if missing; return the query definitions."""
     from defsentflow.dictionary.tables import load_dictionary_table
-    from defsentflow.revdict import build_revdict_index
     from defsentflow.evaluation.suite import known_model
+    from defsentflow.revdict import build_revdict_index
     from defsentflow.storage import Catalog
 
     try:
@@ -58,7 +58,7 @@ def _prepare(args: argparse.Namespace) -> list[str]:
     except (KeyError, LookupError, FileNotFoundError):
         if not Path(args.oewn).is_dir():
             raise SystemExit(f"dictionary {args.dictionary!r} is not in {os.environ['DEFSENTFLOW_HOME']} and "
-                             f"--oewn {args.oewn} is not a directory")
+                             f"--oewn {args.oewn} is not a directory") from None
         print(f"ingesting {args.oewn} as {args.dictionary!r} ...", flush=True)
         subprocess.run([sys.executable, "-m", "defsentflow.cli", "--quiet", "ingest", "dictionary", "--name",
                         args.dictionary, "--source", "oewn", args.oewn], check=True)

@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -25,7 +26,6 @@ from defsentflow.evaluation.config import EvalSection
 from defsentflow.scoring.config import HarvestConfig
 from defsentflow.training.pretrain_config import PretrainSection
 from defsentflow.training.pst_config import DefSentSection, PstSection
-import copy
 
 __all__ = ["PipelineConfig", "EvalSection", "config_from_dict", "format_errors", "load_config",
            "load_pretrain_section", "load_section", "read_yaml_mapping", "resolve_path"]

@@ -11,11 +11,13 @@ from __future__ import annotations
 import copy
 import os
 import re
+from collections.abc import Hashable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Hashable, Literal, Sequence
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
 from defsentflow.storage.paths import repo_root
 
 __all__ = ["LIMITS", "MAX_YAML_ALIASES", "MAX_YAML_NODES", "AliasBound", "Seed", "YamlAliasError", "expanded_size",

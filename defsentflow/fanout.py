@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
-import signal
 
 __all__ = ["FanOut", "KILL_AFTER_STEPS_ENV", "KILL_MARKER_ENV", "WORKER_ENV", "CandidateLostError", "call_one",
            "kill_hook_steps", "kill_this_worker", "on_worker", "runs_beside", "sequential", "submit", "worker_device",

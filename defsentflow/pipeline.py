@@ -19,16 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from defsentflow.config import PipelineConfig, resolve_path
+from defsentflow.config import PipelineConfig, load_config, resolve_path
+from defsentflow.config_tools import resolve_data_dir
 from defsentflow.eval_tasks import DICTIONARY_TASKS
 from defsentflow.evaluation.baselines import baseline_model_id
-from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config, hash_path
-from defsentflow.storage.rebuild import heal_catalog
-from defsentflow.storage.atomic import pid_alive
-from defsentflow.config import load_config
-from defsentflow.config_tools import resolve_data_dir
 from defsentflow.evaluation.revdict import model_meta
 from defsentflow.evaluation.task_status import record_run_tasks, runnable_tasks, task_statuses
+from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config, hash_path
+from defsentflow.storage.atomic import pid_alive
+from defsentflow.storage.rebuild import heal_catalog
 
 __all__ = ["STAGE_METHODS", "PipelineSteps", "best_trained", "evaluation_plan", "input_fingerprint",
            "mark_interrupted_runs", "resolved_config", "run_pipeline", "selected_model_dir", "start_run",

@@ -14,8 +14,8 @@ Example:
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
+
 from defsentflow.config_tools import resolve_path
 from defsentflow.encoders.loading import BUNDLED_ALIASES
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Iterable, TypeVar
+from collections.abc import Iterable
+from typing import TypeVar
 
 from tqdm.auto import tqdm
 

@@ -49,14 +49,21 @@ from typing import Any
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
-from defsentflow.config_tools import ConfigSection, check_dotted_key, dotted_overrides, set_dotted
-from defsentflow.dictionary.config import NAME_PATTERN
-from defsentflow.sweep_seeds import SeedAggregation
-from defsentflow.fanout import FanOut, sequential
 from defsentflow.config import config_from_dict
-from defsentflow.config_tools import format_errors, read_yaml_mapping, resolve_path
+from defsentflow.config_tools import (
+    ConfigSection,
+    check_dotted_key,
+    dotted_overrides,
+    format_errors,
+    read_yaml_mapping,
+    resolve_path,
+    set_dotted,
+)
+from defsentflow.dictionary.config import NAME_PATTERN
+from defsentflow.fanout import FanOut, sequential
 from defsentflow.storage import Catalog, check_identifier, data_root, hash_config, under_root
 from defsentflow.storage.atomic import atomic_path, pid_alive
+from defsentflow.sweep_seeds import SeedAggregation
 
 __all__ = ["MAX_SWEEP_POINTS", "Sweep", "SweepFile", "SweepOutcome", "SweepPoint", "expand_sweep", "load_sweep",
            "point_rows", "run_sweep", "set_dotted", "write_point_configs"]

@@ -13,8 +13,8 @@ from prefect import flow
 
 from defsentflow.evaluation import EvaluateSection
 from defsentflow.evaluation.stage import run_evaluate
-from tasks.evaluation import EVALUATE_TASKS
-from tasks.report import write_run_report
+from defsentflow.tasks.evaluation import EVALUATE_TASKS
+from defsentflow.tasks.report import write_run_report
 
 
 @flow(name="evaluate", log_prints=True)

@@ -15,8 +15,8 @@ from prefect import flow
 
 from defsentflow.scoring.config import HarvestConfig
 from defsentflow.scoring.stages import run_harvest
-from tasks.fanout import compute_cluster
-from tasks.harvest import HARVEST_TASKS
+from defsentflow.tasks.fanout import compute_cluster
+from defsentflow.tasks.harvest import HARVEST_TASKS
 
 __all__ = ["harvest_pairs", "task_runner_for", "run_harvest_flow"]
 

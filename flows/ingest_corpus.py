@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from prefect import flow
 
-from tasks.caching import file_ref
-from tasks.corpus import build_index, ingest_corpus
+from defsentflow.tasks.caching import file_ref
+from defsentflow.tasks.corpus import build_index, ingest_corpus
 
 
 @flow(name="ingest-corpus", log_prints=True)

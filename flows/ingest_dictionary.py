@@ -11,7 +11,7 @@ from typing import Any
 from prefect import flow
 
 from defsentflow.dictionary import DictionaryConfig, IngestResult, ingest_dictionary
-from tasks.dictionary import DICTIONARY_TASKS
+from defsentflow.tasks.dictionary import DICTIONARY_TASKS
 
 __all__ = ["ingest_dictionary_flow"]
 

@@ -14,18 +14,19 @@ from __future__ import annotations
 from typing import Any
 
 from prefect import flow
+
 from defsentflow.config import load_config, resolve_path
+from defsentflow.flows.evaluate import evaluate_flow
+from defsentflow.flows.harvest_pairs import run_harvest_flow
+from defsentflow.flows.ingest_dictionary import ingest_dictionary_flow
+from defsentflow.flows.pretrain import pretrain_flow
+from defsentflow.flows.pst import pst_flow
+from defsentflow.flows.revdict import revdict_index
+from defsentflow.flows.train_defsent import train_defsent_flow
 from defsentflow.pipeline import PipelineSteps, run_pipeline
-from flows.evaluate import evaluate_flow
-from flows.harvest_pairs import run_harvest_flow
-from flows.ingest_dictionary import ingest_dictionary_flow
-from flows.pretrain import pretrain_flow
-from flows.pst import pst_flow
-from flows.revdict import revdict_index
-from flows.train_defsent import train_defsent_flow
-from tasks.fanout import compute_cluster
-from tasks.harvest import train_surrogate_encoder
-from tasks.report import write_run_report
+from defsentflow.tasks.fanout import compute_cluster
+from defsentflow.tasks.harvest import train_surrogate_encoder
+from defsentflow.tasks.report import write_run_report
 
 
 def _steps() -> Any:

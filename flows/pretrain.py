@@ -12,7 +12,7 @@ from typing import Any
 
 from prefect import flow
 
-from tasks.pretrain import PRETRAIN_TASKS
+from defsentflow.tasks.pretrain import PRETRAIN_TASKS
 from defsentflow.training.pretrain import run_pretrain
 from defsentflow.training.pretrain_config import PretrainSection
 

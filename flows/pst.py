@@ -13,7 +13,7 @@ from typing import Any
 
 from prefect import flow
 
-from tasks.training import pst_tasks
+from defsentflow.tasks.training import pst_tasks
 from defsentflow.training.pst import run_pst
 from defsentflow.training.pst_config import PstSection
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
+
 from defsentflow.revdict import RevdictIndex, build_revdict_index
 
 

@@ -18,8 +18,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from defsentflow.storage.atomic import pid_alive
 
@@ -134,7 +134,10 @@ def local_api(timeout: float = 180.0) -> Iterator[str]:
                 raise RuntimeError(f"the local Prefect server did not answer within {timeout:.0f}s")
             time.sleep(0.25)
         os.environ["PREFECT_API_URL"] = url
-        from prefect.settings import PREFECT_API_URL, temporary_settings  # lazy: Prefect loads only where a flow or task runs
+        from prefect.settings import (  # lazy: Prefect loads only where a flow or task runs
+            PREFECT_API_URL,
+            temporary_settings,
+        )
 
         with temporary_settings({PREFECT_API_URL: url}):
             yield url

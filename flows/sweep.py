@@ -13,7 +13,7 @@ from typing import Any
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from flows.pipeline import pipeline
+from defsentflow.flows.pipeline import pipeline
 from defsentflow.report.sweep_report import write_sweep_report as write
 from defsentflow.sweep import load_sweep, run_sweep
 

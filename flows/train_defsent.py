@@ -11,7 +11,7 @@ from typing import Any
 
 from prefect import flow
 
-from tasks.training import DEFSENT_TASKS
+from defsentflow.tasks.training import DEFSENT_TASKS
 from defsentflow.training.defsent_run import run_defsent
 from defsentflow.training.pst_config import DefSentSection
 

@@ -6,9 +6,9 @@ from typing import Any
 
 from prefect import flow
 
-from flows.harvest_pairs import run_harvest_flow
-from tasks.harvest import train_surrogate_encoder
+from defsentflow.flows.harvest_pairs import run_harvest_flow
 from defsentflow.scoring.config import HarvestConfig
+from defsentflow.tasks.harvest import train_surrogate_encoder
 
 __all__ = ["train_surrogate_flow"]
 

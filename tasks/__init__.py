@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from tasks._env import configure_prefect_env
+from defsentflow.tasks._env import configure_prefect_env
 
 configure_prefect_env()

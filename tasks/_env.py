@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+
 from defsentflow.storage.paths import data_root
 
 _DEFAULTS = {

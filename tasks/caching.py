@@ -19,17 +19,18 @@ moved data root keeps its cache hits and reads only its own files.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
+import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from defsentflow.storage import Catalog, code_version, combine_hashes, data_root, hash_config, hash_path
-from defsentflow.storage.paths import from_root, to_root
 from defsentflow.storage.locks import artifact_lock
 from defsentflow.storage.manifest import quick_check
-import os
-import inspect
+from defsentflow.storage.paths import from_root, to_root
 
 __all__ = ["stage_key", "stage_cache_key_fn", "stage_task", "file_ref", "ref_paths"]
 
@@ -129,7 +130,6 @@ def stage_task(fn: Callable | None = None, **task_kwargs: Any):
 
     The wrapped function's return value (a small reference dict) is recorded in ``stage_cache``.
     """
-    from prefect import task  # lazy: Prefect loads only where a flow or task runs
 
     def decorate(func: Callable) -> Any:
         name = task_kwargs.pop("name", func.__name__.replace("_", "-"))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tasks.caching import stage_task
-from tasks.retries import IO_RETRIES
 from defsentflow.corpus import ingest_corpus as ingest
 from defsentflow.retrieval import build_index as build
+from defsentflow.tasks.caching import stage_task
+from defsentflow.tasks.retries import IO_RETRIES
 
 
 @stage_task(name="ingest-corpus", **IO_RETRIES)

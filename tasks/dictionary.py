@@ -12,12 +12,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from defsentflow.dictionary import DictionaryArtifact, DictionaryConfig, DictionaryPlan, build_dictionary
-from defsentflow.dictionary import register_dictionary
+from defsentflow.dictionary import (
+    DictionaryArtifact,
+    DictionaryConfig,
+    DictionaryPlan,
+    build_dictionary,
+    register_dictionary,
+)
 from defsentflow.dictionary.ingest import DictionarySteps
 from defsentflow.dictionary.store import read_summary
-from tasks.caching import file_ref, stage_task
-from tasks.retries import IO_RETRIES
+from defsentflow.tasks.caching import file_ref, stage_task
+from defsentflow.tasks.retries import IO_RETRIES
 
 __all__ = ["DICTIONARY_TASKS"]
 

@@ -17,8 +17,8 @@ from prefect.cache_policies import NO_CACHE
 from defsentflow.encoders import model_content_hash
 from defsentflow.evaluation import EvaluateSection, evaluation_inputs_hash
 from defsentflow.evaluation.stage import EvaluateSteps, evaluate_step, record_step, resolve_step
-from tasks.caching import stage_task
-from tasks.retries import IO_RETRIES
+from defsentflow.tasks.caching import stage_task
+from defsentflow.tasks.retries import IO_RETRIES
 
 __all__ = ["EVALUATE_TASKS"]
 

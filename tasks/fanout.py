@@ -18,8 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from defsentflow.compute import ADDRESS_ENV, ComputeSection, compute_from_env, compute_to_env
-from defsentflow.fanout import WORKER_ENV, CandidateLostError, FanOut
-from defsentflow.fanout import call_one
+from defsentflow.fanout import WORKER_ENV, CandidateLostError, FanOut, call_one
 
 __all__ = ["PRELOAD", "DaskFanOut", "TaskFanOut", "close_runners", "compute_cluster", "fan_out_from_env",
            "worker_environ"]
@@ -38,7 +37,7 @@ def worker_environ() -> dict[str, Any]:
 
 
 WORKER_ONLY_ENV = {WORKER_ENV: "1"}
-PRELOAD = "tasks.preload"
+PRELOAD = "defsentflow.tasks.preload"
 """What the command's workers import when they start (``dask worker --preload`` on external ones)."""
 
 _RUNNERS: dict[str, Any] = {}

@@ -15,10 +15,17 @@ from prefect import task, unmapped
 from prefect.cache_policies import NO_CACHE
 
 from defsentflow.scoring.config import HarvestConfig
-from defsentflow.scoring.stages import (HarvestSteps, finalize_harvest, index_step, plan_harvest, prepare_inputs,
-                                        run_batch, scorer_step)
+from defsentflow.scoring.stages import (
+    HarvestSteps,
+    finalize_harvest,
+    index_step,
+    plan_harvest,
+    prepare_inputs,
+    run_batch,
+    scorer_step,
+)
+from defsentflow.tasks.retries import IO_RETRIES, TRAIN_RETRIES
 from defsentflow.training.surrogate import run_surrogate
-from tasks.retries import IO_RETRIES, TRAIN_RETRIES
 
 __all__ = ["HARVEST_TASKS", "train_surrogate_encoder"]
 

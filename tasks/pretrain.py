@@ -13,8 +13,8 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from defsentflow.tasks.retries import IO_RETRIES, TRAIN_RETRIES
 from defsentflow.training.pretrain import PretrainSteps, ingest_corpus_step, train_or_find
-from tasks.retries import IO_RETRIES, TRAIN_RETRIES
 
 __all__ = ["PRETRAIN_TASKS"]
 

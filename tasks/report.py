@@ -10,8 +10,8 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from tasks.retries import IO_RETRIES
 from defsentflow.report import build_report
+from defsentflow.tasks.retries import IO_RETRIES
 
 
 @task(name="write-run-report", cache_policy=NO_CACHE, **IO_RETRIES)

@@ -11,18 +11,19 @@ delay, resuming the checkpoint: :mod:`tasks.retries`), not a second set of keys.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
+from defsentflow.compute import compute_from_env
 from defsentflow.evaluation.selection import selection_score
+from defsentflow.tasks.fanout import fan_out_from_env
+from defsentflow.tasks.retries import TRAIN_RETRIES
 from defsentflow.training import pst_steps
 from defsentflow.training.defsent_run import DefSentSteps
 from defsentflow.training.pst import PstSteps, run_step0
-from tasks.retries import TRAIN_RETRIES
-from defsentflow.compute import compute_from_env
-from tasks.fanout import fan_out_from_env
 
 __all__ = ["DEFSENT_TASKS", "PST_TASKS", "pst_tasks"]
 

@@ -15,7 +15,9 @@ import networkx as nx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# The folders of the project's code: flows/ and tasks/ install as defsentflow.flows and defsentflow.tasks.
 PACKAGES = ("defsentflow", "flows", "tasks")
+INSTALLED_AS = {"flows": "defsentflow.flows", "tasks": "defsentflow.tasks"}
 MAX_LINES = 500
 # Modules being split on another branch; the size test is expected to fail for them until then.
 
@@ -24,6 +26,8 @@ def _module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
+    if parts[0] in INSTALLED_AS:
+        parts[0:1] = INSTALLED_AS[parts[0]].split(".")
     return ".".join(parts)
 
 
@@ -106,7 +110,9 @@ def test_import_reader_sees_function_level_and_relative_imports(tmp_path):
 def test_graph_covers_the_project():
     graph = _graph_without_parent_edges()
     layers = {(a.split(".")[0], b.split(".")[0]) for a, b in graph.edges}
-    assert {("flows", "tasks"), ("tasks", "defsentflow"), ("defsentflow", "defsentflow")} <= layers
+    assert {("defsentflow.flows", "defsentflow.tasks"), ("defsentflow.tasks", "defsentflow")} <= {
+        (_folder(a), _folder(b) if _folder(b) in INSTALLED_AS.values() else "defsentflow") for a, b in graph.edges}
+    assert ("defsentflow", "defsentflow") in layers
     assert graph.number_of_edges() > 100
 
 
@@ -143,15 +149,23 @@ def test_no_folder_level_import_loops():
 
 # flows -> tasks -> defsentflow, one way; the CLI is a client of all three and nothing imports it.
 LAYER_RULES = {
-    "defsentflow": ("prefect", "prefect_dask", "flows", "tasks", "defsentflow.cli"),
-    "tasks": ("flows", "defsentflow.cli"),
-    "flows": ("defsentflow.cli",),
+    "defsentflow": ("prefect", "prefect_dask", "defsentflow.flows", "defsentflow.tasks", "defsentflow.cli",
+                    "flows", "tasks"),
+    "tasks": ("defsentflow.flows", "defsentflow.cli", "flows", "tasks"),
+    "flows": ("defsentflow.cli", "flows", "tasks"),
 }
 
 
 def _layer_files(layer: str) -> list[Path]:
     files = sorted((ROOT / layer).rglob("*.py"))
     return [p for p in files if p.relative_to(ROOT).parts[:2] != ("defsentflow", "cli")]
+
+
+def test_flows_and_tasks_install_under_the_project_namespace():
+    """No top-level ``flows``/``tasks`` package: the code imports them as ``defsentflow.flows``/``.tasks``."""
+    offenders = [f"{p.relative_to(ROOT)}: {name}" for p in _project_files() for name in sorted(_imports(p))
+                 if name.split(".")[0] in INSTALLED_AS]
+    assert not offenders, "imports of the bare flows/tasks packages:\n" + "\n".join(offenders)
 
 
 @pytest.mark.parametrize("layer", sorted(LAYER_RULES))
@@ -272,7 +286,7 @@ def test_function_level_imports_are_few_and_explained():
             where = f"{rel}:{node.lineno}: {name}"
             if not any("# lazy:" in lines[i] for i in range(node.lineno - 1, node.end_lineno)):
                 unexplained.append(where)
-            if name.split(".")[0] in PACKAGES:
+            if name.split(".")[0] in PACKAGES:  # defsentflow.flows/.tasks included
                 project.append(where)
             elif name.split(".")[0] in sys.stdlib_module_names:
                 stdlib.append(where)

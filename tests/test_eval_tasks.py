@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from defsentflow.eval_tasks import (AVERAGE_TASKS, DEFAULT_TASKS, EVAL_TASKS, STS_TASKS, metric_column, split_group,
-                                    task_parts)
+from defsentflow.eval_tasks import (
+    AVERAGE_TASKS,
+    DEFAULT_TASKS,
+    EVAL_TASKS,
+    STS_TASKS,
+    metric_column,
+    split_group,
+    task_parts,
+)
 
 
 def test_readers_and_the_cli_read_the_table():

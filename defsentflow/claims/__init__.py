@@ -11,8 +11,8 @@ that runs one pipeline config.
 from defsentflow.claims.arms import ArmPlan, arm_name, plan_arms
 from defsentflow.claims.config import CLAIM_IDS, ClaimsConfig, ClaimsFile
 from defsentflow.claims.figures import CatalogFigures, claim_series
-from defsentflow.claims.load import load_claims
 from defsentflow.claims.judge import Judgement, Series, judge, mean_sd, series_text
+from defsentflow.claims.load import load_claims
 from defsentflow.claims.papers import CLAIMS, ClaimText
 from defsentflow.claims.run import ClaimRow, ClaimsOutcome, claim_rows, measure_claims, record_claims, run_claims
 

@@ -8,8 +8,9 @@ the seed out of its series (the claim's row then says so).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from defsentflow.claims.arms import ArmPlan, arm_name
 from defsentflow.claims.judge import Check, Series, mean_sd, series_text

@@ -7,6 +7,7 @@ import argparse
 
 from defsentflow.cli.table import print_table
 
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sql", help="run one read-only SQL statement against the catalog (no file access)")
     p.add_argument("query")
@@ -79,7 +80,7 @@ def _verify(args: argparse.Namespace) -> int:
 def _datasets(args: argparse.Namespace) -> int:
     from defsentflow.storage import Catalog
 
-    cols, rows = Catalog(reader=True).query_table((_sql_file("datasets.sql")))
+    cols, rows = Catalog(reader=True).query_table(_sql_file("datasets.sql"))
     print_table(cols, rows)
     return 0
 

@@ -46,8 +46,8 @@ def _claims(args: argparse.Namespace) -> int:
         _print(rows)
         return 0
     from defsentflow.claims import run_claims
-    from flows.pipeline import pipeline
-    from flows.runtime import local_api
+    from defsentflow.flows.pipeline import pipeline
+    from defsentflow.flows.runtime import local_api
 
     clean_stale_temporaries(data_root())
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 __all__ = ["add_compute_flags", "command_cluster", "compute_for"]
 
@@ -38,7 +39,7 @@ def compute_for(args: argparse.Namespace, default: Any = None):
 @contextlib.contextmanager
 def command_cluster(args: argparse.Namespace, default: Any = None) -> Iterator[str | None]:
     """The command's one Dask cluster (started here for ``--local-workers``), shared by every stage."""
-    from tasks.fanout import compute_cluster
+    from defsentflow.tasks.fanout import compute_cluster
 
     with compute_cluster(compute_for(args, default)) as address:
         yield address

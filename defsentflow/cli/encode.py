@@ -220,10 +220,9 @@ def _catalog_model(model: str) -> str:
 def _revdict(args: argparse.Namespace) -> int:
     from defsentflow.cli import UserError, check_count
     from defsentflow.cli.table import print_table
+    from defsentflow.dictionary.validate import check_text
     from defsentflow.evaluation.revdict import model_meta
     from defsentflow.revdict import build_revdict_index
-
-    from defsentflow.dictionary.validate import check_text
 
     check_count(args.k, "-k", 1000)
     for n, d in enumerate(args.definition, 1):

@@ -56,7 +56,7 @@ def _harvest(args: argparse.Namespace) -> int:
 
     cfg = _config(args)
     result, run_id, seconds = run_stage(
-        args, prefix="harvest", flow="flows.harvest_pairs:run_harvest_flow", payload=cfg.model_dump(mode="json"),
+        args, prefix="harvest", flow="defsentflow.flows.harvest_pairs:run_harvest_flow", payload=cfg.model_dump(mode="json"),
         local=lambda rid: run_harvest(cfg, run_id=rid), use_flow=args.prefect or _uses_dask(cfg))
     _print_harvest(Catalog(cfg.root), result, seconds, run_id)
     return 0
@@ -92,7 +92,7 @@ def train_surrogate(args: argparse.Namespace) -> int:
 
     cfg = _config(args)
     result, run_id, seconds = run_stage(
-        args, prefix="surrogate", flow="flows.train_surrogate:train_surrogate_flow",
+        args, prefix="surrogate", flow="defsentflow.flows.train_surrogate:train_surrogate_flow",
         payload=cfg.model_dump(mode="json"), local=lambda run_id: run_surrogate_config(cfg, run_id=run_id))
     _print_surrogate(result, seconds, run_id)
     return 0

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from defsentflow.cli.ingest_corpus import register_corpus
-
 from defsentflow.cli import identifier
+from defsentflow.cli.ingest_corpus import register_corpus
 
 _KINDS = ("oewn", "oxford", "tsv", "jsonl", "wiktextract")
 

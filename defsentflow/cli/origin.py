@@ -68,10 +68,9 @@ def _origin(args: argparse.Namespace) -> int:
     from defsentflow.cli.harvest import _config
     from defsentflow.cli.table import print_table
     from defsentflow.evaluation.label_quality import record_label_quality, run_label_quality
+    from defsentflow.evaluation.sts_data import validate_tasks
     from defsentflow.evaluation.suite import default_data_dir
     from defsentflow.storage import Catalog
-
-    from defsentflow.evaluation.sts_data import validate_tasks
 
     cfg = _config(args)
     points = points_from_args(cfg, args.set_sizes, args.selections, args.top_n, args.similarities)

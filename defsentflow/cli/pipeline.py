@@ -64,8 +64,8 @@ def _run(args: argparse.Namespace) -> int:
     log_path = under_root(root, "logs", f"{run_id}.log")
     with run_log(log_path, verbose=getattr(args, "verbose", False)) as log:
         log.info(f"run {run_id}: {args.config}; full log: {log_path}")
-        from flows.pipeline import pipeline
-        from flows.runtime import local_api
+        from defsentflow.flows.pipeline import pipeline
+        from defsentflow.flows.runtime import local_api
 
         clean_stale_temporaries(root)
         try:

@@ -38,8 +38,8 @@ def _pretrain(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     try:
         if args.prefect:
-            from flows.pretrain import pretrain_flow
-            from flows.runtime import local_api
+            from defsentflow.flows.pretrain import pretrain_flow
+            from defsentflow.flows.runtime import local_api
 
             with local_api():
                 out = pretrain_flow(section.model_dump(mode="json"), run_id=run_id, stop_after_steps=args.stop_after_steps)

@@ -13,8 +13,8 @@ import contextlib
 import copy
 import logging
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 __all__ = ["RunLog", "elapsed", "run_log"]
 

@@ -6,7 +6,8 @@ import argparse
 import importlib
 import time
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["run_stage"]
 
@@ -29,7 +30,7 @@ def run_stage(args: argparse.Namespace, *, prefix: str, flow: str, payload: dict
     run_id = run_id or args.run_id or f"{prefix}-{uuid.uuid4().hex[:8]}"
     t0 = time.perf_counter()
     if args.prefect if use_flow is None else use_flow:
-        from flows.runtime import local_api
+        from defsentflow.flows.runtime import local_api
 
         module, name = flow.split(":")
         fn = getattr(importlib.import_module(module), name)

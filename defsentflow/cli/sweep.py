@@ -49,9 +49,9 @@ def _run(args: argparse.Namespace) -> int:
 
     for point in sweep.points:  # every point's paths, before the first point runs
         preflight(config_from_dict(point.config), f"{args.sweep}: point {point.point_id}")
+    from defsentflow.flows.runtime import local_api
+    from defsentflow.flows.sweep import sweep_flow
     from defsentflow.storage import clean_stale_temporaries, data_root
-    from flows.runtime import local_api
-    from flows.sweep import sweep_flow
 
     clean_stale_temporaries(data_root())
     print(f"sweep {sweep.name}: {len(sweep.points)} points")

@@ -83,7 +83,7 @@ def _pst(args: argparse.Namespace) -> int:
     section = _load(args.config, "pst")
     _check_dictionary(section.dictionary)
     result, run_id, seconds = run_stage(
-        args, prefix="pst", flow="flows.pst:pst_flow", payload=section.model_dump(mode="json"),
+        args, prefix="pst", flow="defsentflow.flows.pst:pst_flow", payload=section.model_dump(mode="json"),
         local=lambda run_id: run_pst(section, run_id=run_id, on_step=_print_step,
                                      steps=PstSteps(scorer=selection_score)))
     if args.prefect:
@@ -105,7 +105,7 @@ def _defsent(args: argparse.Namespace) -> int:
     section = _load(args.config, "defsent")
     _check_dictionary(section.dictionary)
     result, run_id, seconds = run_stage(
-        args, prefix=section.method.replace("_", "-"), flow="flows.train_defsent:train_defsent_flow",
+        args, prefix=section.method.replace("_", "-"), flow="defsentflow.flows.train_defsent:train_defsent_flow",
         payload=section.model_dump(mode="json"), local=lambda run_id: run_defsent(section, run_id=run_id))
     print(f"{result.method}: {result.n_definitions} training definitions -> {result.model_id} ({result.model_dir})")
     print(f"run {run_id} done in {seconds:.1f}s")

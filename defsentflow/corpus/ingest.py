@@ -14,14 +14,13 @@ import logging
 import os
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from defsentflow.storage.identifiers import IDENTIFIER_PATTERN, under_root
 from defsentflow.corpus.chunks import build_tables
 from defsentflow.corpus.readers import CorpusFormat, QuarantineRecord, check_format, read_documents
 from defsentflow.corpus.schemas import CHUNKS_SCHEMA, QUARANTINE_SCHEMA, SENTENCES_SCHEMA
@@ -35,6 +34,7 @@ from defsentflow.storage import (
     hash_path,
     write_json,
 )
+from defsentflow.storage.identifiers import IDENTIFIER_PATTERN, under_root
 
 __all__ = ["CorpusConfig", "IngestResult", "corpus_key", "ingest_corpus", "load_sentences", "load_chunks", "resolve_corpus"]
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generator, Iterator, get_args
+from typing import get_args
 
 from defsentflow.config_tools import CorpusFormat
 from defsentflow.corpus.gutenberg import strip_gutenberg

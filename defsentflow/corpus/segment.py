@@ -9,8 +9,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Sequence
 
 from defsentflow.progress import progress
 from defsentflow.workers import die_with_parent, owner_initargs

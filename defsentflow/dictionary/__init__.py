@@ -23,7 +23,6 @@ from defsentflow.dictionary.jsonl import read_jsonl
 from defsentflow.dictionary.merge import MergedDictionary, SourceCounts, merge_records
 from defsentflow.dictionary.oewn import oewn_files, read_oewn
 from defsentflow.dictionary.oxford import read_oxford
-from defsentflow.dictionary.wiktextract import read_wiktextract
 from defsentflow.dictionary.records import (
     SOURCE_KINDS,
     SPLITS,
@@ -42,6 +41,7 @@ from defsentflow.dictionary.store import load_dictionary, load_examples, load_qu
 from defsentflow.dictionary.tsv import read_tsv
 from defsentflow.dictionary.validate import MAX_CHARS, check_record, check_text
 from defsentflow.dictionary.variants import whole_token_filter
+from defsentflow.dictionary.wiktextract import read_wiktextract
 
 __all__ = [
     "DEFINITIONS_SCHEMA",

@@ -18,9 +18,10 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from defsentflow.dictionary.config import DictionaryConfig
 from defsentflow.dictionary.jsonl import read_jsonl
@@ -41,7 +42,15 @@ from defsentflow.dictionary.tsv import read_tsv
 from defsentflow.dictionary.variants import tokenizer_id, whole_token_filter
 from defsentflow.dictionary.wiktextract import read_wiktextract
 from defsentflow.progress import progress
-from defsentflow.storage import Catalog, atomic_dir, clean_stale_temporaries, code_version, combine_hashes, hash_config, hash_path
+from defsentflow.storage import (
+    Catalog,
+    atomic_dir,
+    clean_stale_temporaries,
+    code_version,
+    combine_hashes,
+    hash_config,
+    hash_path,
+)
 from defsentflow.storage.locks import artifact_lock
 
 __all__ = [

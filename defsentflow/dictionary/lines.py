@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from defsentflow.dictionary.records import RejectedRecord
 from defsentflow.dictionary.validate import printable, undecodable

@@ -10,17 +10,17 @@ Every record read is counted exactly once: accepted (a new definition), duplicat
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 import pyarrow as pa
 
 from defsentflow.dictionary.records import Record
-from defsentflow.dictionary.stream_merge import FILES, RAW_LIMIT, SourceCounts, merge_to_directory
 from defsentflow.dictionary.split import DEFAULT_RATIOS, SplitBy
+from defsentflow.dictionary.stream_merge import FILES, RAW_LIMIT, SourceCounts, merge_to_directory
 from defsentflow.dictionary.validate import MAX_CHARS
-import tempfile
 
 __all__ = ["SourceCounts", "MergedDictionary", "merge_records", "RAW_LIMIT"]
 

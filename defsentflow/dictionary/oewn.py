@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from defsentflow.dictionary.oewn_yaml import load_yaml
 from defsentflow.dictionary.records import DefinitionRecord, Record, RejectedRecord

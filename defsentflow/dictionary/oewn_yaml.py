@@ -15,8 +15,10 @@ from __future__ import annotations
 import logging
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+
 from defsentflow.config_tools import MAX_YAML_NODES, expanded_size
 
 __all__ = ["IrregularYamlError", "Keep", "load_yaml", "parse_yaml_text", "prune", "top_level_lines"]

@@ -8,7 +8,7 @@ id, the source column and any further fields are kept as metadata.
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 from defsentflow.dictionary.lines import iter_lines, line_rejection
 from defsentflow.dictionary.records import DefinitionRecord, Record, RejectedRecord

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Union, get_args
+from typing import Any, Literal, get_args
 
 from defsentflow.config_tools import DictionarySplit
 
@@ -88,4 +89,4 @@ class RejectedRecord:
         return f"{self.file}:{self.line}: {self.reason}" + (f" ({self.detail})" if self.detail else "")
 
 
-Record = Union[DefinitionRecord, RejectedRecord]
+Record = DefinitionRecord | RejectedRecord

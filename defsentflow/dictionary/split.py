@@ -13,8 +13,8 @@ split by synset, and a test definition's text is never a training definition.
 from __future__ import annotations
 
 import hashlib
-
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 from defsentflow.dictionary.records import Split
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 import tempfile
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 import duckdb
 import pyarrow as pa
@@ -27,7 +27,15 @@ import pyarrow.parquet as pq
 from defsentflow.dictionary.records import SPLITS, Record, RejectedRecord
 from defsentflow.dictionary.schemas import DEFINITIONS_SCHEMA, EXAMPLES_SCHEMA, QUARANTINE_SCHEMA
 from defsentflow.dictionary.split import DEFAULT_RATIOS, SplitBy, split_rows
-from defsentflow.dictionary.validate import MAX_CHARS, check_record, check_text, normalize_entry, normalize_text, printable, undecodable
+from defsentflow.dictionary.validate import (
+    MAX_CHARS,
+    check_record,
+    check_text,
+    normalize_entry,
+    normalize_text,
+    printable,
+    undecodable,
+)
 
 __all__ = ["SourceCounts", "RAW_LIMIT", "MergeOutcome", "merge_to_directory", "BATCH_ROWS", "MEMORY_LIMIT", "FILES"]
 

@@ -15,6 +15,7 @@ import hashlib
 import os
 
 import pyarrow as pa
+
 from defsentflow.dictionary.store import load_dictionary, read_summary, resolve_dictionary
 
 __all__ = ["dictionary_content_hash", "dictionary_variant", "load_dictionary_table"]

@@ -7,7 +7,7 @@ names become metadata keys for every row. Without a header a row has exactly two
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 from defsentflow.dictionary.lines import iter_lines, line_rejection
 from defsentflow.dictionary.records import DefinitionRecord, Record, RejectedRecord

@@ -7,8 +7,8 @@ DefSent models predict the entry from a single vocabulary slot.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from defsentflow.storage import hash_file, hash_text
 
@@ -35,7 +35,9 @@ def whole_token_filter(name_or_path: str | os.PathLike) -> Callable[[Sequence[st
 
     The tokenizer is loaded with ``AutoTokenizer.from_pretrained(name_or_path)``.
     """
-    from transformers import AutoTokenizer  # lazy: transformers takes seconds to load; only code that loads a model needs it
+    from transformers import (
+        AutoTokenizer,  # lazy: transformers takes seconds to load; only code that loads a model needs it
+    )
 
     tok = AutoTokenizer.from_pretrained(str(name_or_path))
     unk = tok.unk_token_id

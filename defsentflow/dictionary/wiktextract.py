@@ -23,7 +23,8 @@ Decisions (also in the README):
 from __future__ import annotations
 
 import os
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from defsentflow.dictionary.lines import iter_json_lines
 from defsentflow.dictionary.records import DefinitionRecord, Record, RejectedRecord

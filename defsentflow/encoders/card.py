@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from defsentflow.encoders.loading import resolve_model_path
 
 __all__ = ["DATA_LICENCES", "base_licence", "base_name", "card_header", "markdown_table", "metric_rows", "model_card",

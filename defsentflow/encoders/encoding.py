@@ -24,7 +24,7 @@ import functools
 import inspect
 import os
 import weakref
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -79,7 +79,7 @@ def _fused_linear_available() -> bool:
             and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _fused_dtype_supported(dtype: torch.dtype | None) -> bool:
     """Whether this CPU's oneDNN runs the fused linears in ``dtype`` (None: fp32). bf16 needs
     AVX-512 (an AVX2-only CPU raises "could not create a primitive descriptor"): probed once on a
@@ -202,7 +202,7 @@ def _cast_copy(fast: nn.Module, dtype: torch.dtype | None) -> nn.Module:
     return fast
 
 
-_INFERENCE_COPIES: "weakref.WeakKeyDictionary[nn.Module, dict]" = weakref.WeakKeyDictionary()
+_INFERENCE_COPIES: weakref.WeakKeyDictionary[nn.Module, dict] = weakref.WeakKeyDictionary()
 
 
 def inference_model(model: nn.Module, device: torch.device, autocast: Autocast = "none") -> nn.Module:

@@ -20,9 +20,9 @@ from typing import Any
 
 import torch
 
-from defsentflow.storage.atomic import atomic_dir
 from defsentflow.encoders.card import model_card
 from defsentflow.encoders.loading import resolve_model_path
+from defsentflow.storage.atomic import atomic_dir
 
 __all__ = ["EVAL_MAX_LENGTH", "ST_POOLING", "UnsupportedPooling", "base_has_normalize", "make_readable",
            "save_encoder", "st_pooling_mode", "write_st_modules"]
@@ -41,7 +41,7 @@ class UnsupportedPooling(torch.nn.Module):
     """A ``modules.json`` entry for a pooling sentence-transformers lacks: loading it refuses."""
 
     @classmethod
-    def load(cls, model_name_or_path: str = "", *args: Any, **kwargs: Any) -> "UnsupportedPooling":
+    def load(cls, model_name_or_path: str = "", *args: Any, **kwargs: Any) -> UnsupportedPooling:
         meta = Path(str(model_name_or_path)) / "defsentflow.json"
         pooling = json.loads(meta.read_text()).get("pooling", "?") if meta.is_file() else "?"
         raise ValueError(f"{model_name_or_path}: pooling {pooling!r} has no sentence-transformers module; "
@@ -86,8 +86,14 @@ def write_st_modules(model_dir: str | os.PathLike, *, pooling: str, max_seq_leng
     ``sentence_bert_config.json``, the tokenizer config carrying ``max_seq_length``, ``1_Pooling``
     and ``2_Normalize``; the model's weights and ``config.json`` stay as they are.
     """
-    from sentence_transformers import SentenceTransformer  # lazy: sentence-transformers loads torch; only training and encoding need it
-    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer  # lazy: sentence-transformers loads torch; only training and encoding need it
+    from sentence_transformers import (
+        SentenceTransformer,  # lazy: sentence-transformers loads torch; only training and encoding need it
+    )
+    from sentence_transformers.sentence_transformer.modules import (  # lazy: sentence-transformers loads torch; only training and encoding need it
+        Normalize,
+        Pooling,
+        Transformer,
+    )
 
     out = Path(model_dir)
     supported = pooling in ST_POOLING

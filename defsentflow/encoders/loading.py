@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -11,7 +12,6 @@ from typing import get_args
 import torch
 
 from defsentflow.config_tools import Autocast
-import contextlib
 from defsentflow.storage.hashing import combine_hashes, hash_file, hash_text
 from defsentflow.storage.integrity import verify_artifact_files
 
@@ -136,7 +136,12 @@ def load_encoder(name_or_path: str | os.PathLike, *, device: str | torch.device 
             backbone is then ``mlm_model.base_model`` so both share weights.
         trust_remote_code: never implied; pass True only for checkpoints you trust.
     """
-    from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer  # lazy: transformers takes seconds to load; only code that loads a model needs it
+    from transformers import (  # lazy: transformers takes seconds to load; only code that loads a model needs it
+        AutoConfig,
+        AutoModel,
+        AutoModelForMaskedLM,
+        AutoTokenizer,
+    )
 
     path = require_safetensors(name_or_path)  # pickled weights are refused
     dev = device if isinstance(device, torch.device) else pick_device(device)
@@ -163,7 +168,9 @@ def has_mlm_head(path: str) -> bool:
     p = Path(path)
     files = list(p.glob("*.safetensors")) if p.is_dir() else []
     if not files:
-        from transformers import AutoConfig  # lazy: transformers takes seconds to load; only code that loads a model needs it
+        from transformers import (
+            AutoConfig,  # lazy: transformers takes seconds to load; only code that loads a model needs it
+        )
 
         archs = AutoConfig.from_pretrained(path).architectures or []
         return any("MaskedLM" in a or "ForPreTraining" in a for a in archs)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Sequence, get_args
+from collections.abc import Sequence
+from typing import get_args
 
 import torch
 

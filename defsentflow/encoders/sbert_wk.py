@@ -30,7 +30,7 @@ sign-ambiguous, but every quantity used is invariant to the signs of ``Q``'s col
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 

@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+
 from defsentflow.storage import Catalog, check_identifier, under_root
 
 __all__ = ["STATS_COLUMNS", "entry_plot_path", "record_entry_space_stats"]

@@ -11,10 +11,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
+
 from defsentflow.encoders import resolve_model_path
 
 __all__ = ["baseline_model_id", "tfidf_similarities", "word_vector_average"]
@@ -51,7 +52,10 @@ def word_vector_average(model: str | os.PathLike, texts: Sequence[str], *, batch
     Texts with no word piece (empty after tokenisation) get a zero vector.
     """
     import torch  # lazy: torch takes seconds to load; only code that trains or encodes needs it
-    from transformers import AutoModel, AutoTokenizer  # lazy: transformers takes seconds to load; only code that loads a model needs it
+    from transformers import (  # lazy: transformers takes seconds to load; only code that loads a model needs it
+        AutoModel,
+        AutoTokenizer,
+    )
 
     path = resolve_model_path(model)
     tokenizer = AutoTokenizer.from_pretrained(path)

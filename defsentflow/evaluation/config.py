@@ -13,13 +13,24 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from defsentflow.config_tools import (LIMITS, Autocast, CandidateSet, ConfigSection, DictionarySplit, EvalPooling,
-                                      Pooling, RevdictMode, RevdictProtocol, SickSplit)
+from defsentflow.config_tools import (
+    LIMITS,
+    Autocast,
+    CandidateSet,
+    ConfigSection,
+    DictionarySplit,
+    EvalPooling,
+    Pooling,
+    RevdictMode,
+    RevdictProtocol,
+    SickSplit,
+)
 from defsentflow.eval_tasks import DEFAULT_TASKS, DICTIONARY_TASKS, EVAL_TASKS
 from defsentflow.storage import repo_root
 

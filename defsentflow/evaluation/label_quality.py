@@ -25,17 +25,17 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from defsentflow.evaluation.sts import spearman_rows
-from defsentflow.evaluation.sts_data import StsTask, load_task, validate_tasks
-from defsentflow.scoring.origin import OriginPoint
 from defsentflow.evaluation.baselines import tfidf_similarities, word_vector_average
 from defsentflow.evaluation.metrics import paired_cosine
-from defsentflow.scoring.origin import PairLabeller
+from defsentflow.evaluation.sts import spearman_rows
+from defsentflow.evaluation.sts_data import StsTask, load_task, validate_tasks
+from defsentflow.scoring.origin import OriginPoint, PairLabeller
 from defsentflow.scoring.stages import apply_threads, load_resources, prepare_refs, vectors_path
 from defsentflow.scoring.vectors import cached_sentence_vectors
 from defsentflow.storage import Catalog
@@ -124,7 +124,7 @@ def run_label_quality(cfg: Any, *, tasks: Sequence[str] | str, data_dir: str | o
     # the largest top_n and |C_s| first: smaller ones are prefixes of its retrieval and context sets
     for point in sorted(points, key=lambda p: (p.selection == "random", -p.top_n, p.selection, -p.set_size)):
         t = time.perf_counter()
-        point_rows = pool.rows(lambda pairs: labeller.similarities(pairs, point))
+        point_rows = pool.rows(lambda pairs, point=point: labeller.similarities(pairs, point))
         seconds[point.name] = time.perf_counter() - t
         log.info("origin %s: %s in %.0fs", point.name,
                  ", ".join(f"{r['task']} {r['value']:.2f}" for r in point_rows if r["setting"] == "all"),

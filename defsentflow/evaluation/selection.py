@@ -8,6 +8,7 @@ its :class:`~defsentflow.training.pst_records.ScoreRequest` (no catalog access).
 from __future__ import annotations
 
 from typing import Any
+
 from defsentflow.evaluation.sts import evaluate_sts
 
 __all__ = ["selection_score"]
@@ -24,7 +25,9 @@ def selection_score(request: Any) -> tuple[float, list[dict[str, Any]]]:
         return float(value), rows
     if request.metric != "revdict-mrr":
         raise ValueError(f"selection metric must be 'stsb-dev' or 'revdict-mrr', got {request.metric!r}")
-    from defsentflow.evaluation.revdict import evaluate_revdict  # lazy: looked up at call time, so tests can replace it on its own module
+    from defsentflow.evaluation.revdict import (
+        evaluate_revdict,  # lazy: looked up at call time, so tests can replace it on its own module
+    )
 
     mode = request.revdict_mode
     res = evaluate_revdict(cand.model_dir, request.table, split="dev", modes=(mode,), pooling=request.pooling,

@@ -12,10 +12,10 @@ Example:
 from __future__ import annotations
 
 import contextlib
-
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from defsentflow.evaluation.config import EvaluateSection
 from defsentflow.evaluation.suite import EvalResult, record_evaluation, resolve_model, run_evaluation

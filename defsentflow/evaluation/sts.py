@@ -14,15 +14,16 @@ encoded once and batches are length-sorted over the whole pool.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from defsentflow.evaluation.metrics import paired_cosine, spearman
-from defsentflow.evaluation.sts_data import SickSplit, StsTask, load_task, validate_tasks
-from defsentflow.eval_tasks import AVERAGE_TASKS
 from defsentflow.encoders import LoadedEncoder, encode_texts, load_encoder, validate_pooling
 from defsentflow.encoders.finite import require_finite
+from defsentflow.eval_tasks import AVERAGE_TASKS
+from defsentflow.evaluation.metrics import paired_cosine, spearman
+from defsentflow.evaluation.sts_data import SickSplit, StsTask, load_task, validate_tasks
 
 __all__ = ["SEVEN_TASKS", "average_row", "evaluate_sts", "score_tasks", "spearman_rows"]
 

@@ -16,13 +16,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from defsentflow.evaluation.config import (DICTIONARY_TASKS, EVAL_TASKS, EvalConfig, EvaluateSection, default_data_dir,
-                                           validate_eval_tasks)
-from defsentflow.evaluation.sts import average_row, evaluate_sts
 from defsentflow.encoders import validate_pooling
 from defsentflow.encoders.finite import NonFiniteError
 from defsentflow.encoders.loading import BUNDLED_ALIASES, resolve_model_path
+from defsentflow.evaluation.config import (
+    DICTIONARY_TASKS,
+    EVAL_TASKS,
+    EvalConfig,
+    EvaluateSection,
+    default_data_dir,
+    validate_eval_tasks,
+)
 from defsentflow.evaluation.revdict import REVDICT_PROTOCOLS
+from defsentflow.evaluation.sts import average_row, evaluate_sts
 from defsentflow.evaluation.sts_data import task_files
 from defsentflow.evaluation.wordpred import WORDPRED_PROTOCOLS, evaluate_wordpred
 from defsentflow.storage import combine_hashes, hash_file
@@ -72,7 +78,9 @@ def run_evaluation(model: str | os.PathLike, config: EvalConfig) -> EvalResult:
 
     revdict_runs = [r for r in runs if r[1] in REVDICT_PROTOCOLS]   # all-definitions is word prediction's
     if "revdict" in config.tasks and revdict_runs:
-        from defsentflow.evaluation.revdict import evaluate_revdict_runs  # lazy: looked up at call time, so tests can replace it on its own module
+        from defsentflow.evaluation.revdict import (
+            evaluate_revdict_runs,  # lazy: looked up at call time, so tests can replace it on its own module
+        )
 
         t0 = time.perf_counter()
         for res in evaluate_revdict_runs(str(model), config.dictionary, runs=revdict_runs, pooling=pooling,

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Literal
+
 from defsentflow.evaluation.sts_data import SICK_FILES, TASKS, _sick_root, available_tasks, task_files
 from defsentflow.storage import Catalog
 

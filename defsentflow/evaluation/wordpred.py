@@ -27,11 +27,19 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from defsentflow.evaluation.revdict import (PROTOCOL_SUFFIX, Protocol, _order_key, chance_mrr, model_meta,
-                                            normalize_definition, rank_metrics, trained_texts)
 from defsentflow.dictionary import tables
 from defsentflow.encoders import validate_pooling
 from defsentflow.encoders.loading import pick_device, resolve_model_path
+from defsentflow.evaluation.revdict import (
+    PROTOCOL_SUFFIX,
+    Protocol,
+    _order_key,
+    chance_mrr,
+    model_meta,
+    normalize_definition,
+    rank_metrics,
+    trained_texts,
+)
 from defsentflow.training.heads import sentence_head_vectors
 from defsentflow.training.targets import single_token_targets
 
@@ -78,7 +86,9 @@ def _queries(table: pa.Table, split: str, targets_of: dict[str, int], exclude: s
 def _word_head(source: str, device: Any) -> tuple[Any, dict[str, int], str]:
     """The frozen word-prediction layer of ``source``, the single-token entry -> id map's tokenizer
     and the decoder's kind."""
-    from defsentflow.training.adapters import prepare_backbone  # lazy: looked up at call time, so tests can replace it on its own module
+    from defsentflow.training.adapters import (
+        prepare_backbone,  # lazy: looked up at call time, so tests can replace it on its own module
+    )
 
     prepared = prepare_backbone(source, device=device, word_head=True, use_pooler=False)
     return prepared.word_head, prepared.encoder.tokenizer, str(prepared.decoder)

@@ -17,10 +17,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from defsentflow.encoders.card import card_header, markdown_table
 from defsentflow.dictionary.split import assign_split
 from defsentflow.dictionary.store import load_dictionary
-from defsentflow.encoders.card import source_licences
+from defsentflow.encoders.card import card_header, markdown_table, source_licences
 from defsentflow.storage import Catalog
 from defsentflow.storage.outputs import output_dir
 

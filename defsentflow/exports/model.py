@@ -15,9 +15,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from defsentflow.encoders.export import (EVAL_MAX_LENGTH, base_has_normalize, make_readable, st_pooling_mode,
-                                         write_st_modules)
 from defsentflow.encoders.card import base_name, model_card
+from defsentflow.encoders.export import (
+    EVAL_MAX_LENGTH,
+    base_has_normalize,
+    make_readable,
+    st_pooling_mode,
+    write_st_modules,
+)
 from defsentflow.encoders.loading import require_safetensors, resolve_model_path
 from defsentflow.storage import Catalog
 from defsentflow.storage.outputs import output_dir

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from defsentflow.report.claims_report import claims_section, claims_table, plot_claims
-from defsentflow.report.entry_space import analyse_entry_matrix, entry_plot_path, record_entry_space_stats
 from defsentflow.entryspace.isotropy import (
     avg_cosine,
     effective_rank,
@@ -14,6 +12,8 @@ from defsentflow.entryspace.isotropy import (
     pca_variances,
     top1_var_share,
 )
+from defsentflow.report.claims_report import claims_section, claims_table, plot_claims
+from defsentflow.report.entry_space import analyse_entry_matrix, entry_plot_path, record_entry_space_stats
 from defsentflow.report.leaderboard import Leaderboard, format_number, load_leaderboard, selection_column
 from defsentflow.report.plots import plot_entry_space, plot_label_histogram, plot_pst_progress, plot_scores
 from defsentflow.report.run_report import RunReport, build_report, markdown_table, report_dir

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
+
 from defsentflow.claims.judge import digits
 from defsentflow.entryspace.figures import new_figure, save_figure
 

@@ -13,11 +13,13 @@ Used by ``defsentflow leaderboard``, the run report and the web app.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from defsentflow.eval_tasks import AVERAGE_TASKS, metric_column
-from defsentflow.storage.leaderboard_view import leaderboard_select, selection_column as select
+from defsentflow.storage.leaderboard_view import leaderboard_select
+from defsentflow.storage.leaderboard_view import selection_column as select
 
 __all__ = ["Leaderboard", "STS7", "format_delta", "format_number", "load_leaderboard", "selection_column"]
 

@@ -20,20 +20,21 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from defsentflow.report.leaderboard import Leaderboard, format_number, load_leaderboard
-from defsentflow.report.plots import plot_label_histogram, plot_pst_progress
-from defsentflow.report.summary import run_facts, summary_section
 from defsentflow.report.claims_report import claims_section
-from defsentflow.report.seed_stats import seed_stats_section
-from defsentflow.report.label_quality import label_quality_section
-from defsentflow.report.markup import Markdown, escape_html, md_code, md_text, render_html
 from defsentflow.report.entry_space import analyse_entry_matrix
+from defsentflow.report.label_quality import label_quality_section
+from defsentflow.report.leaderboard import Leaderboard, format_number, load_leaderboard
+from defsentflow.report.markup import Markdown, escape_html, md_code, md_text, render_html
+from defsentflow.report.plots import plot_label_histogram, plot_pst_progress
+from defsentflow.report.seed_stats import seed_stats_section
+from defsentflow.report.summary import run_facts, summary_section
 from defsentflow.storage import Catalog, check_identifier, data_root, hash_path, under_root
 from defsentflow.storage.outputs import output_dir
 
@@ -276,7 +277,7 @@ def _section_harvest(ctx: _Ctx) -> list[str]:
         return []
     lines = ["## Harvested pairs", ""]
     table = []
-    for i, r in enumerate(rows):
+    for r in rows:
         q = r.get("quantiles")
         q = json.loads(q) if isinstance(q, str) else (q or {})
         table.append([r.get("corpus"), r.get("n_pairs"), r.get("n_neighbour"), r.get("n_random"), r.get("mean"),

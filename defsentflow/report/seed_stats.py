@@ -9,7 +9,8 @@ sd beside the selected (best) seed's figure.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -8,12 +8,13 @@ chart is drawn only when there are figures to draw.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
+from defsentflow.evaluation.baselines import baseline_model_id
 from defsentflow.report.leaderboard import Leaderboard, format_delta, format_number
 from defsentflow.report.markup import md_code, md_text
-from defsentflow.evaluation.baselines import baseline_model_id
 from defsentflow.report.plots import plot_scores
 
 __all__ = ["RunFacts", "run_facts", "summary_section", "trained_sentence", "why_sentence"]

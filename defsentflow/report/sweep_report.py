@@ -13,8 +13,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from defsentflow.evaluation.baselines import baseline_model_id
+
 from defsentflow.entryspace.figures import new_figure, save_figure
+from defsentflow.evaluation.baselines import baseline_model_id
 from defsentflow.storage import Catalog, check_identifier, data_root, under_root
 from defsentflow.storage.atomic import atomic_path
 from defsentflow.sweep_seeds import catalog_figure, seed_rows

@@ -8,14 +8,14 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Union, get_args
+from typing import get_args
 
 from defsentflow.config_tools import RetrievalKind
+from defsentflow.corpus import load_chunks, resolve_corpus
 from defsentflow.retrieval.bm25 import Bm25Config, Bm25Index
 from defsentflow.retrieval.dense import DenseConfig, DenseIndex, Encoder
 from defsentflow.retrieval.tfidf import TfidfConfig, TfidfIndex
 from defsentflow.storage import Catalog, atomic_dir, code_version, combine_hashes, hash_config, hash_path, under_root
-from defsentflow.corpus import load_chunks, resolve_corpus
 from defsentflow.storage.integrity import verify_artifact_files
 
 __all__ = ["IndexKind", "INDEX_KINDS", "IndexArtifact", "build_index", "load_index", "open_index"]
@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 IndexKind = RetrievalKind
 INDEX_KINDS: tuple[str, ...] = get_args(IndexKind)
-Index = Union[Bm25Index, TfidfIndex, DenseIndex]
+Index = Bm25Index | TfidfIndex | DenseIndex
 _CLASSES = {"bm25": (Bm25Index, Bm25Config), "tfidf": (TfidfIndex, TfidfConfig), "dense": (DenseIndex, DenseConfig)}
 
 

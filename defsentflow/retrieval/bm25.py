@@ -12,14 +12,22 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
-from defsentflow.retrieval.sparse import batched_top_n, load_csr, load_terms, read_meta, save_csr, save_terms, write_meta
+from defsentflow.retrieval.sparse import (
+    batched_top_n,
+    load_csr,
+    load_terms,
+    read_meta,
+    save_csr,
+    save_terms,
+    write_meta,
+)
 from defsentflow.retrieval.tokenize import tokenize as default_tokenize
 
 __all__ = ["Bm25Config", "Bm25Index"]

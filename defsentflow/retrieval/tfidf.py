@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
-from defsentflow.retrieval.sparse import batched_top_n, load_csr, load_terms, read_meta, save_csr, save_terms, write_meta
+from defsentflow.retrieval.sparse import (
+    batched_top_n,
+    load_csr,
+    load_terms,
+    read_meta,
+    save_csr,
+    save_terms,
+    write_meta,
+)
 
 __all__ = ["TfidfConfig", "TfidfIndex"]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from defsentflow.revdict.index import (IndexMode, RevdictIndex, build_revdict_index, measured_modes,
-                                       resolve_mode)
+from defsentflow.revdict.index import IndexMode, RevdictIndex, build_revdict_index, measured_modes, resolve_mode
 
 __all__ = ["IndexMode", "RevdictIndex", "build_revdict_index", "measured_modes", "resolve_mode"]

@@ -24,7 +24,7 @@ import hashlib
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,16 +32,22 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from defsentflow.revdict.ann import INDEX_KINDS
-from dataclasses import asdict
 from defsentflow.dictionary import tables
 from defsentflow.dictionary.tables import dictionary_content_hash
 from defsentflow.encoders import encode_texts, load_encoder, model_content_hash, resolve_model_path, validate_pooling
 from defsentflow.encoders.finite import require_finite, require_search_scores
 from defsentflow.evaluation.revdict import entry_sums, headword_text, load_ica, model_meta, prepare_queries
-from defsentflow.revdict.ann import make_index, set_search_breadth, tune_nprobe
+from defsentflow.revdict.ann import INDEX_KINDS, make_index, set_search_breadth, tune_nprobe
 from defsentflow.storage import (
-    Catalog, atomic_dir, code_version, combine_hashes, data_root, hash_config, hash_path, write_parquet)
+    Catalog,
+    atomic_dir,
+    code_version,
+    combine_hashes,
+    data_root,
+    hash_config,
+    hash_path,
+    write_parquet,
+)
 from defsentflow.storage.integrity import verify_artifact_files
 from defsentflow.storage.paths import from_root, to_root
 from defsentflow.training.heads import HeadQueryEncoder

@@ -8,7 +8,13 @@ sentences are similar when they fit the same contexts equally well.
 from __future__ import annotations
 
 from defsentflow.scoring.config import HarvestConfig, load_harvest_config, resolve_input_path
-from defsentflow.scoring.context_sets import SELECTIONS, Selection, random_context_set, select_context_set, top_context_set
+from defsentflow.scoring.context_sets import (
+    SELECTIONS,
+    Selection,
+    random_context_set,
+    select_context_set,
+    top_context_set,
+)
 from defsentflow.scoring.contexts import Context, CorpusLayout, jaccard, word_set
 from defsentflow.scoring.discriminative import (
     ContextDiscriminator,

@@ -16,9 +16,18 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from defsentflow.config_tools import (LIMITS, ConfigSection, CorpusFormat, RetrievalKind, Seed, Similarity,
-                                      format_errors, read_yaml_mapping, resolve_path)
 from defsentflow.compute import ComputeSection
+from defsentflow.config_tools import (
+    LIMITS,
+    ConfigSection,
+    CorpusFormat,
+    RetrievalKind,
+    Seed,
+    Similarity,
+    format_errors,
+    read_yaml_mapping,
+    resolve_path,
+)
 from defsentflow.scoring.context_sets import Selection
 from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
 

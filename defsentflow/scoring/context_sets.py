@@ -20,8 +20,9 @@ Three strategies (:data:`Selection`, the ``contexts.selection`` config key):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import chain
-from typing import Callable, Literal, get_args
+from typing import Literal, get_args
 
 import numpy as np
 import scipy.sparse as sp

@@ -16,8 +16,8 @@ So a context is identified by the sentence id of its slot: ``context_id == i``.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import pyarrow as pa

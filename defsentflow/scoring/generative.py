@@ -16,13 +16,13 @@ are cut (the start of ``c_<`` is dropped, the end of ``s`` and ``c_>``).
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 
-from defsentflow.scoring.contexts import Context
 from defsentflow.encoders import model_content_hash, require_safetensors
+from defsentflow.scoring.contexts import Context
 
 __all__ = ["GenerativeScorer"]
 
@@ -37,7 +37,10 @@ class GenerativeScorer:
 
     def __init__(self, model: str | os.PathLike, *, batch_size: int = 16, max_part_tokens: int = 96,
                  device: str | torch.device = "cpu"):
-        from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: transformers takes seconds to load; only code that loads a model needs it
+        from transformers import (  # lazy: transformers takes seconds to load; only code that loads a model needs it
+            AutoModelForCausalLM,
+            AutoTokenizer,
+        )
 
         path = require_safetensors(model)
         self.tokenizer = AutoTokenizer.from_pretrained(path)

@@ -20,16 +20,16 @@ Per batch:
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from defsentflow.scoring.context_sets import Selection, random_context_set, select_context_set, top_context_set
 from defsentflow.scoring.config import HarvestConfig
+from defsentflow.scoring.context_sets import Selection, random_context_set, select_context_set, top_context_set
 from defsentflow.scoring.contexts import CorpusLayout, jaccard, word_set
 from defsentflow.scoring.pair_similarity import ScoreCache, pair_similarities
 from defsentflow.scoring.scorer import ContextualScorer

@@ -14,16 +14,16 @@ selection strategy pays for scoring once.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
 from defsentflow.config_tools import Similarity
+from defsentflow.progress import progress
 from defsentflow.scoring.context_sets import SELECTIONS, Selection
 from defsentflow.scoring.harvest import HarvestResources, choose_context_sets
 from defsentflow.scoring.pair_similarity import ScoreCache, pair_similarities
-from defsentflow.progress import progress
 
 __all__ = ["OriginPoint", "PairLabeller"]
 

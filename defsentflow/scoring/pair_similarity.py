@@ -13,12 +13,13 @@ a sentence takes part in reuse its scores.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from defsentflow.storage import write_parquet
 
 __all__ = ["ScoreCache", "pair_similarities", "SCORES_SCHEMA"]

@@ -25,16 +25,22 @@ import dataclasses
 import json
 import logging
 import time
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pyarrow.parquet as pq
 
-from defsentflow.scoring.config import HarvestConfig, resolve_input_path
+from defsentflow.corpus import ingest_corpus, resolve_corpus
+from defsentflow.corpus.schemas import CHUNKS_SCHEMA, SENTENCES_SCHEMA
+from defsentflow.encoders import model_content_hash, resolve_model_path
+from defsentflow.progress import progress
+from defsentflow.retrieval import build_index, load_index, open_index
+from defsentflow.scoring.config import HarvestConfig, ScorerSection, resolve_input_path
 from defsentflow.scoring.contexts import CorpusLayout
 from defsentflow.scoring.discriminative import DiscriminativeScorer, train_discriminator
+from defsentflow.scoring.generative import GenerativeScorer
 from defsentflow.scoring.harvest import (
     BatchSpec,
     HarvestResources,
@@ -44,21 +50,22 @@ from defsentflow.scoring.harvest import (
     label_stats,
     plan_batches,
 )
-from defsentflow.scoring.scorer import ContextualScorer, ScorerWeights
-from defsentflow.scoring.vectors import cached_sentence_vectors
-from defsentflow.corpus import ingest_corpus, resolve_corpus
-from defsentflow.corpus.schemas import CHUNKS_SCHEMA, SENTENCES_SCHEMA
-from defsentflow.encoders import model_content_hash, resolve_model_path
-from defsentflow.progress import progress
-from defsentflow.retrieval import build_index, load_index, open_index
-from defsentflow.scoring.config import ScorerSection
-from defsentflow.scoring.generative import GenerativeScorer
 from defsentflow.scoring.origin import PairLabeller
 from defsentflow.scoring.pair_file import label_file_batch, read_pair_file, sample_pairs
-from defsentflow.scoring.vectors import encode_sentences
+from defsentflow.scoring.scorer import ContextualScorer, ScorerWeights
+from defsentflow.scoring.vectors import cached_sentence_vectors, encode_sentences
 from defsentflow.storage import (
-    Catalog, atomic_dir, clean_stale_temporaries, code_version, combine_hashes, hash_config, hash_path, hash_text,
-    write_json, write_parquet)
+    Catalog,
+    atomic_dir,
+    clean_stale_temporaries,
+    code_version,
+    combine_hashes,
+    hash_config,
+    hash_path,
+    hash_text,
+    write_json,
+    write_parquet,
+)
 
 __all__ = ["apply_threads", "vectors_path", "prepare_corpus", "prepare_extras", "prepare_pair_file", "prepare_scorer",
            "prepare_index", "prepare_refs", "prepare_inputs", "scorer_step", "index_step", "plan_harvest", "run_batch",

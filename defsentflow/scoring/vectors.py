@@ -9,13 +9,13 @@ call at all.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
-from defsentflow.scoring.contexts import CorpusLayout
 from defsentflow.encoders import encode_texts, resolve_model_path
+from defsentflow.scoring.contexts import CorpusLayout
 from defsentflow.storage import write_npy
 
 __all__ = ["encode_sentences", "context_vectors", "cached_sentence_vectors"]

@@ -22,11 +22,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse
 from pydantic import BaseModel
 
+from defsentflow.encoders.finite import NonFiniteError
+from defsentflow.report.leaderboard import load_leaderboard
 from defsentflow.serve.catalog import ID_PATTERN, ServeCatalog, UnknownModelError
 from defsentflow.serve.lookup import LookupService
 from defsentflow.serve.pages import render
-from defsentflow.encoders.finite import NonFiniteError
-from defsentflow.report.leaderboard import load_leaderboard
 from defsentflow.storage import CatalogLockedError
 from defsentflow.storage.catalog import CatalogError, QueryTimeoutError
 
@@ -196,7 +196,9 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
         if not served.dictionary:
             return {}
         if served.dictionary not in definitions_cache:
-            from defsentflow.dictionary.tables import load_dictionary_table  # lazy: looked up at call time, so tests can replace it on its own module
+            from defsentflow.dictionary.tables import (
+                load_dictionary_table,  # lazy: looked up at call time, so tests can replace it on its own module
+            )
 
             try:
                 t = load_dictionary_table(served.dictionary, root=catalog.catalog.root)

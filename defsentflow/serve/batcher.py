@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Sequence, TypeVar
+from typing import Any, Generic, TypeVar
 
 __all__ = ["MicroBatcher"]
 
@@ -109,7 +110,7 @@ class MicroBatcher(Generic[T, R]):
                 break
             try:
                 batch.append(await asyncio.wait_for(queue.get(), remaining))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 break
         return batch
 

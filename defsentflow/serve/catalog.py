@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from defsentflow.storage.paths import from_root
 from defsentflow.encoders.loading import resolve_model_path
 from defsentflow.storage import Catalog
+from defsentflow.storage.paths import from_root
 
 __all__ = ["ServedIndex", "ServeCatalog", "ID_PATTERN", "UnknownModelError"]
 

@@ -14,9 +14,11 @@ agrees (a model whose embeddings do not take explicit position ids falls back to
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+
 from defsentflow.encoders import encode_texts, load_encoder
 from defsentflow.encoders.encoding import inference_model
 

@@ -14,14 +14,15 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
-from defsentflow.serve.batcher import MicroBatcher
-from defsentflow.serve.catalog import ServedIndex
 from defsentflow.encoders.finite import require_finite, require_search_scores
 from defsentflow.revdict import RevdictIndex
+from defsentflow.serve.batcher import MicroBatcher
+from defsentflow.serve.catalog import ServedIndex
 from defsentflow.serve.encode import PackedQueryEncoder
 from defsentflow.serve.search import FlatSearch
 

@@ -10,12 +10,14 @@ import contextlib
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from defsentflow.storage.outputs import OUTPUT_MARKER, OutputRefusedError
 from defsentflow.storage.paths import data_root
 from defsentflow.storage.swap import TMP_PREFIX, swap_dir_into_place, temporary_sibling

@@ -24,16 +24,17 @@ import random
 import threading
 import time
 import uuid
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import duckdb
 
+import defsentflow.storage.records as records_module
 from defsentflow.storage.hashing import code_version, hash_path
 from defsentflow.storage.identifiers import check_identifier
-from defsentflow.storage.manifest import full_check, quick_check
-import defsentflow.storage.records as records_module
 from defsentflow.storage.leaderboard_view import refresh_leaderboard_view
+from defsentflow.storage.manifest import full_check, quick_check
 from defsentflow.storage.paths import data_root, from_root, resolved_tree, to_root
 from defsentflow.storage.schema import SANDBOX, migrate, parse_one_read_statement, pending_ddl
 from defsentflow.storage.schema import first_line as _first_line

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
-import dataclasses
+from typing import Any
+
 from defsentflow import __version__
 
 __all__ = ["hash_bytes", "hash_text", "hash_file", "hash_path", "hash_config", "code_version", "combine_hashes"]

@@ -21,11 +21,10 @@ import contextlib
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
-from defsentflow.storage.paths import RECORD_NAME
-from defsentflow.storage.paths import data_root
+from defsentflow.storage.paths import RECORD_NAME, data_root
 from defsentflow.storage.swap import swap_dir_into_place, temporary_sibling
 
 __all__ = [

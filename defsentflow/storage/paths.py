@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -39,17 +40,18 @@ def data_root(override: str | os.PathLike | None = None, *, create: bool = True)
 
 
 def sql_dir() -> Path:
-    """The directory of numbered DDL files (``sql/`` at the repository root)."""
+    """The directory of numbered DDL files: package data ``defsentflow/sql`` (importlib.resources),
+    or ``$DEFSENTFLOW_SQL_DIR``."""
     env = os.environ.get("DEFSENTFLOW_SQL_DIR")
-    path = Path(env) if env else repo_root() / "sql"
+    path = Path(env) if env else Path(str(resources.files("defsentflow") / "sql"))
     if not path.is_dir():
         raise FileNotFoundError(f"SQL directory not found: {path} (set DEFSENTFLOW_SQL_DIR)")
     return path
 
 
 def sample_dir() -> Path:
-    """The small, licence-clean sample data shipped inside the package."""
-    return _PACKAGE / "sample"
+    """The small, licence-clean sample data shipped inside the package (importlib.resources)."""
+    return Path(str(resources.files("defsentflow") / "sample"))
 
 
 # The folders a data root holds (a stored relative path starts with one of them).

@@ -20,11 +20,12 @@ Example:
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
-import datetime
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from defsentflow.storage.atomic import TMP_PREFIX, atomic_path
 from defsentflow.storage.hashing import code_version

@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["TMP_PREFIX", "swap_dir_into_place", "temporary_sibling"]
 

@@ -13,9 +13,22 @@ from defsentflow.training.config import (
     TrainConfig,
     paper_config,
 )
-from defsentflow.training.entry_embeddings import EntryMatrix, IcaTransform, build_entry_embeddings, entry_means, ica_transform
+from defsentflow.training.entry_embeddings import (
+    EntryMatrix,
+    IcaTransform,
+    build_entry_embeddings,
+    entry_means,
+    ica_transform,
+)
 from defsentflow.training.heads import DefinitionClassifier, head_vector, sentence_head_vectors
-from defsentflow.training.loop import LoopOutcome, TrainResult, build_optimizer, linear_schedule, run_loop, train_encoder
+from defsentflow.training.loop import (
+    LoopOutcome,
+    TrainResult,
+    build_optimizer,
+    linear_schedule,
+    run_loop,
+    train_encoder,
+)
 from defsentflow.training.targets import entry_targets, single_token_targets
 
 __all__ = [

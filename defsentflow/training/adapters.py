@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -172,7 +173,9 @@ def prepare_backbone(base_model: str | os.PathLike, *, device: torch.device, wor
     need_mlm = word_head or (use_pooler and adapter.pooler_from_mlm_dense)
     mlm_model = None
     if need_mlm and mlm_available:
-        from transformers import AutoModelForMaskedLM  # lazy: transformers takes seconds to load; only code that loads a model needs it
+        from transformers import (
+            AutoModelForMaskedLM,  # lazy: transformers takes seconds to load; only code that loads a model needs it
+        )
 
         mlm_model = AutoModelForMaskedLM.from_pretrained(enc.path, use_safetensors=True)
     pooler_source = "checkpoint" if checkpoint_has_pooler(enc.path) else "random"

@@ -13,8 +13,8 @@ what both papers' reference code does (DefSent+: ``RandomSampler``); a config as
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import torch

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+
 from defsentflow.dictionary import tables
 from defsentflow.storage import combine_hashes, hash_text
 

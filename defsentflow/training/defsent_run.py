@@ -8,11 +8,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from defsentflow.storage import Catalog, hash_config
 from defsentflow.training.data import TrainingData, load_training_data, splits_for
 from defsentflow.training.pst_config import DefSentSection
 from defsentflow.training.pst_records import DefSentResult
 from defsentflow.training.pst_steps import _base, _config_identity, _key, _train_config, build_entry_matrix, train_model
-from defsentflow.storage import Catalog, hash_config
 from defsentflow.training.targets import single_token_targets
 
 __all__ = ["DefSentSteps", "run_defsent"]
@@ -79,7 +79,9 @@ def run_defsent(section: DefSentSection, *, run_id: str | None, root: str | os.P
 
 def _single_token_pairs(base: str, data: TrainingData) -> tuple[list[str], list[int]]:
     """DefSent's training pairs: definitions of single-token entries, targets = vocabulary ids."""
-    from transformers import AutoTokenizer  # lazy: transformers takes seconds to load; only code that loads a model needs it
+    from transformers import (
+        AutoTokenizer,  # lazy: transformers takes seconds to load; only code that loads a model needs it
+    )
 
     tokenizer = AutoTokenizer.from_pretrained(base)
     mask, ids = single_token_targets(tokenizer, data.entries)

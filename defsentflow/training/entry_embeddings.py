@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -76,7 +77,7 @@ class EntryMatrix:
         return Path(path)
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "EntryMatrix":
+    def load(cls, path: str | os.PathLike) -> EntryMatrix:
         p = Path(path)
         if not (p / "matrix.npy").is_file() or not (p / "entries.parquet").is_file():
             raise FileNotFoundError(f"{p}: not an entry matrix (needs matrix.npy and entries.parquet)")
@@ -110,7 +111,7 @@ class IcaTransform:
 
     @classmethod
     def fit(cls, matrix: np.ndarray, *, max_iter: int = 1000, random_state: int = 42,
-            scale: float = 100.0, standardize: bool = True) -> "IcaTransform":
+            scale: float = 100.0, standardize: bool = True) -> IcaTransform:
         """FastICA (scikit-learn, unit-variance whitening, logcosh, ``n_components = dim``) on ``matrix``.
 
         Above ``ICA_SAMPLE_ABOVE`` (200,000) entries the map is fitted on a seeded sample of
@@ -155,7 +156,7 @@ class IcaTransform:
         return path
 
     @classmethod
-    def load(cls, directory: str | os.PathLike) -> "IcaTransform":
+    def load(cls, directory: str | os.PathLike) -> IcaTransform:
         """The transform saved in ``directory`` (an entry-matrix directory).
 
         Raises:

@@ -24,20 +24,26 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
+from defsentflow.dictionary.variants import tokenizer_id
 from defsentflow.encoders.encoding import (
-    DEFAULT_MAX_TOKENS, encode_batch, inference_model, pad_batch, token_budget_batches, tokenize_sorted,
+    DEFAULT_MAX_TOKENS,
+    encode_batch,
+    inference_model,
+    pad_batch,
+    token_budget_batches,
+    tokenize_sorted,
 )
 from defsentflow.encoders.loading import Autocast, LoadedEncoder, autocast_context, load_encoder, model_content_hash
 from defsentflow.fanout import sequential
 from defsentflow.storage.hashing import combine_hashes, hash_bytes, hash_text
-from defsentflow.dictionary.variants import tokenizer_id
 
 __all__ = ["EntryShardSpec", "FanOut", "plan_entry_shards", "token_ids", "encode_entry_shard", "sum_entry_vectors",
            "build_entry_matrix_sharded", "plain_fan_out"]

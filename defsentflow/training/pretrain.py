@@ -29,22 +29,21 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import math
 import os
 import shutil
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from defsentflow.training.config import TrainConfig
-from defsentflow.training.pretrain_config import PretrainSection
-import json
 from defsentflow.config_tools import resolve_path
 from defsentflow.corpus import ingest_corpus, load_sentences, resolve_corpus
 from defsentflow.dictionary import load_examples, resolve_dictionary
@@ -55,7 +54,9 @@ from defsentflow.storage import Catalog, hash_path
 from defsentflow.storage.locks import artifact_lock
 from defsentflow.training.batching import length_bucketed_batches
 from defsentflow.training.checkpoint import remove_checkpoint, seed_everything
+from defsentflow.training.config import TrainConfig
 from defsentflow.training.loop import build_optimizer, linear_schedule, run_loop
+from defsentflow.training.pretrain_config import PretrainSection
 
 __all__ = [
     "LOCAL",
@@ -98,7 +99,10 @@ class PretrainResult:
 def build_mlm_model(section: PretrainSection, tokenizer: Any) -> torch.nn.Module:
     """A randomly initialised ``BertForMaskedLM`` of ``section.architecture``, sized for ``tokenizer``
     (seed torch first)."""
-    from transformers import BertConfig, BertForMaskedLM  # lazy: transformers takes seconds to load; only code that loads a model needs it
+    from transformers import (  # lazy: transformers takes seconds to load; only code that loads a model needs it
+        BertConfig,
+        BertForMaskedLM,
+    )
 
     config = section.architecture
     cfg = BertConfig(vocab_size=len(tokenizer), hidden_size=config.hidden, num_hidden_layers=config.layers,
@@ -110,7 +114,9 @@ def build_mlm_model(section: PretrainSection, tokenizer: Any) -> torch.nn.Module
 
 
 def _masker(tokenizer: Any, mask_prob: float) -> Any:
-    from transformers import DataCollatorForLanguageModeling  # lazy: transformers takes seconds to load; only code that loads a model needs it
+    from transformers import (
+        DataCollatorForLanguageModeling,  # lazy: transformers takes seconds to load; only code that loads a model needs it
+    )
 
     # seed=None: masks come from the global torch RNG, which the checkpoint captures and restores.
     return DataCollatorForLanguageModeling(tokenizer=tokenizer, mlm=True, mlm_probability=mask_prob,
@@ -185,9 +191,16 @@ def pretrain_mlm(config: PretrainSection, texts: Sequence[str], tokenizer: str |
         ...                           architecture={"hidden": 64, "layers": 2, "heads": 2, "intermediate": 128})
         >>> res = pretrain_mlm(section, sentences, "minilm", out_dir="raw", checkpoint_dir="ck")
     """
-    from transformers import AutoTokenizer  # lazy: transformers takes seconds to load; only code that loads a model needs it
+    from transformers import (
+        AutoTokenizer,  # lazy: transformers takes seconds to load; only code that loads a model needs it
+    )
 
-    from defsentflow.storage.hashing import code_version, combine_hashes, hash_config, hash_text  # lazy: a load-time import cycle or a name this module also defines
+    from defsentflow.storage.hashing import (  # lazy: a load-time import cycle or a name this module also defines
+        code_version,
+        combine_hashes,
+        hash_config,
+        hash_text,
+    )
 
     texts = [t for t in texts if t and t.strip()]
     if not texts:
@@ -306,7 +319,11 @@ def gather_texts(corpus_keys: Sequence[str], dictionary: str | None = None,
 def pretrain_key(corpus_keys: Sequence[str], dictionary_key: str | None, splits: Sequence[str], tokenizer_hash: str,
                  config: PretrainSection) -> str:
     """The model's content key: input artifact keys + tokenizer + config + code version."""
-    from defsentflow.storage import code_version, combine_hashes, hash_config  # lazy: a load-time import cycle or a name this module also defines
+    from defsentflow.storage import (  # lazy: a load-time import cycle or a name this module also defines
+        code_version,
+        combine_hashes,
+        hash_config,
+    )
 
     return combine_hashes(["pretrain", *corpus_keys, dictionary_key or "-", ",".join(sorted(splits)) if dictionary_key else "-",
                            tokenizer_hash, hash_config(config.identity()), code_version()])
@@ -432,7 +449,10 @@ def run_pretrain(section: PretrainSection, *, run_id: str | None = None, root: s
     Returns:
         A :class:`PretrainOutcome`; ``cached`` when the model was already registered.
     """
-    from defsentflow.storage import Catalog, hash_config  # lazy: a load-time import cycle or a name this module also defines
+    from defsentflow.storage import (  # lazy: a load-time import cycle or a name this module also defines
+        Catalog,
+        hash_config,
+    )
 
     t0 = time.perf_counter()
     cat = Catalog(root)

@@ -49,17 +49,39 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from defsentflow.fanout import FanOut, runs_beside, sequential
+from defsentflow.storage import Catalog, check_identifier, data_root, hash_config, hash_path, under_root, write_json
 from defsentflow.training.data import TrainingData, load_training_data, splits_for
 from defsentflow.training.defsent_run import run_defsent
+from defsentflow.training.pst_candidates import (
+    Scorer,
+    plan_base_candidate,
+    plan_candidate,
+    run_candidate,
+    run_candidates,
+    start_candidates,
+)
 from defsentflow.training.pst_config import PstSection
-from defsentflow.training.pst_records import (Candidate, DefSentResult, MatrixRef, PstResult, SelectionPlan, StepPlan,
-                                              StepResult)
-from defsentflow.fanout import FanOut, runs_beside, sequential
-from defsentflow.training.pst_candidates import (Scorer, plan_base_candidate, plan_candidate, run_candidate,
-                                                 run_candidates, start_candidates)
-from defsentflow.training.pst_steps import (_key, base_candidates, build_entry_matrix, choose_best, choose_step,
-                                            plan_step, record_step, selection_plan, step_key)
-from defsentflow.storage import Catalog, check_identifier, data_root, hash_config, hash_path, under_root, write_json
+from defsentflow.training.pst_records import (
+    Candidate,
+    DefSentResult,
+    MatrixRef,
+    PstResult,
+    SelectionPlan,
+    StepPlan,
+    StepResult,
+)
+from defsentflow.training.pst_steps import (
+    _key,
+    base_candidates,
+    build_entry_matrix,
+    choose_best,
+    choose_step,
+    plan_step,
+    record_step,
+    selection_plan,
+    step_key,
+)
 
 __all__ = [
     "Candidate",

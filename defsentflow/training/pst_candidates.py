@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import random
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,16 +28,22 @@ from typing import Any
 
 import numpy as np
 
-from defsentflow.fanout import (FanOut, kill_hook_steps, kill_this_worker, sequential, submit, worker_device,
-                                worker_threads)
-from defsentflow.training.data import TrainingData
-from defsentflow.training.pst_config import GridPoint, PstSection
-from defsentflow.training.pst_records import Candidate, MatrixRef, ScoreRequest, SelectionPlan
-import random
+from defsentflow.fanout import (
+    FanOut,
+    kill_hook_steps,
+    kill_this_worker,
+    sequential,
+    submit,
+    worker_device,
+    worker_threads,
+)
 from defsentflow.storage import Catalog, data_root, hash_path, write_json
 from defsentflow.storage.locks import artifact_lock
 from defsentflow.storage.records import make_record, read_record, write_record
 from defsentflow.training.config import TrainConfig
+from defsentflow.training.data import TrainingData
+from defsentflow.training.pst_config import GridPoint, PstSection
+from defsentflow.training.pst_records import Candidate, MatrixRef, ScoreRequest, SelectionPlan
 from defsentflow.training.pst_steps import _base, _config_identity, _key, _train_config
 
 __all__ = ["Scorer", "plan_base_candidate", "plan_candidate", "run_candidate", "run_candidates", "start_candidates"]
@@ -135,7 +142,9 @@ def _own_rng() -> Any:
 
 def _train(spec: dict[str, Any]) -> dict[str, Any]:
     """Train the candidate's model (resuming its checkpoint) unless it is finished; its record."""
-    from defsentflow.training.loop import train_encoder  # lazy: looked up at call time, so tests can replace it on its own module
+    from defsentflow.training.loop import (
+        train_encoder,  # lazy: looked up at call time, so tests can replace it on its own module
+    )
 
     t, cand, root = spec["train"], spec["candidate"], Path(spec["root"])
     cfg = TrainConfig.model_validate(t["config"])

@@ -16,8 +16,17 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_serializer, model_validator
 
-from defsentflow.config_tools import (LIMITS, Autocast, ConfigSection, EntryEncoding, EvalPooling, Method, Seed,
-                                     TrainPooling, require_distinct)
+from defsentflow.config_tools import (
+    LIMITS,
+    Autocast,
+    ConfigSection,
+    EntryEncoding,
+    EvalPooling,
+    Method,
+    Seed,
+    TrainPooling,
+    require_distinct,
+)
 from defsentflow.training.config import check_negatives, drop_full_negatives
 
 __all__ = [

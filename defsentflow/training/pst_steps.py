@@ -20,16 +20,25 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from defsentflow.training.data import TrainingData
 from defsentflow.config_tools import resolve_data_dir
-from defsentflow.training.pst_config import DefSentSection, GridPoint, PstSection
-from defsentflow.training.pst_records import Candidate, MatrixRef, SelectionPlan, StepPlan, StepResult
 from defsentflow.encoders import load_encoder, model_content_hash, resolve_model_path
 from defsentflow.entryspace import entry_space_stats, plot_entry_space, record_entry_space_stats
 from defsentflow.storage import (
-    Catalog, atomic_dir, code_version, combine_hashes, data_root, hash_config, hash_path, write_json, write_parquet)
+    Catalog,
+    atomic_dir,
+    code_version,
+    combine_hashes,
+    data_root,
+    hash_config,
+    hash_path,
+    write_json,
+    write_parquet,
+)
 from defsentflow.training.config import paper_config
+from defsentflow.training.data import TrainingData
 from defsentflow.training.entry_embeddings import IcaTransform
+from defsentflow.training.pst_config import DefSentSection, GridPoint, PstSection
+from defsentflow.training.pst_records import Candidate, MatrixRef, SelectionPlan, StepPlan, StepResult
 
 __all__ = ["base_candidates", "build_entry_matrix", "choose_best", "choose_step", "entry_source", "group_means",
            "plan_step", "record_step", "selection_plan", "step_key", "train_model"]
@@ -100,7 +109,9 @@ def build_entry_matrix(section: PstSection | DefSentSection, data: TrainingData,
         return MatrixRef.from_dict(found["meta"])
 
     enc = load_encoder(encoder, device=section.device)
-    from defsentflow.training.entry_shards import build_entry_matrix_sharded  # lazy: looked up at call time, so tests can replace it on its own module
+    from defsentflow.training.entry_shards import (
+        build_entry_matrix_sharded,  # lazy: looked up at call time, so tests can replace it on its own module
+    )
 
     names, sums = build_entry_matrix_sharded(enc, data.definition_entries, data.definitions, encoding,
                                              shards=max(1, int(getattr(fan_out, "shards", 1) or 1)), fan_out=fan_out,
@@ -147,7 +158,9 @@ def train_model(cfg: Any, base: str, definitions: Sequence[str], targets: Sequen
     out = data_root(root) / "models" / "pst" / key
     ckpt = data_root(root) / "checkpoints" / "pst" / key
     if not (out / "defsentflow.json").is_file():  # a finished but unregistered model is kept
-        from defsentflow.training.loop import train_encoder  # lazy: looked up at call time, so tests can replace it on its own module
+        from defsentflow.training.loop import (
+            train_encoder,  # lazy: looked up at call time, so tests can replace it on its own module
+        )
 
         matrix = np.load(entry_matrix_path, mmap_mode="r") if entry_matrix_path else None  # one copy: the prepared head
         train_encoder(cfg, base, list(definitions), list(map(int, targets)), out_dir=out, checkpoint_dir=ckpt,

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+
 from defsentflow.encoders import model_content_hash, pick_device, require_safetensors, resolve_model_path
 from defsentflow.progress import live
 from defsentflow.scoring.stages import run_harvest
@@ -66,7 +67,10 @@ def build_surrogate_model(base_encoder: str, *, max_seq_length: int = 128, devic
     bundled MiniLM: Transformer, mean Pooling, Normalize); anything else (a plain Hugging Face
     model, or CLS pooling) gets ``Transformer + Pooling("mean")``.
     """
-    from sentence_transformers import SentenceTransformer, models  # lazy: sentence-transformers loads torch; only training and encoding need it
+    from sentence_transformers import (  # lazy: sentence-transformers loads torch; only training and encoding need it
+        SentenceTransformer,
+        models,
+    )
 
     path = require_safetensors(base_encoder)
     safe = {"use_safetensors": True}
@@ -139,13 +143,17 @@ def _shuffled(scores: np.ndarray, shuffle: bool, seed: int) -> np.ndarray:
 
 
 def _loss(model, name: str):
-    from sentence_transformers import losses  # lazy: sentence-transformers loads torch; only training and encoding need it
+    from sentence_transformers import (
+        losses,  # lazy: sentence-transformers loads torch; only training and encoding need it
+    )
 
     return {"cosine": losses.CosineSimilarityLoss, "cosent": losses.CoSENTLoss, "angle": losses.AnglELoss}[name](model)
 
 
 def _last_checkpoint(work_dir: Path) -> str | None:
-    from transformers.trainer_utils import get_last_checkpoint  # lazy: transformers takes seconds to load; only code that loads a model needs it
+    from transformers.trainer_utils import (
+        get_last_checkpoint,  # lazy: transformers takes seconds to load; only code that loads a model needs it
+    )
 
     return get_last_checkpoint(str(work_dir)) if work_dir.is_dir() else None
 
@@ -161,7 +169,10 @@ def train_surrogate(pairs_path: str | os.PathLike, out_dir: str | os.PathLike, c
         work_dir: checkpoints (default ``<out_dir>.checkpoints``); removed after success.
     """
     import torch  # lazy: torch takes seconds to load; only code that trains or encodes needs it
-    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments  # lazy: sentence-transformers loads torch; only training and encoding need it
+    from sentence_transformers import (  # lazy: sentence-transformers loads torch; only training and encoding need it
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
 
     t0 = time.perf_counter()
     out_dir = Path(out_dir)

@@ -5,7 +5,15 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
-from defsentflow.corpus import CHUNKS_SCHEMA, SENTENCES_SCHEMA, corpus_key, ingest_corpus, load_chunks, load_sentences, read_documents
+from defsentflow.corpus import (
+    CHUNKS_SCHEMA,
+    SENTENCES_SCHEMA,
+    corpus_key,
+    ingest_corpus,
+    load_chunks,
+    load_sentences,
+    read_documents,
+)
 from defsentflow.storage import Catalog
 
 

@@ -4,7 +4,13 @@ import json
 
 import pytest
 
-from defsentflow.dictionary import DictionaryConfig, RejectedRecord, ingest_dictionary, load_dictionary, read_wiktextract
+from defsentflow.dictionary import (
+    DictionaryConfig,
+    RejectedRecord,
+    ingest_dictionary,
+    load_dictionary,
+    read_wiktextract,
+)
 from defsentflow.dictionary.store import load_examples, load_quarantine
 
 DOG = {"word": "dog", "pos": "noun", "lang_code": "en", "senses": [

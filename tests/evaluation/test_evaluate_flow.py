@@ -9,8 +9,7 @@ import pytest
 
 @pytest.mark.slow
 def test_evaluate_flow_records_caches_and_reports(prefect_test_harness, home, tiny_bert_dir, sts_data_dir):
-    from flows.evaluate import evaluate_flow
-
+    from defsentflow.flows.evaluate import evaluate_flow
     from defsentflow.storage import Catalog
 
     section = {"model": str(tiny_bert_dir), "model_id": "tiny", "tasks": ["sts13", "stsb-dev"],
@@ -45,7 +44,7 @@ def test_cli_and_flow_run_the_same_sequencer(prefect_test_harness, home, tiny_be
                                              monkeypatch):
     """``defsentflow eval`` and the ``evaluate`` flow: the same catalog rows on fresh data roots."""
     from defsentflow.cli import main
-    from flows.evaluate import evaluate_flow
+    from defsentflow.flows.evaluate import evaluate_flow
 
     assert main(["--quiet", "eval", str(tiny_bert_dir), "--tasks", "sts13", "--data-dir", str(sts_data_dir),
                  "--pooling", "mean", "--model-id", "tiny", "--device", "cpu"]) == 0

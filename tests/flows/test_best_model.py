@@ -52,7 +52,7 @@ def _best_model(*args: str) -> tuple[int, str, str]:
 
 def test_best_model_prints_the_trained_and_the_pretrained_encoder(prefect_test_harness, home, tmp_path, tiny_mlm_dir):
     from defsentflow.encoders import has_mlm_head
-    from flows.pipeline import pipeline
+    from defsentflow.flows.pipeline import pipeline
 
     pst = {"pst": {"steps": 1, "seeds": [0], "grid": [{"pooling": "mean", "entry_encoding": "amp"}], "lr": 1e-3,
                    "selection": "revdict-mrr", "selection_max_queries": 50, "data_dir": None}}
@@ -90,7 +90,7 @@ def test_best_model_prints_the_trained_and_the_pretrained_encoder(prefect_test_h
 
 
 def test_best_model_of_a_defsent_config(prefect_test_harness, home, tmp_path, tiny_mlm_dir):
-    from flows.pipeline import pipeline
+    from defsentflow.flows.pipeline import pipeline
 
     (tmp_path / "ds").mkdir()
     ds = {"defsent": {"method": "defsent_plus", "pooling": "mean", "entry_encoding": "amp", "lr": 1e-3}}

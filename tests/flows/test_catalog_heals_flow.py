@@ -8,9 +8,10 @@ import subprocess
 import uuid
 from pathlib import Path
 
+from test_ingest_dictionary import _task_states
+
 from defsentflow.dictionary import load_dictionary
 from defsentflow.storage import Catalog
-from test_ingest_dictionary import _task_states
 
 
 def _sources(tmp_path):
@@ -21,7 +22,7 @@ def _sources(tmp_path):
 
 
 def test_a_deleted_catalog_does_not_make_a_cached_stage_lie(prefect_test_harness, home, tmp_path):
-    from flows.ingest_dictionary import ingest_dictionary_flow
+    from defsentflow.flows.ingest_dictionary import ingest_dictionary_flow
 
     config = {"name": "healdict", "sources": _sources(tmp_path)}
     first = ingest_dictionary_flow(config)
@@ -40,7 +41,7 @@ def test_a_deleted_catalog_does_not_make_a_cached_stage_lie(prefect_test_harness
 
 def test_a_copied_root_keeps_its_cache_hits_and_reads_its_own_files(prefect_test_harness, home, tmp_path,
                                                                     monkeypatch):
-    from flows.ingest_dictionary import ingest_dictionary_flow
+    from defsentflow.flows.ingest_dictionary import ingest_dictionary_flow
 
     config = {"name": "copydict", "sources": _sources(tmp_path)}
     first = ingest_dictionary_flow(config)

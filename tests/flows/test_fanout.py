@@ -25,7 +25,7 @@ def cluster():
     """The command's LocalCluster, started as ``--local-workers 2`` starts it; yields (address, client)."""
     from distributed import Client
 
-    from tasks.fanout import compute_cluster
+    from defsentflow.tasks.fanout import compute_cluster
 
     with compute_cluster(ComputeSection(local_workers=2, threads_per_candidate=1)) as address:
         with Client(address) as client:
@@ -33,7 +33,7 @@ def cluster():
 
 
 def _fanned() -> PstSteps:
-    from tasks.fanout import DaskFanOut, fan_out_from_env
+    from defsentflow.tasks.fanout import DaskFanOut, fan_out_from_env
 
     fan_out = fan_out_from_env("pst-candidate")
     assert isinstance(fan_out, DaskFanOut)  # the command's cluster, found through the environment
@@ -66,7 +66,8 @@ def _duplicates(home: Path) -> dict[str, int]:
                          ("metrics", "(model_id, task, setting, metric, pooling)"))}
 
 
-def test_two_workers_give_the_sequential_result(cluster, tiny_bert_dir, tmp_path, dictionary, monkeypatch):
+@pytest.mark.usefixtures("dictionary")
+def test_two_workers_give_the_sequential_result(cluster, tiny_bert_dir, tmp_path, monkeypatch):
     sec = section(tiny_bert_dir, steps=2, seeds=[0, 1])
     seq = _run(sec, tmp_path / "seq", SEQUENTIAL, monkeypatch)
     par = _run(sec, tmp_path / "par", _fanned(), monkeypatch)
@@ -75,7 +76,8 @@ def test_two_workers_give_the_sequential_result(cluster, tiny_bert_dir, tmp_path
     assert os.environ.get(WORKER_ENV) is None  # the guard is the workers', never the flow process's
 
 
-def test_a_worker_killed_mid_candidate_changes_nothing(cluster, tiny_bert_dir, tmp_path, dictionary, monkeypatch):
+@pytest.mark.usefixtures("dictionary")
+def test_a_worker_killed_mid_candidate_changes_nothing(cluster, tiny_bert_dir, tmp_path, monkeypatch):
     _, client = cluster
     marker = tmp_path / "killed"
     hook = {KILL_AFTER_STEPS_ENV: "1", KILL_MARKER_ENV: str(marker)}
@@ -99,7 +101,8 @@ def test_a_catalog_opened_on_a_worker_raises(cluster, home):
         client.submit(lambda root: Catalog(root).query("SELECT 1"), str(home), pure=False).result()
 
 
-def test_records_written_before_a_kill_are_registered_by_the_rerun(tiny_bert_dir, home, dictionary, monkeypatch):
+@pytest.mark.usefixtures("dictionary")
+def test_records_written_before_a_kill_are_registered_by_the_rerun(tiny_bert_dir, home, monkeypatch):
     import defsentflow.evaluation.revdict as revdict
     import defsentflow.training.loop as loop
 
@@ -133,7 +136,7 @@ def test_an_existing_cluster_is_used_as_given_and_the_flags_override_the_config(
 
     from defsentflow.cli.compute import compute_for
     from defsentflow.compute import ADDRESS_ENV
-    from tasks.fanout import compute_cluster
+    from defsentflow.tasks.fanout import compute_cluster
 
     address, _ = cluster
     monkeypatch.delenv(ADDRESS_ENV)
@@ -153,7 +156,7 @@ def _die(spec):
 
 def test_a_candidate_that_keeps_killing_its_worker_is_a_one_line_error_naming_it(cluster):
     from defsentflow.fanout import CandidateLostError
-    from tasks.fanout import DaskFanOut
+    from defsentflow.tasks.fanout import DaskFanOut
 
     address, client = cluster
     before = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.allowed_failures)

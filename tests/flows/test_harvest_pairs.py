@@ -11,7 +11,7 @@ from tests.scoring.helpers import harvest_config, write_text_corpus
 
 @pytest.mark.slow
 def test_dask_run_equals_sequential_run(tmp_path, tiny_bert_dir, monkeypatch):
-    from flows.harvest_pairs import run_harvest_flow
+    from defsentflow.flows.harvest_pairs import run_harvest_flow
     from defsentflow.scoring.stages import run_harvest
 
     corpus = write_text_corpus(tmp_path / "corpus", n_docs=10, seed=4)
@@ -57,7 +57,7 @@ def test_cli_and_flow_run_the_same_sequencer(tmp_path, tiny_bert_dir, monkeypatc
     import yaml
 
     from defsentflow.cli import main
-    from flows.harvest_pairs import run_harvest_flow
+    from defsentflow.flows.harvest_pairs import run_harvest_flow
 
     corpus = write_text_corpus(tmp_path / "corpus", n_docs=6, seed=2)
     local_root, flow_root = tmp_path / "local", tmp_path / "flow"

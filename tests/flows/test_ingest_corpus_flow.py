@@ -17,7 +17,7 @@ def _task_states(flow_run_id) -> set[str]:
 
 
 def test_ingest_corpus_flow_caches_by_content(prefect_test_harness, home, tmp_path):
-    from flows.ingest_corpus import ingest_corpus_flow
+    from defsentflow.flows.ingest_corpus import ingest_corpus_flow
 
     src = tmp_path / "src"
     src.mkdir()

@@ -19,7 +19,7 @@ def _task_states(flow_run_id) -> dict[str, str]:
 
 
 def test_ingest_dictionary_flow_is_a_cache_hit_on_unchanged_sources(prefect_test_harness, home, tmp_path):
-    from flows.ingest_dictionary import ingest_dictionary_flow
+    from defsentflow.flows.ingest_dictionary import ingest_dictionary_flow
 
     marker = uuid.uuid4().hex  # unique content: no cache entry from another test can match
     tsv = tmp_path / "a.tsv"
@@ -52,7 +52,7 @@ def test_ingest_dictionary_flow_is_a_cache_hit_on_unchanged_sources(prefect_test
 
 
 def test_missing_source_fails_the_flow_before_any_task(prefect_test_harness, home, tmp_path):
-    from flows.ingest_dictionary import ingest_dictionary_flow
+    from defsentflow.flows.ingest_dictionary import ingest_dictionary_flow
 
     with pytest.raises(FileNotFoundError):
         ingest_dictionary_flow({"name": "gone", "sources": [{"kind": "tsv", "paths": [str(tmp_path / "missing.tsv")]}]})
@@ -73,7 +73,7 @@ def test_cli_and_flow_run_the_same_sequencer(prefect_test_harness, home, tmp_pat
     """``defsentflow ingest dictionary`` and the ``ingest-dictionary`` flow: the same catalog rows on
     fresh data roots."""
     from defsentflow.cli import main
-    from flows.ingest_dictionary import ingest_dictionary_flow
+    from defsentflow.flows.ingest_dictionary import ingest_dictionary_flow
 
     tsv = tmp_path / "a.tsv"
     tsv.write_text(f"dog\ta domesticated canid {uuid.uuid4().hex}\ncat\tsmall feline\nbad line\n")

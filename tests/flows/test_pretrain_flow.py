@@ -43,7 +43,7 @@ def test_cli_and_flow_run_the_same_sequencer(home, tmp_path, tiny_mlm_dir, monke
     """``defsentflow pretrain`` (local mode) and the ``pretrain`` flow: the same catalog rows and the
     same weights on fresh data roots."""
     from defsentflow.cli import main
-    from flows.pretrain import pretrain_flow
+    from defsentflow.flows.pretrain import pretrain_flow
 
     _write_corpus(tmp_path, title=f"Animals {uuid.uuid4().hex[:8]}")
     section = _section(tmp_path, tiny_mlm_dir, dictionary=None, epochs=1).model_dump(mode="json")
@@ -67,7 +67,7 @@ def test_cli_and_flow_run_the_same_sequencer(home, tmp_path, tiny_mlm_dir, monke
 def test_pretrain_flow_second_run_reuses_the_model(home, tmp_path, tiny_mlm_dir, monkeypatch):
     import defsentflow.training.pretrain as pretrain
     from defsentflow.encoders import has_mlm_head
-    from flows.pretrain import pretrain_flow
+    from defsentflow.flows.pretrain import pretrain_flow
 
     _write_corpus(tmp_path, title=f"Animals {uuid.uuid4().hex[:8]}")
     section = _section(tmp_path, tiny_mlm_dir, dictionary=None, epochs=1).model_dump(mode="json")
@@ -98,7 +98,7 @@ def test_pretrain_flow_second_run_reuses_the_model(home, tmp_path, tiny_mlm_dir,
 def test_a_failed_pretrain_flow_marks_its_run_failed(home, tmp_path, tiny_mlm_dir):
     import pytest
 
-    from flows.pretrain import pretrain_flow
+    from defsentflow.flows.pretrain import pretrain_flow
 
     section = _section(tmp_path, tiny_mlm_dir, dictionary="never-ingested").model_dump(mode="json")
     with pytest.raises(KeyError):

@@ -54,8 +54,8 @@ def _rows(run_id: str) -> dict[str, list]:
 def test_cli_and_flow_run_the_same_sequencer(prefect_test_harness, tiny_bert_dir, home, tmp_path, monkeypatch):
     """The CLI's local mode and the Prefect flow run one code path: the same catalog rows on fresh data roots."""
     import defsentflow.dictionary.tables as revdict
+    from defsentflow.flows.pst import pst_flow
     from defsentflow.training.pst import run_pst
-    from flows.pst import pst_flow
 
     table = toy_dictionary(marker=f" {uuid.uuid4().hex[:6]}")
     real = revdict.load_dictionary_table
@@ -75,7 +75,7 @@ def test_cli_and_flow_run_the_same_sequencer(prefect_test_harness, tiny_bert_dir
 def test_pst_flow_second_run_reuses_every_step(prefect_test_harness, tiny_bert_dir, home, monkeypatch):
     import defsentflow.dictionary.tables as revdict
     import defsentflow.training.loop as loop
-    from flows.pst import pst_flow
+    from defsentflow.flows.pst import pst_flow
 
     table = toy_dictionary(marker=f" {uuid.uuid4().hex[:6]}")
     real = revdict.load_dictionary_table
@@ -106,8 +106,7 @@ def test_pst_flow_second_run_reuses_every_step(prefect_test_harness, tiny_bert_d
 def test_train_defsent_flow_is_cached(prefect_test_harness, tiny_mlm_dir, home, monkeypatch):
     import defsentflow.dictionary.tables as revdict
     import defsentflow.training.loop as loop
-
-    from flows.train_defsent import train_defsent_flow
+    from defsentflow.flows.train_defsent import train_defsent_flow
 
     table = toy_dictionary(marker=f" {uuid.uuid4().hex[:6]}")
     real = revdict.load_dictionary_table

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from prefect import flow, task
 
-from tasks.retries import IO_RETRIES, TRAIN_RETRIES
+from defsentflow.tasks.retries import IO_RETRIES, TRAIN_RETRIES
 
 
 def test_io_tasks_and_harvest_batches_retry_with_a_delay():
-    from tasks import corpus, dictionary, evaluation, harvest, pretrain, report, training
+    from defsentflow.tasks import corpus, dictionary, evaluation, harvest, pretrain, report, training
 
     io = [harvest.harvest_pair_batch, harvest.HARVEST_TASKS.prepare, harvest.HARVEST_TASKS.build_index,
           harvest.HARVEST_TASKS.finalize, dictionary.build_dictionary_artifact, dictionary.register_dictionary_dataset,

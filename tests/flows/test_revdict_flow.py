@@ -6,7 +6,7 @@ from __future__ import annotations
 def test_revdict_flow_serves_topk_and_added_entries(prefect_test_harness, tiny_bert_dir, home, monkeypatch):
     import defsentflow.dictionary.tables as revdict
     import defsentflow.training.loop as loop
-    from flows.revdict import revdict_flow
+    from defsentflow.flows.revdict import revdict_flow
     from tests.revdict.test_index import _table
 
     table = _table()

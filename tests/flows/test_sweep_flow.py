@@ -36,7 +36,7 @@ def _states(flow_run_id) -> dict[str, list[str]]:
 def test_sweep_flow_shares_stages_skips_finished_points_and_resumes(prefect_test_harness, tiny_bert_dir, home,
                                                                    tmp_path, monkeypatch):
     import defsentflow.training.loop as loop
-    from flows.sweep import sweep_flow
+    from defsentflow.flows.sweep import sweep_flow
 
     base = tiny_config(tmp_path, tiny_bert_dir, name="tinybase")
     spec = {"name": "tiny-sweep", "base": str(base),

@@ -6,14 +6,13 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pytest
-from filelock import FileLock
-
 import tiny_pipeline_utils
+from filelock import FileLock
 from tiny_pipeline_utils import ONE_THREAD, final_metrics, raw_ci_config, run_cli, tiny_config
 
 

@@ -5,7 +5,6 @@ dictionary dataset or artifact ..."`` because Prefect's cache reported the dicti
 from __future__ import annotations
 
 import pytest
-
 from tiny_pipeline_utils import catalog_rows, final_metrics, run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.first(5)]  # started early (tests/conftest.py)

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from tiny_pipeline_utils import catalog_rows, run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.first(6)]  # started early (tests/conftest.py)

@@ -16,7 +16,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from tiny_pipeline_utils import catalog_rows
 
 pytestmark = [pytest.mark.slow, pytest.mark.first(4)]  # started early (tests/conftest.py)

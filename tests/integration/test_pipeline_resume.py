@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-
-from flows.runtime import SERVER_MARKER
 from tiny_pipeline_utils import catalog_rows, cli_env, final_metrics, run_cli
+
+from defsentflow.flows.runtime import SERVER_MARKER
 
 pytestmark = [pytest.mark.slow, pytest.mark.first(2), pytest.mark.xdist_group("tiny-run")]  # one process: the shared first run, then both tests
 

@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from tiny_pipeline_utils import ONE_THREAD, catalog_rows, run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.first(0)]  # started early (tests/conftest.py)

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from tiny_pipeline_utils import ONE_THREAD, catalog_rows, run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.first(3)]  # started early (tests/conftest.py), after the MiniLM STS test

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import torch
 
-from defsentflow.scoring.config import DiscriminativeSection
 from defsentflow.scoring import (
     ContextDiscriminator,
     CorpusLayout,
@@ -14,7 +13,7 @@ from defsentflow.scoring import (
     sample_negatives,
     train_discriminator,
 )
-
+from defsentflow.scoring.config import DiscriminativeSection
 from tests.scoring.helpers import make_corpus
 
 
@@ -87,8 +86,8 @@ def test_save_load_round_trip(tmp_path, layout):
     scorer.save(tmp_path / "s")
     back = DiscriminativeScorer.load(tmp_path / "s")
     rng = np.random.default_rng(0)
-    s, l, r = (rng.normal(size=(7, 8)).astype(np.float32) for _ in range(3))
-    np.testing.assert_array_equal(scorer.score_vectors(s, l, r), back.score_vectors(s, l, r))
+    s, left, r = (rng.normal(size=(7, 8)).astype(np.float32) for _ in range(3))
+    np.testing.assert_array_equal(scorer.score_vectors(s, left, r), back.score_vectors(s, left, r))
     assert back.version == "v1" and back.metrics["heldout_accuracy"] == 0.5
 
 
@@ -98,16 +97,16 @@ def test_score_vectors_is_log_sigmoid_of_an_mlp_over_the_features():
     head = ContextDiscriminator(d, hidden=8)
     scorer = DiscriminativeScorer(head, DiscriminativeSection(), "v")
     rng = np.random.default_rng(1)
-    s, l, r = (rng.normal(size=(5, d)).astype(np.float64) for _ in range(3))
+    s, left, r = (rng.normal(size=(5, d)).astype(np.float64) for _ in range(3))
     # reference: ONE linear layer over [u_<, s, u_>, s*u_<, s*u_>], written out with numpy
     blocks = (head.left, head.sentence, head.right, head.left_product, head.right_product)
     w = np.concatenate([m.weight.detach().double().numpy() for m in blocks], axis=1)
-    feats = np.concatenate([l, s, r, s * l, s * r], axis=1)
+    feats = np.concatenate([left, s, r, s * left, s * r], axis=1)
     h = np.maximum(feats @ w.T + head.sentence.bias.detach().double().numpy(), 0)
     lin2, lin3 = head.rest[2], head.rest[5]
     h = np.maximum(h @ lin2.weight.detach().double().numpy().T + lin2.bias.detach().double().numpy(), 0)
     logit = (h @ lin3.weight.detach().double().numpy().T + lin3.bias.detach().double().numpy())[:, 0]
-    np.testing.assert_allclose(scorer.score_vectors(s, l, r), -np.log1p(np.exp(-logit)), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(scorer.score_vectors(s, left, r), -np.log1p(np.exp(-logit)), rtol=1e-5, atol=1e-6)
 
 
 def test_score_index_equals_row_aligned_scores():
@@ -115,10 +114,10 @@ def test_score_index_equals_row_aligned_scores():
     scorer = DiscriminativeScorer(ContextDiscriminator(6, hidden=8), DiscriminativeSection(), "v")
     rng = np.random.default_rng(2)
     s = rng.normal(size=(4, 6)).astype(np.float32)
-    l, r = rng.normal(size=(7, 6)).astype(np.float32), rng.normal(size=(7, 6)).astype(np.float32)
+    left, r = rng.normal(size=(7, 6)).astype(np.float32), rng.normal(size=(7, 6)).astype(np.float32)
     si, ci = rng.integers(0, 4, 50), rng.integers(0, 7, 50)
-    got = scorer.score_index(s, l, r, si, ci, batch_size=16)
-    np.testing.assert_allclose(got, scorer.score_vectors(s[si], l[ci], r[ci]), rtol=1e-5, atol=1e-6)
+    got = scorer.score_index(s, left, r, si, ci, batch_size=16)
+    np.testing.assert_allclose(got, scorer.score_vectors(s[si], left[ci], r[ci]), rtol=1e-5, atol=1e-6)
 
 
 def test_text_path_matches_vector_path(tiny_bert_dir, layout):

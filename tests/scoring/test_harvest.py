@@ -5,7 +5,6 @@ import pytest
 import torch
 from sklearn.metrics.pairwise import cosine_similarity
 
-from defsentflow.scoring.config import DiscriminativeSection
 from defsentflow.scoring import (
     ContextDiscriminator,
     ContextualScorer,
@@ -21,6 +20,7 @@ from defsentflow.scoring import (
     label_stats,
     plan_batches,
 )
+from defsentflow.scoring.config import DiscriminativeSection
 from tests.scoring.helpers import OverlapSearch, harvest_settings, make_corpus
 
 SETTINGS = harvest_settings(contexts={"k": 1, "set_size": 4}, retrieval={"top_n": 8},

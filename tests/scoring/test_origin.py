@@ -7,7 +7,6 @@ import pytest
 import torch
 from sklearn.metrics.pairwise import cosine_similarity
 
-from defsentflow.scoring.config import DiscriminativeSection
 from defsentflow.scoring import (
     ContextDiscriminator,
     ContextualScorer,
@@ -18,6 +17,7 @@ from defsentflow.scoring import (
     encode_sentences,
     select_context_set,
 )
+from defsentflow.scoring.config import DiscriminativeSection
 from defsentflow.scoring.origin import OriginPoint, PairLabeller
 from tests.scoring.helpers import OverlapSearch, make_corpus
 

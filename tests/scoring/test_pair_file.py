@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -132,7 +131,7 @@ def test_cli_train_surrogate_from_a_catalog_model_on_file_pairs(corpus_dir, tiny
 
 @pytest.mark.slow
 def test_the_flow_on_dask_labels_file_pairs_as_the_library_does(prefect_test_harness, corpus_dir, tiny_bert_dir, tmp_path, monkeypatch):
-    from flows.harvest_pairs import run_harvest_flow
+    from defsentflow.flows.harvest_pairs import run_harvest_flow
 
     pairs = {"source": "file", "file": str(_sts_file(tmp_path)), "file_columns": [5, 6], "similarity": "centered_cosine"}
     seq_root, dask_root = tmp_path / "seq", tmp_path / "dask"

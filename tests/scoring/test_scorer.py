@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import torch
 
-from defsentflow.scoring.config import DiscriminativeSection
 from defsentflow.scoring import (
     ContextDiscriminator,
     ContextScorer,
@@ -15,7 +14,7 @@ from defsentflow.scoring import (
     ScorerWeights,
     encode_sentences,
 )
-
+from defsentflow.scoring.config import DiscriminativeSection
 from tests.scoring.helpers import make_corpus
 
 

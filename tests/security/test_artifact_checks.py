@@ -114,7 +114,7 @@ def test_a_large_file_changed_in_the_middle_passes_the_quick_check_but_not_verif
 def test_prefect_stage_cache_misses_on_a_changed_artifact(home, tmp_path):
     import json
 
-    from tasks.caching import _complete
+    from defsentflow.tasks.caching import _complete
 
     cat = Catalog()
     f = home / "parquet" / "x.bin"

@@ -250,7 +250,7 @@ def test_a_copied_root_reads_only_its_own_files(filled, tmp_path, monkeypatch):
 
 # -- fact 10: same-size corruption of a registered model is found before it is loaded ---------------------------
 def test_a_same_size_change_in_model_weights_is_a_one_line_error(filled, tmp_path, capsys):
-    from defsentflow.storage.integrity import ArtifactChangedError, _VERIFIED
+    from defsentflow.storage.integrity import _VERIFIED, ArtifactChangedError
 
     home, model, _ = filled
     _VERIFIED.clear()

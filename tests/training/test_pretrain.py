@@ -10,6 +10,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from defsentflow.config import load_pretrain_section
 from defsentflow.training.checkpoint import CHECKPOINT_NAME
 from defsentflow.training.pretrain import (
     build_mlm_model,
@@ -19,7 +20,6 @@ from defsentflow.training.pretrain import (
     pretrain_mlm,
     run_pretrain,
 )
-from defsentflow.config import load_pretrain_section
 from defsentflow.training.pretrain_config import PretrainSection
 
 SENTENCES = [
@@ -235,9 +235,9 @@ def test_text_is_corpus_sentences_and_usage_examples_never_glosses(home, tmp_pat
 
 
 def test_run_pretrain_registers_and_a_rerun_is_a_cache_hit(home, tmp_path, tiny_mlm_dir, monkeypatch):
+    import defsentflow.training.pretrain as pretrain
     from defsentflow.encoders import has_mlm_head
     from defsentflow.storage import Catalog
-    import defsentflow.training.pretrain as pretrain
 
     _write_corpus(tmp_path)
     _toy_dictionary(tmp_path)

@@ -5,7 +5,6 @@ candidate) so each test knows which candidate must win."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -157,6 +156,6 @@ def test_training_entries_train_split_or_all(tiny_bert_dir, home, wide, trained)
 
 def test_training_imports_no_scorer_the_flows_pass_the_real_one():
     from defsentflow.evaluation.selection import selection_score
-    from tasks.training import PST_TASKS
+    from defsentflow.tasks.training import PST_TASKS
 
     assert PstSteps().scorer is None and PST_TASKS.scorer is selection_score
