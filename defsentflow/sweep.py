@@ -166,7 +166,7 @@ class Sweep:
         raise KeyError(f"sweep {self.name!r} has no point {key!r} (ids: {', '.join(p.point_id for p in self.points)})")
 
 
-def _point_id(params: dict[str, Any]) -> str:
+def point_id_of(params: dict[str, Any]) -> str:
     return hash_config(params)[:_ID_CHARS]
 
 
@@ -200,7 +200,7 @@ def _validate_point(base: dict[str, Any], params: dict[str, Any], sweep_name: st
             config = set_dotted(config, key, value)
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
-    config = {**config, "name": f"{sweep_name}-{_point_id(params)}"}
+    config = {**config, "name": f"{sweep_name}-{point_id_of(params)}"}
     config_from_dict(config, origin=where)
     return config, hash_config(config)
 
@@ -240,7 +240,7 @@ def expand_sweep(spec: SweepFile, base: dict[str, Any], *, origin: str = "<sweep
     for params in combos:
         if any(_matches(params, rule, base) for rule in spec.exclude):
             continue
-        pid = _point_id(params)
+        pid = point_id_of(params)
         if pid in seen:
             continue
         seen.add(pid)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import prefect  # noqa: F401  (the task wrapper runs every candidate)
 
 import defsentflow.evaluation.selection  # noqa: F401  (the selection scorer)
+import defsentflow.training.candidate  # noqa: F401  (training, torch, transformers)
 import defsentflow.training.entry_shards  # noqa: F401  (entry-matrix shards)
-import defsentflow.training.pst_candidates  # noqa: F401  (training, torch, transformers)
 
 __all__: list[str] = []

@@ -21,8 +21,9 @@ from defsentflow.compute import compute_from_env
 from defsentflow.evaluation.selection import selection_score
 from defsentflow.tasks.fanout import fan_out_from_env
 from defsentflow.tasks.retries import TRAIN_RETRIES
-from defsentflow.training import pst_steps
+from defsentflow.training.candidate import train_candidate
 from defsentflow.training.defsent_run import DefSentSteps
+from defsentflow.training.entry_matrix import build_entry_matrix
 from defsentflow.training.pst import PstSteps, run_step0
 
 __all__ = ["DEFSENT_TASKS", "PST_TASKS", "pst_tasks"]
@@ -46,7 +47,7 @@ def _step_subflow(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 PST_TASKS = PstSteps(
-    build_matrix=_task("pst-entry-matrix", pst_steps.build_entry_matrix),
+    build_matrix=_task("pst-entry-matrix", build_entry_matrix),
     scorer=selection_score,
     step=_step_subflow,
 )
@@ -59,6 +60,6 @@ def pst_tasks() -> PstSteps:
                                threads=compute_from_env().threads_per_candidate)
 
 DEFSENT_TASKS = DefSentSteps(
-    build_matrix=_task("defsent-entry-matrix", pst_steps.build_entry_matrix),
-    train=_task("train-defsent", pst_steps.train_model),
+    build_matrix=_task("defsent-entry-matrix", build_entry_matrix),
+    train=_task("train-defsent", train_candidate),
 )

@@ -295,3 +295,19 @@ def test_function_level_imports_are_few_and_explained():
         f"{len(project)} function-level imports of the project's own modules (at most "
         f"{MAX_LAZY_PROJECT_IMPORTS}):\n" + "\n".join(project))
     assert not unexplained, "function-level imports without a '# lazy: why' comment:\n" + "\n".join(unexplained)
+
+
+def test_no_module_imports_another_modules_private_names():
+    """A name that starts with ``_`` belongs to its module: another module that needs it gets a public
+    name in the module that owns the concept (issue 33: no module imports another's ``_private`` name)."""
+    offenders = []
+    for path in _project_files():
+        module, is_package = _module_name(path), path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                source = _resolve(node, module, is_package)
+                if source.split(".")[0] not in ("defsentflow", *PACKAGES) or source == module:
+                    continue
+                offenders += [f"{path.relative_to(ROOT)}:{node.lineno}: {source}.{a.name}" for a in node.names
+                              if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not offenders, "imports of another module's private names:\n" + "\n".join(offenders)

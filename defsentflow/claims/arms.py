@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from defsentflow.claims.config import ClaimsConfig
-from defsentflow.sweep import Sweep, SweepFile, SweepPoint, _point_id, expand_sweep
+from defsentflow.sweep import Sweep, SweepFile, SweepPoint, expand_sweep, point_id_of
 
 __all__ = ["ArmPlan", "arm_name", "plan_arms"]
 
@@ -121,6 +121,6 @@ def plan_arms(claims: ClaimsConfig, *, origin: str = "<claims>") -> ArmPlan:
         sweep = Sweep(name=spec.name, path=claims.path, spec=file, base=claims.base, base_path=claims.base_path,
                       points=expanded, home=claims.home)
         by_id = {p.point_id: p for p in expanded}
-        points = {n: by_id[_point_id(params)] for n, params in arms.items()}
+        points = {n: by_id[point_id_of(params)] for n, params in arms.items()}
     return ArmPlan(sweep=sweep, points=points, needs={c: list(dict.fromkeys(v)) for c, v in needs.items()},
                    untestable=untestable, base_entries=base_entries, base_pretrain_seed=base_pretrain_seed)

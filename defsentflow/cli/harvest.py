@@ -25,7 +25,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="run as a Prefect flow (a temporary local API unless PREFECT_API_URL is set)")
 
 
-def _config(args: argparse.Namespace):
+def harvest_config_arg(args: argparse.Namespace):
     from defsentflow.cli import UserError
     from defsentflow.scoring.config import load_harvest_config
 
@@ -54,7 +54,7 @@ def _harvest(args: argparse.Namespace) -> int:
     from defsentflow.scoring.stages import run_harvest
     from defsentflow.storage import Catalog
 
-    cfg = _config(args)
+    cfg = harvest_config_arg(args)
     result, run_id, seconds = run_stage(
         args, prefix="harvest", flow="defsentflow.flows.harvest_pairs:run_harvest_flow", payload=cfg.model_dump(mode="json"),
         local=lambda rid: run_harvest(cfg, run_id=rid), use_flow=args.prefect or _uses_dask(cfg))
@@ -90,7 +90,7 @@ def train_surrogate(args: argparse.Namespace) -> int:
     from defsentflow.cli.stage import run_stage
     from defsentflow.training.surrogate import run_surrogate_config
 
-    cfg = _config(args)
+    cfg = harvest_config_arg(args)
     result, run_id, seconds = run_stage(
         args, prefix="surrogate", flow="defsentflow.flows.train_surrogate:train_surrogate_flow",
         payload=cfg.model_dump(mode="json"), local=lambda run_id: run_surrogate_config(cfg, run_id=run_id))

@@ -65,14 +65,14 @@ def _origin(args: argparse.Namespace) -> int:
     from defsentflow.config_tools import LIMITS
 
     check_count(args.top_n, "--top-n", LIMITS["count"])
-    from defsentflow.cli.harvest import _config
+    from defsentflow.cli.harvest import harvest_config_arg
     from defsentflow.cli.table import print_table
     from defsentflow.evaluation.label_quality import record_label_quality, run_label_quality
     from defsentflow.evaluation.sts_data import validate_tasks
     from defsentflow.evaluation.suite import default_data_dir
     from defsentflow.storage import Catalog
 
-    cfg = _config(args)
+    cfg = harvest_config_arg(args)
     points = points_from_args(cfg, args.set_sizes, args.selections, args.top_n, args.similarities)
     validate_tasks(args.tasks)  # before the run is recorded: a typo is not a failed run
     run_id = args.run_id or f"origin-{uuid.uuid4().hex[:8]}"

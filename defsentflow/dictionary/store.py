@@ -28,6 +28,7 @@ __all__ = [
     "write_artifact",
     "seal_artifact",
     "read_summary",
+    "load_dictionary_folder",
     "registered_key",
     "register_artifact",
     "resolve_dictionary",
@@ -161,6 +162,17 @@ def _load(name_or_key: str, file: str, split: str | None, root: str | os.PathLik
     _, path = resolve_dictionary(name_or_key, root)
     filters = [("split", "=", split)] if split is not None else None
     return pq.read_table(path / file, filters=filters)
+
+
+def load_dictionary_folder(path: str | os.PathLike, split: str | None = None) -> pa.Table:
+    """The definitions of the dictionary artifact in folder ``path``, without the catalog (what a
+    worker reads: the flow process resolved the name)."""
+    if split is not None:
+        check_choice(split, SPLITS, "split")
+    file = Path(path) / "definitions.parquet"
+    if not file.is_file():
+        raise FileNotFoundError(f"{path}: not a dictionary artifact (no definitions.parquet)")
+    return pq.read_table(file, filters=[("split", "=", split)] if split is not None else None)
 
 
 def load_dictionary(name_or_key: str, split: str | None = None, *, root: str | os.PathLike | None = None) -> pa.Table:

@@ -22,6 +22,7 @@ import torch
 
 from defsentflow.encoders.card import model_card
 from defsentflow.encoders.loading import resolve_model_path
+from defsentflow.encoders.model_record import ModelRecord, read_model_record, write_model_record
 from defsentflow.storage.atomic import atomic_dir
 
 __all__ = ["EVAL_MAX_LENGTH", "ST_POOLING", "UnsupportedPooling", "base_has_normalize", "make_readable",
@@ -42,8 +43,8 @@ class UnsupportedPooling(torch.nn.Module):
 
     @classmethod
     def load(cls, model_name_or_path: str = "", *args: Any, **kwargs: Any) -> UnsupportedPooling:
-        meta = Path(str(model_name_or_path)) / "defsentflow.json"
-        pooling = json.loads(meta.read_text()).get("pooling", "?") if meta.is_file() else "?"
+        rec = read_model_record(model_name_or_path) if Path(str(model_name_or_path)).is_dir() else None
+        pooling = rec.pooling if rec is not None else "?"
         raise ValueError(f"{model_name_or_path}: pooling {pooling!r} has no sentence-transformers module; "
                          "encode with `defsentflow encode` instead")
 
@@ -157,8 +158,9 @@ def save_encoder(model: torch.nn.Module, tokenizer: Any, out_dir: str | os.PathL
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
         write_st_modules(tmp, pooling=pooling, max_seq_length=max_seq_length, normalize=normalize)
-        info = {"pooling": pooling, "max_seq_length": max_seq_length, "normalize": normalize, **meta}
-        (tmp / "defsentflow.json").write_text(json.dumps(info, indent=2, sort_keys=True, default=str))
+        info = ModelRecord.from_dict({"pooling": pooling, "max_seq_length": max_seq_length, "normalize": normalize,
+                                      **meta}).to_dict()
+        write_model_record(tmp, info)
         (tmp / "README.md").write_text(_training_card(out.name, tmp, info))
         make_readable(tmp)
     return out

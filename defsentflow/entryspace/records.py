@@ -46,7 +46,7 @@ def record_entry_space_stats(run_id: str, step: int, matrix_key: str, stats: Map
             if plot_path is None and (folder / "entry_space.png").is_file():
                 plot_path = folder / "entry_space.png"
     cols = ["run_id", "step", "matrix_key", "seed", "matrix_path", *STATS_COLUMNS, "plot_path"]
-    values = [run_id, int(step), matrix_key, seed, None if matrix_path is None else str(matrix_path),
-              *[stats.get(c) for c in STATS_COLUMNS], None if plot_path is None else str(plot_path)]
+    values = [run_id, int(step), matrix_key, seed, None if matrix_path is None else cat.rel(matrix_path),
+              *[stats.get(c) for c in STATS_COLUMNS], None if plot_path is None else cat.rel(plot_path)]
     cat.execute(f"INSERT OR REPLACE INTO entry_space_stats ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                 values)

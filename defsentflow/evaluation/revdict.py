@@ -45,7 +45,6 @@ Ties are ranked optimistically: rank = 1 + the number of candidates scoring stri
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -61,9 +60,11 @@ from defsentflow.dictionary.validate import normalize_text
 from defsentflow.encoders import encode_texts, load_encoder, validate_pooling
 from defsentflow.encoders.finite import NonFiniteError, require_finite
 from defsentflow.encoders.loading import resolve_model_path
+from defsentflow.encoders.model_record import resolved_record
 from defsentflow.storage.hashing import hash_text
-from defsentflow.training.entry_embeddings import IcaTransform
+from defsentflow.training.entry_matrix import EntryMatrix
 from defsentflow.training.heads import sentence_head_vectors
+from defsentflow.training.ica import IcaTransform
 
 __all__ = [
     "CandidateSet",
@@ -206,7 +207,7 @@ class RevdictQueries:
         return [self.definitions[i] for i in self.query_rows]
 
 
-def _order_key(entry: str, definition: str) -> str:
+def query_order_key(entry: str, definition: str) -> str:
     return hash_text(f"{entry}\x1f{definition}")
 
 
@@ -261,7 +262,7 @@ def prepare_queries(table: pa.Table, *, split: str = "test", candidates: Candida
         unseen = [j for j in eligible if normalize_definition(defs[j]) not in exclude]
         n_excluded = len(eligible) - len(unseen)
         eligible = unseen
-    eligible.sort(key=lambda j: _order_key(names[def_entry[j]], defs[j]))
+    eligible.sort(key=lambda j: query_order_key(names[def_entry[j]], defs[j]))
     if max_queries is not None:
         eligible = eligible[:max_queries]
     return RevdictQueries(entries=names, definitions=defs, def_entry=def_entry,
@@ -271,12 +272,9 @@ def prepare_queries(table: pa.Table, *, split: str = "test", candidates: Candida
 
 # -- model metadata -----------------------------------------------------------------------------------
 def model_meta(model: str | os.PathLike) -> dict[str, Any]:
-    """``defsentflow.json`` of a model directory (training pooling, pooler use, entry encoder), or {}."""
-    p = Path(resolve_model_path(model))
-    f = p / "defsentflow.json"
-    if p.is_dir() and f.is_file():
-        return json.loads(f.read_text())
-    return {}
+    """The model record (``defsentflow.json``) of a model directory, references resolved (training
+    pooling, pooler use, entry encoder, the entry matrix folder), or {}."""
+    return resolved_record(resolve_model_path(model))
 
 
 def _has_pooler(enc: Any) -> bool:
@@ -292,12 +290,15 @@ def load_ica(meta: dict[str, Any]) -> Callable[[np.ndarray], np.ndarray]:
     matrix = meta.get("entry_matrix")
     if not matrix:
         raise ValueError("the model was trained with ICA but records no entry matrix: its ICA space is unknown")
-    directory = Path(matrix)
-    directory = directory.parent if directory.suffix == ".npy" else directory
     try:
-        return IcaTransform.load(directory)
+        found = EntryMatrix.load(matrix, mmap=True)
     except FileNotFoundError as exc:
-        raise ValueError(str(exc)) from None
+        raise ValueError(f"the model's entry matrix is gone: {exc}") from None
+    if found.ica is None:
+        directory = Path(matrix).parent if Path(matrix).suffix == ".npy" else Path(matrix)
+        raise ValueError(f"{directory}: no saved ICA transform ({IcaTransform.FILE}); the entry matrix was built "
+                         "without ICA or before the ICA map was saved (commit f0d2839, 2026-11-22): rebuild it")
+    return found.ica
 
 
 # -- evaluation -----------------------------------------------------------------------------------------

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from defsentflow.dictionary.store import load_dictionary_folder
 from defsentflow.evaluation.sts import evaluate_sts
+from defsentflow.storage.paths import from_root
 
 __all__ = ["selection_score"]
 
@@ -30,7 +32,8 @@ def selection_score(request: Any) -> tuple[float, list[dict[str, Any]]]:
     )
 
     mode = request.revdict_mode
-    res = evaluate_revdict(cand.model_dir, request.table, split="dev", modes=(mode,), pooling=request.pooling,
+    table = load_dictionary_folder(from_root(request.root, request.dictionary))
+    res = evaluate_revdict(cand.model_dir, table, split="dev", modes=(mode,), pooling=request.pooling,
                            entry_encoding=cand.entry_encoding, max_queries=request.max_queries,
                            batch_size=request.batch_size, max_length=request.max_length, autocast=request.autocast,
                            device=request.device, root=request.root)

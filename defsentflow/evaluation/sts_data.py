@@ -116,7 +116,7 @@ def sts_root(data_dir: str | os.PathLike) -> Path:
     return d / "sts" if (d / "sts").is_dir() else d
 
 
-def _sick_root(data_dir: str | os.PathLike) -> Path:
+def sick_root(data_dir: str | os.PathLike) -> Path:
     d = Path(data_dir)
     return d / "sick" if (d / "sick").is_dir() else d
 
@@ -212,7 +212,7 @@ def load_sick(path: str | os.PathLike, *, task: str = "") -> StsTask:
 
 def _sick_path(data_dir: str | os.PathLike, split: str) -> tuple[str, Path]:
     """The (split, file) for a SICK-R request; ``auto`` is test when present, else trial."""
-    root = _sick_root(data_dir)
+    root = sick_root(data_dir)
     if split == "auto":
         for cand in ("test", "trial"):
             if (root / SICK_FILES[cand]).is_file():
@@ -273,7 +273,7 @@ def available_tasks(data_dir: str | os.PathLike) -> list[str]:
     for name, fname in STSB_FILES.items():
         if (root / "STSBenchmark" / fname).is_file():
             out.append(name)
-    sick = _sick_root(data_dir)
+    sick = sick_root(data_dir)
     for split in ("test", "trial", "train"):
         if (sick / SICK_FILES[split]).is_file():
             out.append("sickr" if split == "test" else f"sickr-{split}")

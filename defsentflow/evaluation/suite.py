@@ -8,7 +8,6 @@ pass (:func:`~defsentflow.evaluation.sts.evaluate_sts`); ``revdict`` calls
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
@@ -19,6 +18,7 @@ from typing import Any
 from defsentflow.encoders import validate_pooling
 from defsentflow.encoders.finite import NonFiniteError
 from defsentflow.encoders.loading import BUNDLED_ALIASES, resolve_model_path
+from defsentflow.encoders.model_record import record_of
 from defsentflow.evaluation.config import (
     DICTIONARY_TASKS,
     EVAL_TASKS,
@@ -53,13 +53,10 @@ class EvalResult:
 
 def default_pooling(model: str | os.PathLike) -> str:
     """The pooling a model was trained with (its ``defsentflow.json``), else ``mean``."""
-    meta = Path(resolve_model_path(model)) / "defsentflow.json"
-    if meta.is_file():
-        try:
-            return str(json.loads(meta.read_text()).get("pooling") or "mean")
-        except ValueError:
-            return "mean"
-    return "mean"
+    try:
+        return record_of(resolve_model_path(model)).pooling or "mean"
+    except ValueError:  # an unreadable record: the default, as for a bare checkpoint
+        return "mean"
 
 
 def run_evaluation(model: str | os.PathLike, config: EvalConfig) -> EvalResult:

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
-from defsentflow.evaluation.sts_data import SICK_FILES, TASKS, _sick_root, available_tasks, task_files
+from defsentflow.evaluation.sts_data import SICK_FILES, TASKS, available_tasks, sick_root, task_files
 from defsentflow.storage import Catalog
 
 __all__ = ["TaskStatus", "record_run_tasks", "runnable_tasks", "task_statuses"]
@@ -53,7 +53,7 @@ def task_statuses(tasks: Sequence[str], data_dir: str | os.PathLike | None) -> l
         elif task in present:
             out.append(TaskStatus(task, "evaluated", None, task))
         elif task == "sickr" and "sickr-trial" in present:
-            test = _sick_root(data_dir) / SICK_FILES["test"]
+            test = sick_root(data_dir) / SICK_FILES["test"]
             out.append(TaskStatus(task, "fallback", f"SICK test file {test.name} is missing: evaluated on the "
                                                     "labelled trial split (reported as sickr-trial)", "sickr-trial"))
         else:

@@ -21,7 +21,6 @@ top-1/3/10 accuracy; ``mrr`` is the full-ranking MRR (never lower). Ties are ran
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,13 +32,14 @@ from defsentflow.encoders.loading import pick_device, resolve_model_path
 from defsentflow.evaluation.revdict import (
     PROTOCOL_SUFFIX,
     Protocol,
-    _order_key,
     chance_mrr,
     model_meta,
     normalize_definition,
+    query_order_key,
     rank_metrics,
     trained_texts,
 )
+from defsentflow.training.entry_matrix import EntryMatrix
 from defsentflow.training.heads import sentence_head_vectors
 from defsentflow.training.targets import single_token_targets
 
@@ -76,7 +76,7 @@ def _queries(table: pa.Table, split: str, targets_of: dict[str, int], exclude: s
         unseen = [i for i in with_target if normalize_definition(definition[i]) not in exclude]
         n_excluded = len(with_target) - len(unseen)
         with_target = unseen
-    with_target.sort(key=lambda i: _order_key(entry[i], definition[i]))
+    with_target.sort(key=lambda i: query_order_key(entry[i], definition[i]))
     if max_queries is not None:
         with_target = with_target[:max_queries]
     texts = [definition[i] for i in with_target]
@@ -136,14 +136,11 @@ def evaluate_wordpred(model: str | os.PathLike, dictionary: str | pa.Table, *, s
     dev = pick_device(device)
     entries = sorted(set(table.column("entry").to_pylist()))
     if meta.get("decoder") == "entry_matrix":
-        import pyarrow.parquet as pq  # lazy: pyarrow loads only where it is used
-
-        matrix_dir = Path(str(meta.get("entry_matrix") or ""))
-        matrix_dir = matrix_dir.parent if matrix_dir.suffix == ".npy" else matrix_dir
-        if not (matrix_dir / "matrix.npy").is_file():
-            raise ValueError(f"{model}: the model's entry matrix {matrix_dir} is missing")
-        matrix = np.load(matrix_dir / "matrix.npy").astype(np.float32)
-        names = pq.read_table(matrix_dir / "entries.parquet").column("entry").to_pylist()
+        try:
+            em = EntryMatrix.load(str(meta.get("entry_matrix") or ""))
+        except FileNotFoundError as exc:
+            raise ValueError(f"{model}: the model's entry matrix is missing ({exc})") from None
+        matrix, names = np.asarray(em.matrix, dtype=np.float32), em.entries
         targets_of = {e: i for i, e in enumerate(names)}
         head_kind, n_candidates = "entry_matrix", len(names)
         normalize = bool(meta.get("normalize_logits", False))

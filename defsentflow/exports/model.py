@@ -24,6 +24,7 @@ from defsentflow.encoders.export import (
     write_st_modules,
 )
 from defsentflow.encoders.loading import require_safetensors, resolve_model_path
+from defsentflow.encoders.model_record import resolved_record, write_model_record
 from defsentflow.storage import Catalog
 from defsentflow.storage.outputs import output_dir
 
@@ -72,8 +73,7 @@ def model_facts(model: str, *, root: str | os.PathLike | None = None) -> ModelFa
     path = Path(row["path"]) if row else Path(resolve_model_path(model)).expanduser()
     if not path.is_dir():
         raise FileNotFoundError(f"unknown model {model!r}: not a model id in the catalog nor a model folder")
-    meta_file = path / "defsentflow.json"
-    meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
+    meta = resolved_record(path)
     local = str(model).startswith(("/", "~", ".")) or Path(model).exists()
     facts: ModelFacts = {"model_id": row["model_id"] if row else (path.name if local else str(model)), "path": path, "meta": meta, "row": row,
                          "metrics": [], "pst": None, "dictionary": None}
@@ -131,7 +131,7 @@ def export_model(model: str, dest: str | os.PathLike, *, root: str | os.PathLike
         info = portable({**facts["meta"], **named, "pooling": pooling, "max_seq_length": length, "normalize": normalize,
                          "model_id": facts["model_id"]})
         info.pop("losses", None)  # hundreds of numbers; the card gives the final loss
-        (tmp / "defsentflow.json").write_text(json.dumps(info, indent=2, sort_keys=True, default=str))
+        write_model_record(tmp, info)
         (tmp / "README.md").write_text(model_card(facts, pooling=pooling, max_seq_length=length, normalize=normalize))
         make_readable(tmp)
     return Path(dest)

@@ -13,14 +13,10 @@ from defsentflow.training.config import (
     TrainConfig,
     paper_config,
 )
-from defsentflow.training.entry_embeddings import (
-    EntryMatrix,
-    IcaTransform,
-    build_entry_embeddings,
-    entry_means,
-    ica_transform,
-)
+from defsentflow.training.entry_embeddings import build_entry_embeddings, entry_means
+from defsentflow.training.entry_matrix import EntryMatrix
 from defsentflow.training.heads import DefinitionClassifier, head_vector, sentence_head_vectors
+from defsentflow.training.ica import IcaTransform, ica_transform
 from defsentflow.training.loop import (
     LoopOutcome,
     TrainResult,

@@ -20,6 +20,7 @@ __all__ = [
     "LrDecay",
     "METHODS",
     "ENTRY_ENCODINGS",
+    "ENTRY_POOLING",
     "TRAIN_POOLINGS",
     "TrainConfig",
     "paper_batch_size",
@@ -33,6 +34,8 @@ LrDecay = Literal["auto", "linear", "none"]
 
 METHODS: tuple[str, ...] = get_args(Method)
 ENTRY_ENCODINGS: tuple[str, ...] = get_args(EntryEncoding)
+ENTRY_POOLING: dict[str, str] = {"ac": "cls", "amp": "mean"}
+"""The pooling each entry encoding averages: AC, the CLS vector; AMP, mean pooling."""
 TRAIN_POOLINGS: tuple[str, ...] = get_args(TrainPooling)
 
 

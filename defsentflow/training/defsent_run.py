@@ -8,12 +8,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from defsentflow.storage import Catalog, hash_config
-from defsentflow.training.data import TrainingData, load_training_data, splits_for
+from defsentflow.encoders.model_record import read_model_record
+from defsentflow.storage import Catalog, data_root, hash_config
+from defsentflow.training.candidate import TrainSpec, plan_training, train_candidate
+from defsentflow.training.data import load_training_data, splits_for
+from defsentflow.training.entry_matrix import build_entry_matrix
+from defsentflow.training.keys import base_model_of
 from defsentflow.training.pst_config import DefSentSection
 from defsentflow.training.pst_records import DefSentResult
-from defsentflow.training.pst_steps import _base, _config_identity, _key, _train_config, build_entry_matrix, train_model
-from defsentflow.training.targets import single_token_targets
+from defsentflow.training.step_plan import base_name_or_path
 
 __all__ = ["DefSentSteps", "run_defsent"]
 
@@ -24,7 +27,7 @@ class DefSentSteps:
     the same functions wrapped as Prefect tasks."""
 
     build_matrix: Callable[..., Any] = build_entry_matrix
-    train: Callable[..., tuple[str, str]] = train_model
+    train: Callable[..., dict[str, Any]] = train_candidate
 
 
 def run_defsent(section: DefSentSection, *, run_id: str | None, root: str | os.PathLike | None = None,
@@ -44,26 +47,16 @@ def run_defsent(section: DefSentSection, *, run_id: str | None, root: str | os.P
     try:
         data = load_training_data(section.dictionary, section.max_train_entries,
                                   splits=splits_for(section.train_entries), root=root)
-        base, base_hash = _base(section)
-        matrix_path = None
-        extra: dict[str, Any] = {"dictionary": section.dictionary, "train_splits": list(data.splits)}
+        matrix = None
         if section.method == "defsent_plus":
-            cfg = _train_config(section, method=section.method, pooling=section.pooling, lr=section.lr,
-                                seed=section.seed, variant=data.variant)
-            matrix = steps.build_matrix(section, data, encoder=base, encoder_id=base_hash,
-                                        encoding=section.entry_encoding, ica=section.ica, root=root, run_id=run_id)
-            definitions, targets, matrix_path = data.definitions, data.targets, str(matrix.matrix_path)
-            key = _key("pst_model", base_hash, matrix.key, data.train_hash, _config_identity(cfg))
-            extra.update(entry_encoder=base, entry_encoding=section.entry_encoding, ica=section.ica,
-                         normalize_logits=section.normalize_logits, entry_matrix=matrix_path)
-        else:
-            definitions, targets = _single_token_pairs(base, data)
-            cfg = _train_config(section, method=section.method, pooling=section.pooling, lr=section.lr,
-                                seed=section.seed, variant=data.variant)
-            key = _key("defsent_model", base_hash, data.train_hash, _config_identity(cfg))
-        model_id, model_dir = steps.train(cfg, base, definitions, targets, key=key, entry_matrix_path=matrix_path,
-                                          extra_meta=extra, method=section.method, base_name=section.base_model,
-                                          root=root, run_id=run_id)
+            matrix = steps.build_matrix(section, data, encoder=base_name_or_path(section),
+                                        encoder_id=base_model_of(section)[1], encoding=section.entry_encoding,
+                                        ica=section.ica, root=root, run_id=run_id)
+        spec: TrainSpec = plan_training(section, data, method=section.method, pooling=section.pooling, lr=section.lr,
+                                        seed=section.seed, matrix=matrix, root=root)
+        cat.register_records([steps.train(spec, root=str(data_root(root)), run_id=run_id)])
+        key, model_id, model_dir = spec.slot.key, spec.slot.model_id, str(data_root(root) / spec.slot.folder)
+        trained = read_model_record(model_dir)
     except BaseException as exc:
         if run_id is not None:
             cat.end_run(run_id, "failed", note=f"{type(exc).__name__}: {exc}"[:500])
@@ -73,19 +66,7 @@ def run_defsent(section: DefSentSection, *, run_id: str | None, root: str | os.P
                          note=model_id)
         cat.end_run(run_id, "completed", note=f"trained {model_id}")
     return DefSentResult(run_id=run_id or "", model_id=model_id, model_dir=model_dir, method=section.method,
-                         n_definitions=len(definitions), entry_matrix_path=matrix_path,
+                         n_definitions=int(trained.n_examples or 0) if trained else 0,
+                         entry_matrix_path=matrix.path if matrix is not None else None,
                          seconds=time.perf_counter() - t0)
 
-
-def _single_token_pairs(base: str, data: TrainingData) -> tuple[list[str], list[int]]:
-    """DefSent's training pairs: definitions of single-token entries, targets = vocabulary ids."""
-    from transformers import (
-        AutoTokenizer,  # lazy: transformers takes seconds to load; only code that loads a model needs it
-    )
-
-    tokenizer = AutoTokenizer.from_pretrained(base)
-    mask, ids = single_token_targets(tokenizer, data.entries)
-    keep = [i for i, t in enumerate(data.targets) if mask[t]]
-    if not keep:
-        raise ValueError(f"no training entry of {data.dictionary!r} is a single token of {base}'s vocabulary")
-    return [data.definitions[i] for i in keep], [int(ids[data.targets[i]]) for i in keep]

@@ -44,12 +44,12 @@ from defsentflow.encoders.encoding import (
 from defsentflow.encoders.loading import Autocast, LoadedEncoder, autocast_context, load_encoder, model_content_hash
 from defsentflow.fanout import sequential
 from defsentflow.storage.hashing import combine_hashes, hash_bytes, hash_text
+from defsentflow.training.config import ENTRY_POOLING
 
 __all__ = ["EntryShardSpec", "FanOut", "plan_entry_shards", "token_ids", "encode_entry_shard", "sum_entry_vectors",
            "build_entry_matrix_sharded", "plain_fan_out"]
 
 FanOut = Callable[[Callable[[Any], Any], list], list]
-_POOLING = {"ac": "cls", "amp": "mean"}
 # Pairs summed per chunk in the merge: fixed, so the float32 sums never depend on the sharding.
 MERGE_CHUNK = 65_536
 
@@ -216,13 +216,13 @@ def build_entry_matrix_sharded(encoder: LoadedEncoder | str | os.PathLike, entri
 
     Bit-identical for every ``shards`` and executor (same model, device and threads per shard).
     """
-    if encoding not in _POOLING:
-        raise ValueError(f"encoding must be one of {tuple(_POOLING)}, got {encoding!r}")
+    if encoding not in ENTRY_POOLING:
+        raise ValueError(f"encoding must be one of {tuple(ENTRY_POOLING)}, got {encoding!r}")
     entries, definitions = list(entries), list(definitions)
     if len(entries) != len(definitions) or not entries:
         raise ValueError(f"{len(entries)} entries and {len(definitions)} definitions: need as many, at least one")
     enc = encoder if isinstance(encoder, LoadedEncoder) else load_encoder(encoder, device=device)
-    unique, row_of_text, specs = plan_entry_shards(enc, definitions, shards=shards, pooling=_POOLING[encoding],
+    unique, row_of_text, specs = plan_entry_shards(enc, definitions, shards=shards, pooling=ENTRY_POOLING[encoding],
                                                    max_length=max_length, batch_size=batch_size, autocast=autocast,
                                                    cache_dir=cache_dir)
     if isinstance(encoder, LoadedEncoder):  # the caller's model serves the in-process shards

@@ -9,7 +9,6 @@ training and for the reverse dictionary's head mode (:func:`sentence_head_vector
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +20,7 @@ from torch import nn
 
 from defsentflow.encoders.encoding import encode_texts
 from defsentflow.encoders.loading import Autocast, pick_device
+from defsentflow.encoders.model_record import read_model_record
 from defsentflow.encoders.pooling import pool
 from defsentflow.training.adapters import activation_fn, adapter_for, prepare_backbone
 
@@ -168,11 +168,9 @@ class DefinitionClassifier(nn.Module):
 
 
 def _pooler_activation(model_dir: Path, family: str) -> str:
-    meta_file = model_dir / "defsentflow.json"
-    if meta_file.is_file():
-        meta = json.loads(meta_file.read_text())
-        if "pooler_activation" in meta:
-            return str(meta["pooler_activation"])
+    rec = read_model_record(model_dir)
+    if rec is not None and rec.pooler_activation:
+        return rec.pooler_activation
     return adapter_for(family).pooler_activation
 
 
@@ -193,7 +191,7 @@ class HeadQueryEncoder:
                  autocast: Autocast = "none", device: str = "auto"):
         self.device = pick_device(device)
         path = Path(str(model_dir))
-        trained = (path / "defsentflow.json").is_file()
+        trained = path.is_dir() and read_model_record(path) is not None
         self.prepared = prepare_backbone(model_dir, device=self.device, word_head=False,
                                          use_pooler=use_pooler and not trained)
         self.pooling, self.use_pooler, self.max_length, self.autocast = pooling, use_pooler, max_length, autocast

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from defsentflow.encoders.export import save_encoder
+from defsentflow.encoders.export import base_has_normalize, save_encoder
 from defsentflow.encoders.loading import autocast_context, model_content_hash, pick_device
 from defsentflow.progress import progress
 from defsentflow.storage.hashing import code_version, combine_hashes, hash_bytes, hash_config, hash_text
@@ -230,7 +230,8 @@ def _fingerprint(config: TrainConfig, base_model: str, definitions: Sequence[str
 
 def train_encoder(config: TrainConfig, base_model: str | os.PathLike, definitions: Sequence[str],
                   targets: Sequence[int], *, out_dir: str | os.PathLike, checkpoint_dir: str | os.PathLike,
-                  entry_matrix: np.ndarray | None = None, stop_after_steps: int | None = None) -> TrainResult:
+                  entry_matrix: np.ndarray | None = None, stop_after_steps: int | None = None,
+                  record: dict[str, Any] | None = None) -> TrainResult:
     """Train a sentence encoder with DefSent or DefSent+ and save it to ``out_dir``.
 
     Args:
@@ -247,6 +248,9 @@ def train_encoder(config: TrainConfig, base_model: str | os.PathLike, definition
         entry_matrix: DefSent+'s frozen head ``[n_entries, hidden]``; None for DefSent.
         stop_after_steps: stop after this many optimizer steps (counted from the run's start),
             leaving a checkpoint and no model; call again to finish.
+        record: fields of the model record (``defsentflow.json``) the caller decides, portable
+            references included (:func:`~defsentflow.training.candidate.plan_training`); they
+            override what training records (``base_model`` above all: the name, not the path).
 
     Example:
         >>> cfg = paper_config("defsent_plus", variant="a")
@@ -323,8 +327,10 @@ def train_encoder(config: TrainConfig, base_model: str | os.PathLike, definition
         "final_loss": final_loss, "losses": outcome.losses, "train_seconds": outcome.total_seconds,
         "completed": outcome.completed, "code_version": code_version(),
     }
-    if outcome.completed:
-        save_encoder(backbone, tokenizer, out_dir, pooling=config.pooling, meta=meta)  # ST length: the evaluation's
+    meta.update(record or {})
+    if outcome.completed:  # ST length: the evaluation's; Normalize kept when the base model had it
+        save_encoder(backbone, tokenizer, out_dir, pooling=config.pooling, meta=meta,
+                     normalize=base_has_normalize(base))
         remove_checkpoint(checkpoint_dir)
     rate = outcome.examples / outcome.seconds if outcome.seconds > 0 else 0.0
     return TrainResult(model_dir=Path(out_dir), steps=outcome.steps, final_loss=final_loss, seconds=outcome.seconds,

@@ -29,7 +29,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import math
 import os
@@ -50,6 +49,7 @@ from defsentflow.dictionary import load_examples, resolve_dictionary
 from defsentflow.encoders.encoding import pad_batch, tokenize_sorted
 from defsentflow.encoders.export import save_encoder
 from defsentflow.encoders.loading import model_content_hash, pick_device, resolve_model_path
+from defsentflow.encoders.model_record import read_model_record
 from defsentflow.storage import Catalog, hash_path
 from defsentflow.storage.locks import artifact_lock
 from defsentflow.training.batching import length_bucketed_batches
@@ -390,8 +390,9 @@ def train_or_find(section: PretrainSection, corpus_keys: Sequence[str], dictiona
             return _from_meta(model_id, out, key, found.get("meta") or {})
         data = gather_texts(corpus_keys, section.dictionary, section.dictionary_splits, root=root)
         inputs = {"corpora": list(corpus_keys), "dictionary": dictionary_key, "tokenizer": tokenizer_hash}
-        if (out / "defsentflow.json").is_file():  # finished but never registered (killed in between)
-            info = json.loads((out / "defsentflow.json").read_text())
+        finished = read_model_record(out)
+        if finished is not None:  # finished but never registered (killed in between)
+            info = finished.to_dict()
             res = None
         else:
             res = pretrain_mlm(section, data.texts, section.tokenizer, out_dir=out, checkpoint_dir=ckpt,

@@ -49,11 +49,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from defsentflow.encoders import resolve_model_path
 from defsentflow.fanout import FanOut, runs_beside, sequential
 from defsentflow.storage import Catalog, check_identifier, data_root, hash_config, hash_path, under_root, write_json
-from defsentflow.training.data import TrainingData, load_training_data, splits_for
-from defsentflow.training.defsent_run import run_defsent
-from defsentflow.training.pst_candidates import (
+from defsentflow.storage.paths import relative_tree, resolved_tree
+from defsentflow.training.candidate import (
     Scorer,
     plan_base_candidate,
     plan_candidate,
@@ -61,6 +61,10 @@ from defsentflow.training.pst_candidates import (
     run_candidates,
     start_candidates,
 )
+from defsentflow.training.data import TrainingData, load_training_data, splits_for
+from defsentflow.training.defsent_run import run_defsent
+from defsentflow.training.entry_matrix import build_entry_matrix
+from defsentflow.training.keys import artifact_key
 from defsentflow.training.pst_config import PstSection
 from defsentflow.training.pst_records import (
     Candidate,
@@ -71,17 +75,15 @@ from defsentflow.training.pst_records import (
     StepPlan,
     StepResult,
 )
-from defsentflow.training.pst_steps import (
-    _key,
+from defsentflow.training.step_plan import (
     base_candidates,
-    build_entry_matrix,
     choose_best,
     choose_step,
     plan_step,
-    record_step,
     selection_plan,
     step_key,
 )
+from defsentflow.training.step_records import record_step
 
 __all__ = [
     "Candidate",
@@ -181,7 +183,7 @@ def run_step(section: PstSection, data: TrainingData, plan: StepPlan, selection:
     cat = Catalog(root)
     found = cat.artifact(key)
     if found is not None:
-        done = StepResult.from_dict(json.loads(Path(found["path"]).read_text()))
+        done = StepResult.from_dict(resolved_tree(cat.root, json.loads(Path(found["path"]).read_text())))
         paths = [c.model_dir for c in done.candidates] + [m.path for m in done.entry_matrices]
         if all(Path(p).exists() for p in paths):  # else rebuild what is gone (the rest is found by key)
             return dataclasses.replace(done, cached=True, seconds=time.perf_counter() - t0)
@@ -200,7 +202,7 @@ def run_step(section: PstSection, data: TrainingData, plan: StepPlan, selection:
                         seconds=time.perf_counter() - t0, lr=plan.lr, entry_matrices=tuple(matrices.values()),
                         rule=section.selection_rule, figure=figure, group_means=means)
     final = data_root(root) / "pst" / "steps" / f"{key}.json"
-    write_json(result.to_dict(), final)
+    write_json(relative_tree(cat.root, result.to_dict()), final)  # paths in the root: root-relative
     cat.register_artifact(key, "pst_step", final, hash_path(final), name=f"step{plan.step}", run_id=run_id,
                           config=plan.to_dict())
     return result
@@ -260,8 +262,9 @@ def finish_pst(section: PstSection, run_id: str, history: Sequence[StepResult], 
     result = PstResult(run_id=run_id, selection=selection, steps=tuple(history), winner=winner, reason=reason,
                        stop_note=stop_note, model_id=model_id, model_dir=winner.model_dir, record_path=str(record_path),
                        seconds=seconds)
-    write_json({**result.to_dict(), "config": section.model_dump(mode="json")}, record_path)
-    key = _key("pst_result", *(s.key or s.best.artifact_key for s in history), winner.artifact_key, winner.pooling)
+    write_json(relative_tree(data_root(root), {**result.to_dict(), "config": section.model_dump(mode="json")}),
+               record_path)
+    key = artifact_key("pst_result", *(s.key or s.best.artifact_key for s in history), winner.artifact_key, winner.pooling)
     cat = Catalog(root)
     meta = {"winner_step": winner.step, "winner_model_id": winner.model_id, "pooling": winner.pooling,
             "selection_metric": winner.metric, "selection_score": winner.score, "reason": reason, "note": notes,
@@ -278,7 +281,8 @@ def finish_pst(section: PstSection, run_id: str, history: Sequence[StepResult], 
              winner.metric, winner.score, reason, notes, str(record_path), seconds, section.selection_rule,
              section.train_entries],
         )
-    cat.register_model(model_id, winner.model_dir, base_model=section.base_model, method="pst", pooling=winner.pooling,
+    cat.register_model(model_id, resolve_model_path(winner.model_dir), base_model=section.base_model, method="pst",
+                       pooling=winner.pooling,
                        run_id=run_id, artifact_key=key, meta=meta)
     return result
 

@@ -28,7 +28,8 @@ class _Record:
 
 @dataclass(frozen=True)
 class MatrixRef(_Record):
-    """An entry matrix artifact: ``<dir>/matrix.npy`` (rows = ``TrainingData.entries``)."""
+    """An entry matrix artifact: the folder ``path`` (:class:`~defsentflow.training.entry_matrix.EntryMatrix`;
+    rows = ``TrainingData.entries``) and its content key."""
 
     key: str
     path: str
@@ -154,7 +155,8 @@ class ScoreRequest:
 
     PST's training code never imports evaluation code: the scorer is passed in
     (``PstSteps.scorer``, e.g. :func:`defsentflow.evaluation.selection.selection_score`) and called
-    on the worker with this request, which carries every input it needs (no catalog access).
+    on the worker with this request, which carries every input it needs by reference (no catalog
+    access, no table: the worker reads the dictionary folder itself).
     """
 
     candidate: Candidate
@@ -167,7 +169,7 @@ class ScoreRequest:
     revdict_mode: str = "head"
     max_queries: int | None = None
     batch_size: int = 128
-    table: Any = field(default=None, repr=False, compare=False)   # the dictionary (revdict-mrr)
+    dictionary: str | None = None   # revdict-mrr: the dictionary artifact's folder, relative to ``root``
     root: str | None = None
 
 

@@ -22,7 +22,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -34,9 +33,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from defsentflow.encoders import model_content_hash, pick_device, require_safetensors, resolve_model_path
+from defsentflow.encoders.model_record import model_ref, write_model_record
 from defsentflow.progress import live
 from defsentflow.scoring.stages import run_harvest
-from defsentflow.storage import Catalog, atomic_dir, code_version, combine_hashes, hash_config, hash_path
+from defsentflow.storage import Catalog, atomic_dir, code_version, combine_hashes, data_root, hash_config, hash_path
 
 if TYPE_CHECKING:
     from defsentflow.scoring.config import SurrogateSection
@@ -199,8 +199,8 @@ def train_surrogate(pairs_path: str | os.PathLike, out_dir: str | os.PathLike, c
     out = trainer.train(resume_from_checkpoint=resume)
     with atomic_dir(out_dir) as tmp:
         model.save(str(tmp))
-        (tmp / "defsentflow.json").write_text(json.dumps({"method": "surrogate", "pooling": "mean",
-                                                           "config": _settings(config), "pairs": str(pairs_path)}, indent=2))
+        write_model_record(tmp, {"method": "surrogate", "pooling": "mean", "config": _settings(config),
+                                 "pairs": model_ref(Path(pairs_path).resolve(), out_dir, data_root())})
     shutil.rmtree(work, ignore_errors=True)
     return SurrogateResult(out_dir, len(data), int(out.global_step), time.perf_counter() - t0,
                            float(out.training_loss) if out.training_loss is not None else None, resume)

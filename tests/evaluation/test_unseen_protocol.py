@@ -108,7 +108,7 @@ def test_ica_fitted_in_training_is_saved_and_reused_never_refit(tmp_path, tiny_b
 
     from sklearn.decomposition import FastICA
 
-    from defsentflow.training.entry_embeddings import IcaTransform
+    from defsentflow.training.ica import IcaTransform
 
     rng = np.random.default_rng(1)
     matrix = rng.standard_normal((80, 32)) @ rng.standard_normal((32, 32))
@@ -121,9 +121,9 @@ def test_ica_fitted_in_training_is_saved_and_reused_never_refit(tmp_path, tiny_b
     plain = FastICA(n_components=32, max_iter=1000, random_state=42, whiten="unit-variance").fit_transform(matrix) * 100
     assert np.allclose(IcaTransform.fit(matrix, standardize=False)(matrix), plain, atol=1e-6)
     mdir = tmp_path / "matrix"
-    mdir.mkdir()
-    np.save(mdir / "matrix.npy", ica(matrix).astype(np.float32))
-    ica.save(mdir)
+    from defsentflow.training.entry_matrix import EntryMatrix
+
+    EntryMatrix(entries=[f"e{i}" for i in range(80)], matrix=ica(matrix).astype(np.float32), ica=ica).save(mdir)
     again = IcaTransform.load(mdir)
     assert np.array_equal(again(matrix[:5]), ica(matrix[:5]))
 

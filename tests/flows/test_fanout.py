@@ -15,7 +15,8 @@ from defsentflow.evaluation.selection import selection_score
 from defsentflow.fanout import KILL_AFTER_STEPS_ENV, KILL_MARKER_ENV, WORKER_ENV
 from defsentflow.storage import Catalog
 from defsentflow.training.pst import PstSteps, run_pst
-from tests.training.test_pst_schedule import dictionary, section  # noqa: F401 (a fixture)
+from tests.dictionary_tables import register_table
+from tests.training.test_pst_schedule import dictionary, section, toy_dictionary  # noqa: F401 (a fixture)
 
 SEQUENTIAL = PstSteps(scorer=selection_score, threads=1)  # the workers' thread count per candidate
 
@@ -43,6 +44,7 @@ def _fanned() -> PstSteps:
 def _run(sec, home: Path, steps: PstSteps, monkeypatch, run_id: str = "same"):
     home.mkdir(parents=True, exist_ok=True)
     monkeypatch.setenv("DEFSENTFLOW_HOME", str(home))
+    register_table("toy", toy_dictionary(), home)  # the candidates read it on the workers, by reference
     res = run_pst(sec, run_id=run_id, steps=steps)
     cat = Catalog(home)
     strip = lambda v: v.replace(str(home), "<home>") if isinstance(v, str) else v  # noqa: E731

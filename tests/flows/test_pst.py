@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 
 from defsentflow.storage import Catalog
+from tests.dictionary_tables import register_table
 from tests.training.test_pst_schedule import section, toy_dictionary
 
 
@@ -60,11 +61,13 @@ def test_cli_and_flow_run_the_same_sequencer(prefect_test_harness, tiny_bert_dir
     table = toy_dictionary(marker=f" {uuid.uuid4().hex[:6]}")
     real = revdict.load_dictionary_table
     monkeypatch.setattr(revdict, "load_dictionary_table", lambda d, **kw: table if d == "toy" else real(d, **kw))
+    register_table("toy", table)
     sec = section(tiny_bert_dir, steps=2, seeds=[0, 1])
     local = run_pst(sec, run_id="same", steps=SCORED)
     local_rows = _rows("same")
     monkeypatch.setenv("DEFSENTFLOW_HOME", str(tmp_path / "other-home"))
     (tmp_path / "other-home").mkdir()
+    register_table("toy", table)
     flowed = pst_flow(sec.model_dump(mode="json"), run_id="same")
     assert _rows("same") == local_rows
     assert local_rows["pst_steps"] and [r[0] for r in local_rows["stages"]] == ["pst-step-0", "pst-step-1", "pst-step-2"]
@@ -80,6 +83,7 @@ def test_pst_flow_second_run_reuses_every_step(prefect_test_harness, tiny_bert_d
     table = toy_dictionary(marker=f" {uuid.uuid4().hex[:6]}")
     real = revdict.load_dictionary_table
     monkeypatch.setattr(revdict, "load_dictionary_table", lambda d, **kw: table if d == "toy" else real(d, **kw))
+    register_table("toy", table)
     cfg = section(tiny_bert_dir, steps=2, seeds=[0, 1]).model_dump(mode="json")
 
     state = pst_flow(cfg, run_id="f1", return_state=True)
@@ -111,6 +115,7 @@ def test_train_defsent_flow_is_cached(prefect_test_harness, tiny_mlm_dir, home, 
     table = toy_dictionary(marker=f" {uuid.uuid4().hex[:6]}")
     real = revdict.load_dictionary_table
     monkeypatch.setattr(revdict, "load_dictionary_table", lambda d, **kw: table if d == "toy" else real(d, **kw))
+    register_table("toy", table)
     cfg = {"base_model": str(tiny_mlm_dir), "dictionary": "toy", "method": "defsent", "pooling": "mean",
            "max_length": 32, "device": "cpu"}
     first = train_defsent_flow(cfg, run_id="d1")

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from defsentflow.config import load_config
+from defsentflow.training.candidate import train_config_for as _train_config
 from defsentflow.training.config import paper_batch_size
 from defsentflow.training.data import splits_for
-from defsentflow.training.pst_steps import _train_config
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 

@@ -12,9 +12,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from defsentflow.encoders.model_record import read_model_record
 from defsentflow.storage import Catalog
 from defsentflow.training.pst import PstSteps, run_pst
 from defsentflow.training.pst_config import GridPoint, PstSection
+from tests.dictionary_tables import register_table
 
 
 def wide_dictionary() -> pa.Table:
@@ -32,13 +34,9 @@ def wide_dictionary() -> pa.Table:
 
 
 @pytest.fixture()
-def wide(monkeypatch):
-    import defsentflow.dictionary.tables as tables
-
+def wide(home):
     table = wide_dictionary()
-    real = tables.load_dictionary_table
-    monkeypatch.setattr(tables, "load_dictionary_table",
-                        lambda d, **kw: table if d == "wide" else real(d, **kw))
+    register_table("wide", table, home)
     return table
 
 
@@ -88,7 +86,9 @@ def test_the_ica_step_trains_the_plain_and_the_ica_matrix_side_by_side(tiny_bert
                            "ORDER BY ica")
     assert [(r["ica"], r["n"]) for r in rows] == [(False, 2), (True, 2)]
     meta = json.loads((Path(res.winner.model_dir) / "defsentflow.json").read_text())
-    assert meta["ica"] is True and meta["entry_matrix"] == str(ica.matrix_path)
+    assert meta["ica"] is True and meta["entry_matrix"] == f"../../../pst/entry_matrices/{Path(ica.path).name}"
+    assert meta["entry_matrix_key"] == ica.key and not any(str(home) in str(v) for v in meta.values())
+    assert read_model_record(res.winner.model_dir).entry_matrix_dir(res.winner.model_dir) == Path(ica.path)
 
 
 def test_auto_never_stops_before_the_ica_step(tiny_bert_dir, home, wide):

@@ -9,8 +9,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from defsentflow.encoders.model_record import read_model_record
 from defsentflow.storage import Catalog
 from defsentflow.training.pst_config import GridPoint, PstSection
+from tests.dictionary_tables import register_table
 
 
 def _scored_steps():
@@ -38,13 +40,10 @@ def toy_dictionary(marker: str = "") -> pa.Table:
 
 
 @pytest.fixture()
-def dictionary(monkeypatch):
-    """Serve the toy table as dataset 'toy' (the dictionary package is not needed for these tests)."""
-    import defsentflow.dictionary.tables as revdict
-
+def dictionary(home):
+    """The toy table as dataset 'toy' of the test's data root."""
     tables = {"toy": toy_dictionary()}
-    real = revdict.load_dictionary_table
-    monkeypatch.setattr(revdict, "load_dictionary_table", lambda d, **kw: tables[d] if isinstance(d, str) and d in tables else real(d, **kw))
+    register_table("toy", tables["toy"], home)
     return tables
 
 
@@ -148,7 +147,10 @@ def test_every_step_trains_the_original_weights(tiny_bert_dir, home, dictionary,
     run = Catalog().query("SELECT * FROM pst_runs WHERE run_id = 'r1'")[0]
     assert run["winner_step"] == res.winner.step and "best revdict-mrr" in run["reason"]
     meta = json.loads((Path_(res.steps[2].best.model_dir) / "defsentflow.json").read_text())
-    assert meta["entry_encoder"] == res.steps[1].best.model_dir and meta["entry_encoding"] == "amp"
+    # portable: the entry encoder is step 1's best, written relative to this model's folder
+    assert meta["entry_encoder"] == f"../{Path_(res.steps[1].best.model_dir).name}" and meta["entry_encoding"] == "amp"
+    rec = read_model_record(res.steps[2].best.model_dir)
+    assert rec.entry_encoder_path(res.steps[2].best.model_dir) == res.steps[1].best.model_dir
 
 
 def Path_(p):
@@ -247,6 +249,7 @@ def test_defsent_trains_on_single_token_entries_only(tiny_mlm_dir, home, diction
     extra = pa.table({"entry": ["sunlight", "sunlight"], "definition": ["light from the sun", "the light of day"],
                       "split": ["train", "train"]})
     dictionary["toy2"] = pa.concat_tables([dictionary["toy"], extra])
+    register_table("toy2", dictionary["toy2"])
     s = DefSentSection(base_model=str(tiny_mlm_dir), dictionary="toy2", method="defsent", pooling="cls", lr=1e-3,
                        max_length=32, device="cpu")
     res = run_defsent(s, run_id="d1")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from defsentflow.storage import Catalog
+from tests.dictionary_tables import register_table
 from tests.training.test_pst_schedule import section, toy_dictionary
 
 
@@ -39,6 +40,8 @@ def test_changing_only_test_data_changes_no_pst_selection(tiny_bert_dir, home, m
     real = revdict.load_dictionary_table
     monkeypatch.setattr(revdict, "load_dictionary_table",
                         lambda d, **kw: tables[d] if isinstance(d, str) and d in tables else real(d, **kw))
+    for name, table in tables.items():
+        register_table(name, table, home)
     asked: list[str] = []
     import defsentflow.evaluation.revdict as evaluation
 

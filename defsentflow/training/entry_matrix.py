@@ -1,0 +1,174 @@
+"""The DefSent+ entry matrix: one on-disk layout, one builder, one reader.
+
+A matrix folder (``<root>/pst/entry_matrices/<key>/`` for the pipeline's, any folder for
+:meth:`EntryMatrix.save`) holds:
+
+* ``matrix.npy``: float32 ``[entries, hidden]`` (memory-mappable);
+* ``entries.parquet``: columns ``row``, ``entry`` (row ``i`` of the matrix is ``entry``);
+* ``meta.json``: encoding (``ac``/``amp``), ICA, the encoder (a reference relative to the folder,
+  or the name it was given) and its content key, ``max_length``, ``autocast``, the shape and the
+  entry-space statistics;
+* ``ica.npz`` when the matrix was ICA-transformed (:class:`~defsentflow.training.ica.IcaTransform`);
+* ``entry_space.png`` for the pipeline's matrices.
+
+:meth:`EntryMatrix.load` is the one reader: training (the frozen head), word prediction, the
+reverse dictionary's ICA space, serving and export all read a folder through it.
+:func:`build_entry_matrix` is the one builder of the pipeline's matrices: the sharded encoding
+of :mod:`defsentflow.training.entry_shards` (bit-identical whatever the shard count), then the
+optional ICA map, written atomically and registered in the catalog under its content key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from defsentflow.encoders import load_encoder
+from defsentflow.encoders.model_record import model_ref, resolve_ref
+from defsentflow.entryspace import entry_space_stats, plot_entry_space
+from defsentflow.storage import Catalog, atomic_dir, data_root, hash_config, hash_path
+from defsentflow.training import entry_shards  # its builder is looked up at call time (tests replace it there)
+from defsentflow.training.config import ENTRY_POOLING
+from defsentflow.training.data import TrainingData
+from defsentflow.training.ica import IcaTransform
+from defsentflow.training.keys import artifact_key, base_model_of
+from defsentflow.training.pst_config import DefSentSection, PstSection
+from defsentflow.training.pst_records import MatrixRef
+from defsentflow.training.targets import entry_targets
+
+__all__ = ["ENTRY_SCHEMA", "EntryMatrix", "build_entry_matrix", "matrix_ref"]
+
+ENTRY_SCHEMA = pa.schema([pa.field("row", pa.int64(), nullable=False), pa.field("entry", pa.string(), nullable=False)])
+MATRIX_FILE, ENTRIES_FILE, META_FILE = "matrix.npy", "entries.parquet", "meta.json"
+
+
+@dataclass
+class EntryMatrix:
+    """Entries and their vectors: row ``i`` of ``matrix`` (float32) belongs to ``entries[i]``.
+
+    Example:
+        >>> em = EntryMatrix.load("storage/pst/entry_matrices/<key>", mmap=True)
+        >>> em.rows(["cat"]), em.ica is not None
+    """
+
+    entries: list[str]
+    matrix: np.ndarray
+    meta: dict[str, Any] = field(default_factory=dict)
+    ica: IcaTransform | None = None
+
+    def __post_init__(self) -> None:
+        if self.matrix.ndim != 2 or len(self.entries) != self.matrix.shape[0]:
+            raise ValueError(f"{len(self.entries)} entries but a matrix of shape {self.matrix.shape}")
+
+    @property
+    def row_of(self) -> dict[str, int]:
+        return {e: i for i, e in enumerate(self.entries)}
+
+    def rows(self, entries: list[str] | tuple[str, ...]) -> np.ndarray:
+        """Row of each of ``entries`` (DefSent+ targets); a missing entry is an error naming it."""
+        return entry_targets(self.row_of, entries)
+
+    def save(self, path: str | os.PathLike, *, extra_files: dict[str, Any] | None = None) -> Path:
+        """Write the folder's files atomically (``extra_files``: name -> callable writing into the
+        temporary folder, e.g. the entry-space picture)."""
+        with atomic_dir(path) as tmp:
+            with open(tmp / MATRIX_FILE, "wb") as fh:
+                np.save(fh, np.ascontiguousarray(self.matrix, dtype=np.float32))
+            table = pa.table({"row": np.arange(len(self.entries), dtype=np.int64), "entry": self.entries},
+                             schema=ENTRY_SCHEMA)
+            pq.write_table(table, tmp / ENTRIES_FILE, compression="zstd")
+            (tmp / META_FILE).write_text(json.dumps(self.meta, indent=2, sort_keys=True, default=str))
+            if self.ica is not None:
+                self.ica.save(tmp)
+            for write in (extra_files or {}).values():
+                write(tmp)
+        return Path(path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, *, mmap: bool = False) -> EntryMatrix:
+        """The matrix saved in folder ``path`` (``mmap``: the vectors stay memory-mapped, read-only).
+
+        Raises:
+            FileNotFoundError: ``path`` is not an entry-matrix folder (one line naming it).
+        """
+        p = Path(path)
+        if p.suffix == ".npy":  # a reference written before the folder form named the file
+            p = p.parent
+        if not (p / MATRIX_FILE).is_file() or not (p / ENTRIES_FILE).is_file():
+            raise FileNotFoundError(f"{p}: not an entry matrix (needs {MATRIX_FILE} and {ENTRIES_FILE})")
+        matrix = np.load(p / MATRIX_FILE, mmap_mode="r" if mmap else None)
+        table = pq.read_table(p / ENTRIES_FILE)
+        if "row" in table.column_names:
+            table = table.sort_by("row")
+        meta = json.loads((p / META_FILE).read_text()) if (p / META_FILE).is_file() else {}
+        ica = IcaTransform.load(p) if (p / IcaTransform.FILE).is_file() else None
+        return cls(entries=table.column("entry").to_pylist(), matrix=matrix, meta=meta, ica=ica)
+
+    def encoder(self, path: str | os.PathLike) -> str | None:
+        """The model that built the matrix saved in folder ``path`` (resolved reference)."""
+        return resolve_ref(path, self.meta.get("encoder"))
+
+
+def matrix_ref(path: str | os.PathLike, key: str) -> MatrixRef:
+    """The reference of the matrix in folder ``path`` (content key ``key``), from its ``meta.json``."""
+    meta = json.loads((Path(path) / META_FILE).read_text())
+    return MatrixRef(key=key, path=str(path), encoder=str(resolve_ref(path, meta.get("encoder"))),
+                     encoder_id=str(meta.get("encoder_id")), encoding=str(meta["encoding"]), ica=bool(meta["ica"]),
+                     n_entries=int(meta["n_entries"]), dim=int(meta["dim"]), stats=dict(meta.get("stats") or {}))
+
+
+def build_entry_matrix(section: PstSection | DefSentSection, data: TrainingData, *, encoder: str, encoder_id: str,
+                       encoding: str, ica: bool, step: int = 1, root: str | os.PathLike | None = None,
+                       run_id: str | None = None, fan_out: Any = None) -> MatrixRef:
+    """Build (or reuse) the frozen entry matrix of the training entries with ``encoder``.
+
+    Row i is the mean over entry i's training definitions of the encoder's CLS (``ac``) or
+    mean-pooled (``amp``) vector, FastICA-transformed when ``ica``. The definitions are encoded in
+    shards through ``fan_out`` (as many as its ``shards`` attribute says, e.g. the Dask workers; one
+    in this process otherwise): the matrix is bit-identical whatever the shard count.
+    """
+    ica_fit = [hash_config(section.ica_fit)] if ica else []  # plain matrices keep their keys
+    key = artifact_key("pst_entry_matrix", encoder_id, data.train_hash, encoding, ica, section.max_length,
+                       section.autocast, *ica_fit)
+    cat = Catalog(root)
+    found = cat.artifact(key)
+    if found is not None:
+        return matrix_ref(found["path"], key)
+    home = data_root(root)
+    enc = load_encoder(encoder, device=section.device)
+    names, sums = entry_shards.build_entry_matrix_sharded(enc, data.definition_entries, data.definitions, encoding,
+                                             shards=max(1, int(getattr(fan_out, "shards", 1) or 1)), fan_out=fan_out,
+                                             cache_dir=home / "cache" / "entry-shards",
+                                             batch_size=section.entry_batch_size, max_length=section.max_length,
+                                             autocast=section.autocast, device=section.device)
+    row = {e: i for i, e in enumerate(names)}
+    matrix = np.asarray(sums, dtype=np.float32)[[row[e] for e in data.entries]]
+    transform = None
+    if ica:  # fitted once here and saved: evaluation and serving reuse this map, never refit it
+        f = section.ica_fit
+        transform = IcaTransform.fit(matrix, max_iter=f.max_iter, random_state=f.random_state, scale=f.scale,
+                                     standardize=f.standardize)
+        matrix = np.asarray(transform(matrix), dtype=np.float32)
+    final = home / "pst" / "entry_matrices" / key
+    source = f"base {section.base_model}" if encoder_id == base_model_of(section)[1] else f"step {step - 1}'s best"
+    title = f"PST step {step}: {encoding.upper()}{' + ICA' if ica else ''} entries by {source}"
+    stats = {k: (float(v) if isinstance(v, np.floating | np.integer) else v)
+             for k, v in dict(entry_space_stats(matrix)).items()}
+    meta = {"encoding": encoding, "ica": ica, "encoder": model_ref(encoder, final, home), "encoder_id": encoder_id,
+            "max_length": section.max_length, "autocast": section.autocast, "n_entries": int(matrix.shape[0]),
+            "dim": int(matrix.shape[1]), "pooling": ENTRY_POOLING[encoding], "stats": stats}
+    EntryMatrix(entries=list(data.entries), matrix=matrix, meta=meta, ica=transform).save(
+        final, extra_files={"plot": lambda tmp: plot_entry_space(matrix, tmp / "entry_space.png", title)})
+    ref = matrix_ref(final, key)
+    cat.register_artifact(key, "entry_matrix", final, hash_path(final), name=f"pst-step{step}-{encoding}",
+                          input_hashes={"encoder": encoder_id, "train": data.train_hash},
+                          config={"encoding": encoding, "ica": ica, "max_length": section.max_length},
+                          run_id=run_id, meta={k: v for k, v in meta.items() if k != "stats"})
+    return ref

@@ -1,0 +1,70 @@
+"""A finished run's data root is portable: no JSON it wrote names an absolute path into the root (or
+into a virtual environment), and a copy of it, with the original deleted, serves everything from
+the copy alone (issue 33, item 3)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slow]
+
+
+def _json_files(root: Path) -> list[Path]:
+    """Every JSON file the run wrote (Prefect's own database and result store are Prefect's)."""
+    return [p for p in root.rglob("*.json") if "prefect" not in p.relative_to(root).parts]
+
+
+def test_a_copied_root_reads_only_itself(tiny_first_run, tiny_finished_root, tmp_path, monkeypatch, capsys):
+    _, original, _, _ = tiny_first_run
+    config, root, _ = tiny_finished_root
+    venv = str(Path(sys.prefix))
+    offenders = [f"{p.relative_to(root)}: {needle}" for p in _json_files(root) for needle in (str(original), venv)
+                 if needle in p.read_text(encoding="utf-8", errors="replace")]
+    assert not offenders, "absolute paths in JSON written by the run:\n" + "\n".join(offenders)
+    assert any(p.name == "defsentflow.json" for p in _json_files(root))
+
+    moved = tmp_path / "moved"
+    shutil.copytree(root, moved, symlinks=True)
+    shutil.rmtree(root)  # the copy must not read the folder it came from
+    monkeypatch.setenv("DEFSENTFLOW_HOME", str(moved))
+    from defsentflow.cli import main
+    from defsentflow.encoders.model_record import read_model_record
+    from defsentflow.evaluation.wordpred import evaluate_wordpred
+    from defsentflow.storage import Catalog
+
+    cat = Catalog(moved)
+    pst = cat.query("SELECT model_id, path FROM models WHERE method = 'defsent_plus' ORDER BY model_id")
+    assert pst, "the tiny run trained no DefSent+ model"
+    model_id, model_dir = pst[0]["model_id"], Path(pst[0]["path"])
+    assert model_dir.is_relative_to(moved)
+    rec = read_model_record(model_dir)
+    assert rec.entry_matrix_dir(model_dir).is_relative_to(moved)
+
+    assert main(["--quiet", "best-model", str(config)]) == 0
+    assert str(moved) in capsys.readouterr().out
+    assert main(["--quiet", "revdict", model_id, "a small animal", "--mode", "head", "--device", "cpu"]) == 0
+    capsys.readouterr()
+    assert main(["--quiet", "eval", model_id, "--tasks", "revdict", "--dictionary", "tiny", "--revdict-modes",
+                 "head,cosine", "--revdict-max-queries", "20", "--device", "cpu"]) == 0
+    capsys.readouterr()
+    # word prediction through the entry matrix the model trained against (train split: entries with a row)
+    res = evaluate_wordpred(model_dir, "tiny", split="train", protocol="all-definitions", device="cpu", root=moved)
+    assert res["head"] == "entry_matrix" and res["n_queries"] > 0
+    out = tmp_path / "exported"
+    assert main(["--quiet", "export", "model", model_id, str(out)]) == 0
+    exported = json.loads((out / "defsentflow.json").read_text())
+    assert str(moved) not in json.dumps(exported) and str(original) not in json.dumps(exported)
+
+    from fastapi.testclient import TestClient
+
+    from defsentflow.serve import create_app
+
+    with TestClient(create_app(moved, max_batch=4, max_wait_ms=5)) as client:
+        r = client.get("/api/revdict", params={"q": "a small animal", "model": model_id, "k": 3})
+        assert r.status_code == 200, r.text
+        assert len(r.json()["results"]) == 3
