@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from defsentflow.limits import LIMITS
 from defsentflow.storage.paths import repo_root
 
 __all__ = ["LIMITS", "MAX_YAML_ALIASES", "MAX_YAML_NODES", "AliasBound", "Seed", "YamlAliasError", "expanded_size",
@@ -45,22 +46,9 @@ Method = Literal["defsent", "defsent_plus"]  # DefSent: predict the word; DefSen
 TrainPooling = Literal["cls", "mean", "max"]  # how a definition is pooled in training
 EntryEncoding = Literal["ac", "amp"]  # entry vectors: average of CLS (AC) or of mean pooling (AMP)
 
-# -- maxima of every count a config gives (the table in docs/security.md lists them) -------------
-# A value past its maximum could only fail later (memory, time, an overflow deep in a library);
-# the config error names the file and the key instead.
-LIMITS: dict[str, int] = {
-    "seed": 2**32 - 1,          # seed, seeds[], random_state: numpy's seed range
-    "pst_steps": 100,           # PST steps, max_steps, ica_step, transition_steps[], claims steps
-    "list_items": 1000,         # seeds, grid points, transition steps
-    "epochs": 1000,
-    "opt_steps": 10_000_000,    # optimizer steps, warm-up, checkpoint intervals
-    "batch": 65_536,            # every batch size
-    "workers": 256,             # processes and threads
-    "tokens": 8192,             # max_length, max_seq_length, max_position_embeddings
-    "width": 65_536,            # hidden / intermediate sizes
-    "layers": 256,              # layers, attention heads
-    "count": 100_000_000,       # pairs, entries, queries, candidates, chunks, iterations, characters
-}
+# -- maxima of every count a config gives: defsentflow.limits (one table for configs, flags, inputs,
+# records and the server; docs/security.md lists it). A value past its maximum is a config error
+# naming the file and the key.
 Seed = Annotated[int, Field(ge=0, le=LIMITS["seed"])]
 
 

@@ -31,9 +31,12 @@ from typing import Any
 import duckdb
 
 import defsentflow.storage.records as records_module
+import defsentflow.storage.row_records as row_records
+from defsentflow.limits import DUCKDB_READER
 from defsentflow.storage.hashing import code_version, hash_path
 from defsentflow.storage.identifiers import check_identifier
 from defsentflow.storage.leaderboard_view import refresh_leaderboard_view
+from defsentflow.storage.locks import artifact_lock
 from defsentflow.storage.manifest import full_check, quick_check
 from defsentflow.storage.paths import data_root, from_root, resolved_tree, to_root
 from defsentflow.storage.schema import SANDBOX, migrate, parse_one_read_statement, pending_ddl
@@ -46,6 +49,7 @@ log = logging.getLogger(__name__)
 
 STORAGE_COMPATIBILITY = "v1.4.0"
 _LOCK_MARKERS = ("Could not set lock", "Conflicting lock", "database is locked", "lock on file")
+_READ_ONLY_MARKERS = ("Read-only file system", "Permission denied", "read-only")
 
 
 class CatalogLockedError(RuntimeError):
@@ -118,6 +122,10 @@ class Catalog:
                 return duckdb.connect(str(self.path), read_only=read_only, config=config)
             except duckdb.Error as exc:  # IOException when another process holds the lock
                 locked = any(m in str(exc) for m in _LOCK_MARKERS)
+                if not locked and not read_only and any(m in str(exc) for m in _READ_ONLY_MARKERS):
+                    raise CatalogError(f"{self.path}: cannot open the catalog for writing ({_first_line(exc)[:160]}); "
+                                       "the data root is read-only: reading commands work, writing ones need a "
+                                       "writable root (--home)") from exc
                 if not locked:
                     if self.path.is_file() and ("not a valid DuckDB database" in str(exc) or "Corrupt" in str(exc)
                                                 or "corrupt" in str(exc)):
@@ -151,7 +159,7 @@ class Catalog:
         if not self.path.is_file():
             raise CatalogError(f"no catalog at {self.path} (a run or an ingest creates it; if artifacts are there, "
                                f"{_REBUILD_HINT})")
-        con = self._open(True, dict(config or {}))
+        con = self._open(True, {**DUCKDB_READER, **(config or {})})  # bounded: a read never takes the machine
         try:
             yield con
         finally:
@@ -289,6 +297,17 @@ class Catalog:
             cols = [d[0] for d in cur.description] if cur.description else []
             return cols, self._resolve(cols, cur.fetchall())
 
+    def keep_rows(self, kind: str, idents: Sequence[str]) -> None:
+        """Rewrite the on-disk row records of these runs (``kind="run"``) or models (``"model"``) from the
+        catalog's rows (:mod:`~defsentflow.storage.row_records`), each under its lock; a record that cannot
+        be written is a warning (the next write tries again), never a failed run."""
+        for ident in dict.fromkeys(i for i in idents if i):
+            try:
+                with artifact_lock(row_records.lock_name(kind, ident), self.root), self.connect(read_only=True) as con:
+                    row_records.keep_rows(con, self.root, kind, ident)
+            except (OSError, ValueError) as exc:
+                log.warning("could not keep the rows of %s %s on disk: %s", kind, ident, exc)
+
     def rel(self, path: str | os.PathLike) -> str:
         """``path`` as the catalog stores it (relative to the data root when inside it)."""
         return to_root(self.root, path)
@@ -301,6 +320,7 @@ class Catalog:
             "ON CONFLICT (run_id) DO UPDATE SET status = 'running', ended_at = NULL",
             [run_id, flow, _json(config), config_hash, code_version()],
         )
+        self.keep_rows("run", [run_id])
         return run_id
 
     def end_run(self, run_id: str, status: str = "completed", note: str | None = None, *, flow: str | None = None) -> None:
@@ -311,6 +331,10 @@ class Catalog:
             "WHERE run_id = ? AND (flow = ? OR (? IS NULL AND flow <> 'pipeline'))",
             [status, note, run_id, flow, flow],
         )
+        linked = self.query("SELECT model_id FROM models WHERE run_id = ? UNION SELECT model_id FROM metrics WHERE run_id = ?",
+                            [run_id, run_id])
+        self.keep_rows("run", [run_id])
+        self.keep_rows("model", [r["model_id"] for r in linked])
 
     @contextlib.contextmanager
     def recorded_run(self, flow: str, run_id: str | None, *, config: Any = None,
@@ -341,6 +365,7 @@ class Catalog:
             "VALUES (?, ?, ?, ?, current_timestamp, ?, ?)",
             [run_id, stage, cache_key, status, seconds, note],
         )
+        self.keep_rows("run", [run_id])
 
     # -- artifacts -------------------------------------------------------------------------
     def register_artifact(self, key: str, kind: str, path: str | os.PathLike, content_hash: str, *,
@@ -357,7 +382,7 @@ class Catalog:
         rec = records_module.make_record(self.root, key=key, kind=kind, path=path, content_hash=content_hash, name=name,
                           input_hashes=input_hashes, config=config, run_id=run_id, meta=meta)
         if not Path(rec["path"]).is_absolute():  # never write into a folder outside the data root
-            records_module.write_record(path, rec)
+            rec = records_module.settle_record(path, rec)
         if con is not None:
             records_module.register_records(con, self.root, [rec])
         else:
@@ -368,7 +393,10 @@ class Catalog:
         """Register artifact records (written by :func:`~defsentflow.storage.records.write_record`,
         e.g. on a worker) in one transaction; idempotent. The number of records."""
         with self.transaction() as con:
-            return records_module.register_records(con, self.root, list(records))
+            n = records_module.register_records(con, self.root, list(records))
+        self.keep_rows("model", [m["model_id"] for r in records for m in [r.get("model") or {}, *(r.get("metrics") or [])]
+                                 if m.get("model_id")])
+        return n
 
     def artifact(self, key: str) -> dict[str, Any] | None:
         """The artifact registered under ``key`` if its files are still the ones registered, else None.
@@ -428,6 +456,7 @@ class Catalog:
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [model_id, to_root(self.root, path), base_model, method, pooling, run_id, artifact_key, _json(meta)],
         )
+        self.keep_rows("model", [model_id])
         records_module.amend_record(self.root, path, model={
             "model_id": model_id, "path": path, "base_model": base_model, "method": method, "pooling": pooling,
             "run_id": run_id, "artifact_key": artifact_key, "meta": meta})
@@ -448,6 +477,7 @@ class Catalog:
                      r.get("pooling"), run_id],
                 )
             refresh_leaderboard_view(con)
+        self.keep_rows("model", [model_id])
         found = self.query("SELECT path FROM models WHERE model_id = ?", [model_id])
         if found and found[0]["path"]:
             records_module.amend_record(self.root, found[0]["path"],

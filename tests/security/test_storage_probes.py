@@ -29,7 +29,7 @@ def filled(home, tiny_bert_dir):
     from defsentflow.revdict import build_revdict_index
     from defsentflow.storage import hash_path
 
-    model = home / "models" / "tiny"
+    model = home / "models" / "pst" / "model-tiny"  # filed under its key, as the project files models
     shutil.copytree(tiny_bert_dir, model)
     cat = Catalog()
     cat.register_artifact("model-tiny", "model", model, hash_path(model), name="tiny")
@@ -235,12 +235,12 @@ def test_a_copied_root_reads_only_its_own_files(filled, tmp_path, monkeypatch):
     try:
         monkeypatch.setenv("DEFSENTFLOW_HOME", str(copy))
         cat = Catalog()
-        assert cat.artifact("model-tiny")["path"] == str(copy / "models" / "tiny")
-        assert cat.query("SELECT path FROM models WHERE model_id = 'tiny'")[0]["path"] == str(copy / "models" / "tiny")
+        assert cat.artifact("model-tiny")["path"] == str(copy / "models" / "pst" / "model-tiny")
+        assert cat.query("SELECT path FROM models WHERE model_id = 'tiny'")[0]["path"] == str(copy / "models" / "pst" / "model-tiny")
         served = ServeCatalog(copy).indexes()
         assert [Path(i.path).parent.parent for i in served] == [copy]
         idx = RevdictIndex(served[0].path)
-        assert idx.meta["model"] == str(copy / "models" / "tiny")
+        assert idx.meta["model"] == str(copy / "models" / "pst" / "model-tiny")
         assert idx.search([DEFS["king"]], k=1, device="cpu")[0][0][0] == "king"
         assert not list(copy.rglob("*")) or all(str(gone) not in p.read_text(errors="ignore")
                                                  for p in copy.rglob("*.json"))
