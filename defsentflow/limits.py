@@ -30,8 +30,9 @@ LIMITS: dict[str, int] = {
     "port": 65_535,
     # -- input files --------------------------------------------------------------------------------
     "nesting": 64,              # depth of nested lists/mappings in a JSON or YAML input (configs, sources, records)
-    "quarantine_rows": 10_000,  # quarantined records kept per input file (the rest only counted)
-    "quarantine_bytes": 8_000_000,  # raw text kept in quarantine per input file (a 300 KB file cannot make GBs)
+    "yaml_aliases": 100,        # alias references (*name) in one YAML document
+    "yaml_nodes": 200_000,      # nodes of a YAML document once every alias is counted as a copy
+    "quarantine_chars": 8_000_000,  # raw text kept in quarantine per input file (a 300 KB file cannot make GBs)
     # -- on-disk records (storage.record_checks) ----------------------------------------------------
     "record_bytes": 64 * 2**20,     # one artifact record or catalog-row record
     "record_items": 1_000_000,      # files of a manifest, rows of one record
