@@ -48,6 +48,8 @@ def _rebuild(args: argparse.Namespace) -> int:
         print("the corrupt catalog was kept aside as catalog.duckdb.corrupt-<time>")
     for line in counts["problems"]:
         print(f"refused: {printable(line)}")
+    for line in counts["left_out"]:
+        print(f"left out: {printable(line)}")
     print(f"catalog rebuilt from {counts['records']} artifact records and {counts['row_records']} row records: "
           f"{counts['artifacts']} artifacts, {counts['models']} models, {counts['metrics']} metrics, "
           f"{counts['runs']} runs; {counts['refused']} records refused ({counts['quarantined']} moved to "

@@ -256,11 +256,16 @@ class Catalog:
             out.append(tuple(row))
         return out
 
-    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> None:
+    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None, *,
+                keep: tuple[str, Sequence[str]] | None = None) -> None:
+        """Run one writing statement in its own transaction; ``keep=(kind, ids)``: then rewrite the row
+        records of those runs or models on the same connection (:meth:`keep_rows`)."""
         with self.connect() as con:
             con.execute("BEGIN TRANSACTION")
             con.execute(sql, params or [])
             con.execute("COMMIT")
+            if keep:
+                self._keep_on(con, *keep)
 
     def transaction(self):
         """Context manager yielding a connection inside one transaction (all or nothing)."""
@@ -299,14 +304,12 @@ class Catalog:
 
     def keep_rows(self, kind: str, idents: Sequence[str]) -> None:
         """Rewrite the on-disk row records of these runs (``kind="run"``) or models (``"model"``) from the
-        catalog's rows (:mod:`~defsentflow.storage.row_records`), each under its lock; a record that cannot
-        be written is a warning (the next write tries again), never a failed run."""
-        for ident in dict.fromkeys(i for i in idents if i):
-            try:
-                with artifact_lock(row_records.lock_name(kind, ident), self.root), self.connect(read_only=True) as con:
-                    row_records.keep_rows(con, self.root, kind, ident)
-            except (OSError, ValueError) as exc:
-                log.warning("could not keep the rows of %s %s on disk: %s", kind, ident, exc)
+        catalog's rows (:func:`~defsentflow.storage.row_records.keep_all`)."""
+        with self.connect(read_only=True) as con:
+            self._keep_on(con, kind, idents)
+
+    def _keep_on(self, con: duckdb.DuckDBPyConnection, kind: str, idents: Sequence[str]) -> None:
+        row_records.keep_all(con, self.root, kind, idents, lock=lambda name: artifact_lock(name, self.root))
 
     def rel(self, path: str | os.PathLike) -> str:
         """``path`` as the catalog stores it (relative to the data root when inside it)."""
@@ -318,23 +321,23 @@ class Catalog:
         self.execute(
             "INSERT INTO runs (run_id, flow, config, config_hash, code_version, status) VALUES (?, ?, ?, ?, ?, 'running') "
             "ON CONFLICT (run_id) DO UPDATE SET status = 'running', ended_at = NULL",
-            [run_id, flow, _json(config), config_hash, code_version()],
+            [run_id, flow, _json(config), config_hash, code_version()], keep=("run", [run_id]),
         )
-        self.keep_rows("run", [run_id])
         return run_id
 
     def end_run(self, run_id: str, status: str = "completed", note: str | None = None, *, flow: str | None = None) -> None:
         """Close a run. A pipeline run is closed only by the pipeline (``flow="pipeline"``): stage
         flows that share its run id (so lineage stays one run) cannot end it early."""
-        self.execute(
-            "UPDATE runs SET status = ?, ended_at = current_timestamp, note = coalesce(?, note) "
-            "WHERE run_id = ? AND (flow = ? OR (? IS NULL AND flow <> 'pipeline'))",
-            [status, note, run_id, flow, flow],
-        )
-        linked = self.query("SELECT model_id FROM models WHERE run_id = ? UNION SELECT model_id FROM metrics WHERE run_id = ?",
-                            [run_id, run_id])
-        self.keep_rows("run", [run_id])
-        self.keep_rows("model", [r["model_id"] for r in linked])
+        with self.connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            con.execute("UPDATE runs SET status = ?, ended_at = current_timestamp, note = coalesce(?, note) "
+                        "WHERE run_id = ? AND (flow = ? OR (? IS NULL AND flow <> 'pipeline'))",
+                        [status, note, run_id, flow, flow])
+            con.execute("COMMIT")
+            linked = con.execute("SELECT model_id FROM models WHERE run_id = $r UNION "
+                                 "SELECT model_id FROM metrics WHERE run_id = $r", {"r": run_id}).fetchall()
+            self._keep_on(con, "run", [run_id])  # the run's rows and its models' (ids filed by any writer)
+            self._keep_on(con, "model", [m for (m,) in linked])
 
     @contextlib.contextmanager
     def recorded_run(self, flow: str, run_id: str | None, *, config: Any = None,
@@ -363,9 +366,8 @@ class Catalog:
         self.execute(
             "INSERT INTO stages (run_id, stage, cache_key, status, ended_at, seconds, note) "
             "VALUES (?, ?, ?, ?, current_timestamp, ?, ?)",
-            [run_id, stage, cache_key, status, seconds, note],
+            [run_id, stage, cache_key, status, seconds, note], keep=("run", [run_id]),
         )
-        self.keep_rows("run", [run_id])
 
     # -- artifacts -------------------------------------------------------------------------
     def register_artifact(self, key: str, kind: str, path: str | os.PathLike, content_hash: str, *,
@@ -392,10 +394,16 @@ class Catalog:
     def register_records(self, records: Sequence[Mapping[str, Any]]) -> int:
         """Register artifact records (written by :func:`~defsentflow.storage.records.write_record`,
         e.g. on a worker) in one transaction; idempotent. The number of records."""
-        with self.transaction() as con:
-            n = records_module.register_records(con, self.root, list(records))
-        self.keep_rows("model", [m["model_id"] for r in records for m in [r.get("model") or {}, *(r.get("metrics") or [])]
-                                 if m.get("model_id")])
+        with self.connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                n = records_module.register_records(con, self.root, list(records))
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+            self._keep_on(con, "model", [m["model_id"] for r in records
+                                         for m in [r.get("model") or {}, *(r.get("metrics") or [])] if m.get("model_id")])
         return n
 
     def artifact(self, key: str) -> dict[str, Any] | None:
@@ -455,15 +463,16 @@ class Catalog:
             "INSERT OR REPLACE INTO models (model_id, path, base_model, method, pooling, run_id, artifact_key, meta) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [model_id, to_root(self.root, path), base_model, method, pooling, run_id, artifact_key, _json(meta)],
+            keep=("model", [model_id]),
         )
-        self.keep_rows("model", [model_id])
         records_module.amend_record(self.root, path, model={
             "model_id": model_id, "path": path, "base_model": base_model, "method": method, "pooling": pooling,
             "run_id": run_id, "artifact_key": artifact_key, "meta": meta})
 
     def record_metrics(self, model_id: str, rows: Sequence[Mapping[str, Any]], run_id: str | None = None) -> None:
         """Replace this model's metrics for the (task, setting, metric, pooling) keys given."""
-        with self.transaction() as con:
+        with self.connect() as con:
+            con.execute("BEGIN TRANSACTION")
             for r in rows:
                 con.execute(
                     "DELETE FROM metrics WHERE model_id = ? AND task = ? AND setting = ? AND metric = ? "
@@ -477,7 +486,8 @@ class Catalog:
                      r.get("pooling"), run_id],
                 )
             refresh_leaderboard_view(con)
-        self.keep_rows("model", [model_id])
+            con.execute("COMMIT")
+            self._keep_on(con, "model", [model_id])
         found = self.query("SELECT path FROM models WHERE model_id = ?", [model_id])
         if found and found[0]["path"]:
             records_module.amend_record(self.root, found[0]["path"],

@@ -35,10 +35,15 @@ from defsentflow.storage.paths import data_root, from_root, to_root
 from defsentflow.storage.record_checks import RecordError, check_artifact_record, quarantine_record
 from defsentflow.storage.schema import first_line, migrate
 
-__all__ = ["Scan", "heal_catalog", "rebuild_catalog", "scan_records"]
+__all__ = ["Scan", "UntrustedReference", "heal_catalog", "rebuild_catalog", "scan_records"]
 
 log = logging.getLogger(__name__)
 _MIGRATED = ".complete"  # records/.complete: every catalog row has had its row record written once
+
+
+class UntrustedReference(RecordError):
+    """A record that is well-formed but names a path or artifact no trusted record holds: left out (and
+    left in place, for a later rebuild once that artifact is back), not moved aside."""
 
 
 @dataclass
@@ -49,14 +54,15 @@ class Scan:
     models: list[rows_module.RowRecord] = field(default_factory=list)
     runs: list[rows_module.RowRecord] = field(default_factory=list)
     refused: list[tuple[Path, str]] = field(default_factory=list)      # (record file, why)
-    dropped: list[str] = field(default_factory=list)                    # model rows left out, and why
+    left_out: list[str] = field(default_factory=list)  # records left in place, unused: they name what is not trusted
 
 
 def rebuild_catalog(root: str | os.PathLike | None = None) -> dict[str, Any]:
     """Rebuild the catalog's tables from the records under the data root, in one transaction.
 
     Returns the counts ``{"records", "row_records", "artifacts", "models", "metrics", "runs",
-    "refused", "quarantined"}``, ``"problems"`` (one line per refused record or dropped model row),
+    "refused", "quarantined"}``, ``"problems"`` (one line per refused record), ``"left_out"`` (one
+    line per record left in place because it names something not trusted),
     ``"corrupt_moved": 1`` when a corrupt catalog was kept aside as ``catalog.duckdb.corrupt-<time>``
     and ``"records_written"`` for artifacts registered before records existed. A missing catalog is
     created; a rebuild of a complete catalog changes nothing.
@@ -89,8 +95,8 @@ def rebuild_catalog(root: str | os.PathLike | None = None) -> dict[str, Any]:
     counts: dict[str, Any] = {"records": len(scan.artifacts), "row_records": len(scan.models) + len(scan.runs)}
     for table in ("artifacts", "models", "metrics", "runs"):
         counts[table] = cat.query(f"SELECT count(*) AS n FROM {table}")[0]["n"]
-    counts.update(refused=len(scan.refused), quarantined=quarantined,
-                  problems=[f"{f.relative_to(root).as_posix()}: {why}" for f, why in scan.refused] + scan.dropped)
+    counts.update(refused=len(scan.refused), quarantined=quarantined, left_out=scan.left_out,
+                  problems=[f"{f.relative_to(root).as_posix()}: {why}" for f, why in scan.refused])
     if moved:
         counts["corrupt_moved"] = moved
     elif written:
@@ -128,6 +134,7 @@ def scan_records(root: Path, types: dict[str, dict[str, tuple[str, bool]]]) -> S
             scan.refused.append((f, f"artifact key {rec['key']} is also claimed by the record of {others[0]}"))
     found = [(f, r) for f, r in found if len(claims[r["key"]]) == 1]
     paths, keys = {r["path"] for _, r in found}, {r["key"] for _, r in found}
+    claimed = {r["model"]["model_id"]: r["path"] for _, r in found if r.get("model")}
     scratch = duckdb.connect()
     try:
         migrate(scratch)
@@ -137,8 +144,11 @@ def scan_records(root: Path, types: dict[str, dict[str, tuple[str, bool]]]) -> S
                 try:
                     rec = rows_module.load_row_record(root, f, kind, expected_root=expected, types=types)
                     if kind == "model":
-                        _check_model_rows(root, rec, paths, keys)
+                        _check_model_rows(root, rec, paths, keys, claimed)
                     _trial(scratch, lambda con, rec=rec: rows_module.restore_rows(con, rec))
+                except UntrustedReference as exc:
+                    scan.left_out.append(f"{f.relative_to(root).as_posix()}: {exc}")
+                    continue
                 except ValueError as exc:
                     scan.refused.append((f, _reason(exc, f)))
                     continue
@@ -154,6 +164,13 @@ def scan_records(root: Path, types: dict[str, dict[str, tuple[str, bool]]]) -> S
             scan.artifacts.append(rec)
     finally:
         scratch.close()
+    trusted_paths, trusted_keys = {r["path"] for r in scan.artifacts}, {r["key"] for r in scan.artifacts}
+    for rec in list(scan.models):  # an artifact refused after its model's row record was read
+        try:
+            _check_model_rows(root, rec, trusted_paths, trusted_keys, claimed)
+        except UntrustedReference as exc:
+            scan.models.remove(rec)
+            scan.left_out.append(f"{rec.file.relative_to(root).as_posix()}: {exc}")
     _drop_conflicting_model_claims(scan)
     return scan
 
@@ -184,16 +201,21 @@ def _inside(root: Path, stored: str) -> str | None:
     return None if os.path.isabs(rel) else rel
 
 
-def _check_model_rows(root: Path, rec: rows_module.RowRecord, paths: set[str], keys: set[str]) -> None:
-    """A model row may name a path inside the root only where a trusted artifact record lies."""
+def _check_model_rows(root: Path, rec: rows_module.RowRecord, paths: set[str], keys: set[str],
+                      claimed: dict[str, str]) -> None:
+    """A model row may name a path inside the root only where a trusted artifact record lies, and may
+    not move a model that a trusted artifact record of this root holds out of the root."""
     cols, rows = rec.tables.get("models", ([], []))
     for row in rows:
         r = dict(zip(cols, row))
         inside = _inside(root, r.get("path") or "")
         if inside is not None and inside not in paths:
-            raise RecordError(f"model {rec.ident!r} names {inside}, which holds no trusted artifact record")
+            raise UntrustedReference(f"model {rec.ident!r} names {inside}, which holds no trusted artifact record")
+        if inside is None and rec.ident in claimed:
+            raise RecordError(f"model {rec.ident!r} is the artifact at {claimed[rec.ident]}; its row record "
+                              f"names {str(r.get('path'))[:120]!r} outside the data root")
         if r.get("artifact_key") is not None and r["artifact_key"] not in keys:
-            raise RecordError(f"model {rec.ident!r} names artifact {r['artifact_key']}, which no trusted record holds")
+            raise UntrustedReference(f"model {rec.ident!r} names artifact {r['artifact_key']}, which no trusted record holds")
 
 
 def _owned(root: Path, rec: dict[str, Any], journaled: dict[str, rows_module.RowRecord], paths: set[str],
@@ -223,7 +245,7 @@ def _drop_conflicting_model_claims(scan: Scan) -> None:
             claims[rec["model"]["model_id"]].add(rec["path"])
     for ident, where in claims.items():
         if len(where) > 1:
-            scan.dropped.append(f"model {ident!r} left out: records at {' and '.join(sorted(where))} both claim it")
+            scan.left_out.append(f"model {ident!r}: records at {' and '.join(sorted(where))} both claim it")
             for i, rec in enumerate(scan.artifacts):
                 if rec.get("model") and rec["model"]["model_id"] == ident:
                     scan.artifacts[i] = {**rec, "model": None}

@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import datetime
 import json
+import logging
 import re
 import uuid
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +38,9 @@ from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
 from defsentflow.storage.record_checks import RecordError
 
 __all__ = ["MODEL_TABLES", "RECORDS_DIR", "RUN_TABLES", "RowRecord", "column_types", "keep_rows", "load_row_record",
-           "lock_name", "restore_rows", "root_id", "row_record_path", "row_record_files"]
+           "keep_all", "lock_name", "restore_rows", "root_id", "row_record_path", "row_record_files"]
+
+log = logging.getLogger(__name__)
 
 RECORDS_DIR = "records"
 FORMAT = 1
@@ -234,3 +239,15 @@ def restore_rows(con: duckdb.DuckDBPyConnection, rec: RowRecord) -> int:
 def lock_name(kind: str, ident: str) -> str:
     """The artifact-lock key guarding the row record of ``ident``."""
     return f"rows-{kind}-{hash_text(ident)[:16]}"
+
+
+def keep_all(con: duckdb.DuckDBPyConnection, root: Path, kind: str, idents: Sequence[str],
+             lock: Callable[[str], AbstractContextManager[Any]]) -> None:
+    """:func:`keep_rows` for each of ``idents``, each under ``lock(lock_name(...))``; a record that cannot
+    be written is a warning (the next write tries again), never a failed write."""
+    for ident in dict.fromkeys(i for i in idents if i):
+        try:
+            with lock(lock_name(kind, ident)):
+                keep_rows(con, root, kind, ident)
+        except (OSError, ValueError) as exc:
+            log.warning("could not keep the rows of %s %s on disk: %s", kind, ident, exc)
