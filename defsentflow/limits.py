@@ -71,5 +71,5 @@ FLAG_LIMITS: dict[str, tuple[str, float]] = {
 
 # Settings of every read-only catalog connection a command opens for reading (DuckDB's defaults are
 # 80% of the machine's memory and every core: one `sql` could take the machine from a run).
-DUCKDB_READER: dict[str, object] = {"memory_limit": f"{LIMITS['duckdb_memory_mb']}MB",
+DUCKDB_READER: dict[str, object] = {"memory_limit": f"{LIMITS['duckdb_memory_mb']}MiB",
                                     "threads": LIMITS["duckdb_threads"]}

@@ -271,3 +271,24 @@ def test_a_same_size_change_in_model_weights_is_a_one_line_error(filled, tmp_pat
     err = capsys.readouterr().err.strip()
     assert "model.safetensors content differs" in err and "\n" not in err
     assert not (tmp_path / "v.parquet").exists()
+
+
+def test_serve_answers_409_naming_a_model_whose_files_changed(filled):
+    """Issue 36: a changed model file was a bare 500 on every look-up."""
+    from fastapi.testclient import TestClient
+
+    from defsentflow.serve import create_app
+    from defsentflow.storage.integrity import _VERIFIED
+
+    home, model, _ = filled
+    _VERIFIED.clear()
+    weights = model / "model.safetensors"
+    with open(weights, "r+b") as fh:
+        fh.seek(weights.stat().st_size // 2)
+        fh.write(os.urandom(4096))
+    with TestClient(create_app(max_batch=1, max_wait_ms=1)) as client:
+        res = client.get("/api/revdict", params={"q": DEFS["river"], "model": "tiny", "k": 2})
+    assert res.status_code == 409 and res.json()["detail"].startswith("model tiny: ")
+    assert "content differs from its registered hash" in res.json()["detail"]
+    assert res.headers.get("x-content-type-options") == "nosniff"
+
