@@ -257,9 +257,9 @@ class Catalog:
         return out
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None, *,
-                keep: tuple[str, Sequence[str]] | None = None) -> None:
-        """Run one writing statement in its own transaction; ``keep=(kind, ids)``: then rewrite the row
-        records of those runs or models on the same connection (:meth:`keep_rows`)."""
+                keep: tuple[str, Sequence[str]] | tuple[str, Sequence[str], Sequence[str]] | None = None) -> None:
+        """Run one writing statement in its own transaction; ``keep=(kind, ids[, tables])``: then rewrite
+        the row records of those runs or models (those tables) on the same connection (:meth:`keep_rows`)."""
         with self.connect() as con:
             con.execute("BEGIN TRANSACTION")
             con.execute(sql, params or [])
@@ -308,8 +308,10 @@ class Catalog:
         with self.connect(read_only=True) as con:
             self._keep_on(con, kind, idents)
 
-    def _keep_on(self, con: duckdb.DuckDBPyConnection, kind: str, idents: Sequence[str]) -> None:
-        row_records.keep_all(con, self.root, kind, idents, lock=lambda name: artifact_lock(name, self.root))
+    def _keep_on(self, con: duckdb.DuckDBPyConnection, kind: str, idents: Sequence[str],
+                 tables: Sequence[str] | None = None) -> None:
+        row_records.keep_all(con, self.root, kind, idents, lock=lambda name: artifact_lock(name, self.root),
+                             tables=tables)
 
     def rel(self, path: str | os.PathLike) -> str:
         """``path`` as the catalog stores it (relative to the data root when inside it)."""
@@ -321,7 +323,7 @@ class Catalog:
         self.execute(
             "INSERT INTO runs (run_id, flow, config, config_hash, code_version, status) VALUES (?, ?, ?, ?, ?, 'running') "
             "ON CONFLICT (run_id) DO UPDATE SET status = 'running', ended_at = NULL",
-            [run_id, flow, _json(config), config_hash, code_version()], keep=("run", [run_id]),
+            [run_id, flow, _json(config), config_hash, code_version()], keep=("run", [run_id], ["runs"]),
         )
         return run_id
 
@@ -366,7 +368,7 @@ class Catalog:
         self.execute(
             "INSERT INTO stages (run_id, stage, cache_key, status, ended_at, seconds, note) "
             "VALUES (?, ?, ?, ?, current_timestamp, ?, ?)",
-            [run_id, stage, cache_key, status, seconds, note], keep=("run", [run_id]),
+            [run_id, stage, cache_key, status, seconds, note], keep=("run", [run_id], ["runs", "stages"]),
         )
 
     # -- artifacts -------------------------------------------------------------------------

@@ -93,23 +93,37 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def keep_rows(con: duckdb.DuckDBPyConnection, root: Path, kind: str, ident: str) -> Path | None:
+def keep_rows(con: duckdb.DuckDBPyConnection, root: Path, kind: str, ident: str,
+              tables: Sequence[str] | None = None) -> Path | None:
     """Write the catalog's rows of run or model ``ident`` (read on ``con``) to its row record, or remove
-    the record when the catalog has none; the path written. Call it under the record's lock."""
-    tables: dict[str, dict[str, Any]] = {}
+    the record when the catalog has none; the path written. Call it under the record's lock.
+
+    ``tables``: only these tables changed (a stage row: ``runs`` and ``stages``); the others are kept
+    from the record as it is, when it is one of this id (the end of a run writes them all again).
+    """
+    path = row_record_path(root, kind, ident)
+    kept: dict[str, Any] = {}
+    if tables is not None:
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+            kept = dict(old["tables"]) if old.get("id") == ident and old.get("kind") == kind else {}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            tables = None  # no usable record: take every table
     for table, col in _TABLES[kind].items():
+        if tables is not None and table not in tables:
+            continue
+        kept.pop(table, None)
         try:
             cur = con.execute(f"SELECT * FROM {table} WHERE {col} = ?", [ident])
         except duckdb.CatalogException:  # an older schema without the table
             continue
         rows = cur.fetchall()
         if rows:
-            tables[table] = {"columns": [d[0] for d in cur.description], "rows": [[_plain(v) for v in r] for r in rows]}
-    path = row_record_path(root, kind, ident)
-    if not tables or (kind == "run" and "runs" not in tables):
+            kept[table] = {"columns": [d[0] for d in cur.description], "rows": [[_plain(v) for v in r] for r in rows]}
+    if not kept or (kind == "run" and "runs" not in kept):
         path.unlink(missing_ok=True)
         return None
-    data = {"format": FORMAT, "kind": kind, "id": ident, "root_id": root_id(root), "tables": tables}
+    data = {"format": FORMAT, "kind": kind, "id": ident, "root_id": root_id(root), "tables": kept}
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(data, default=str), encoding="utf-8")
     return path
@@ -242,12 +256,12 @@ def lock_name(kind: str, ident: str) -> str:
 
 
 def keep_all(con: duckdb.DuckDBPyConnection, root: Path, kind: str, idents: Sequence[str],
-             lock: Callable[[str], AbstractContextManager[Any]]) -> None:
+             lock: Callable[[str], AbstractContextManager[Any]], tables: Sequence[str] | None = None) -> None:
     """:func:`keep_rows` for each of ``idents``, each under ``lock(lock_name(...))``; a record that cannot
     be written is a warning (the next write tries again), never a failed write."""
     for ident in dict.fromkeys(i for i in idents if i):
         try:
             with lock(lock_name(kind, ident)):
-                keep_rows(con, root, kind, ident)
+                keep_rows(con, root, kind, ident, tables)
         except (OSError, ValueError) as exc:
             log.warning("could not keep the rows of %s %s on disk: %s", kind, ident, exc)
