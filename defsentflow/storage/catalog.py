@@ -179,6 +179,7 @@ class Catalog:
             if key not in Catalog._ddl_applied:
                 if not read_only:
                     migrate(con)
+                    row_records.keep_all_once(con, self.root, lambda name: artifact_lock(name, self.root))
                 elif pending_ddl(con):
                     con.close()
                     with self.connect():  # a writable open migrates

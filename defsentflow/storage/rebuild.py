@@ -30,6 +30,7 @@ import defsentflow.storage.records as records_module
 import defsentflow.storage.row_records as rows_module
 from defsentflow.storage.catalog import Catalog, CatalogError
 from defsentflow.storage.leaderboard_view import refresh_leaderboard_view
+from defsentflow.storage.locks import artifact_lock
 from defsentflow.storage.manifest import full_check
 from defsentflow.storage.paths import data_root, from_root, to_root
 from defsentflow.storage.record_checks import RecordError, check_artifact_record, quarantine_record
@@ -38,7 +39,6 @@ from defsentflow.storage.schema import first_line, migrate
 __all__ = ["Scan", "UntrustedReference", "heal_catalog", "rebuild_catalog", "scan_records"]
 
 log = logging.getLogger(__name__)
-_MIGRATED = ".complete"  # records/.complete: every catalog row has had its row record written once
 
 
 class UntrustedReference(RecordError):
@@ -106,13 +106,17 @@ def rebuild_catalog(root: str | os.PathLike | None = None) -> dict[str, Any]:
 
 def heal_catalog(root: str | os.PathLike | None = None) -> dict[str, Any] | None:
     """Rebuild a missing or emptied catalog from the records under the data root (what a run does
-    when it starts); None when the catalog has artifacts already or there are no records."""
+    when it starts; each refused record is a warning, one line); None when the catalog has artifacts
+    already or there are no records."""
     root = data_root(root)
     if (root / "catalog.duckdb").exists() and Catalog(root).query("SELECT count(*) AS n FROM artifacts")[0]["n"]:
         return None
     if next(records_module.iter_record_files(root), None) is None and not rows_module.row_record_files(root, "run"):
         return None
-    return rebuild_catalog(root)
+    counts = rebuild_catalog(root)
+    for line in counts["problems"]:
+        log.warning("record refused and moved to quarantine/records/: %s", line)
+    return counts
 
 
 # -- reading the records ----------------------------------------------------------------------------------
@@ -266,21 +270,16 @@ def _restore(con: duckdb.DuckDBPyConnection, root: Path, scan: Scan) -> None:
 
 def _keep_live_rows(cat: Catalog) -> None:
     """Before a rebuild over a readable catalog: write the row records of runs still running (their rows
-    change), and once per data root (``records/.complete``) those of every run and model, so that a root
-    from before row records keeps its history."""
-    marker = cat.root / rows_module.RECORDS_DIR / _MIGRATED
-    if marker.exists():
-        runs = [r["run_id"] for r in cat.query("SELECT run_id FROM runs WHERE status = 'running'")]
-        models = [r["model_id"] for r in cat.query(
-            "SELECT model_id FROM models WHERE run_id IN (SELECT run_id FROM runs WHERE status = 'running') UNION "
-            "SELECT model_id FROM metrics WHERE run_id IN (SELECT run_id FROM runs WHERE status = 'running')")]
-    else:
-        runs = [r["run_id"] for r in cat.query("SELECT run_id FROM runs")]
-        models = [r["model_id"] for r in cat.query("SELECT model_id FROM models UNION SELECT model_id FROM metrics")]
-    cat.keep_rows("run", runs)
-    cat.keep_rows("model", models)
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.touch()
+    change), and once per data root those of every run and model (a root from before row records)."""
+    with cat.connect() as con:
+        lock = lambda name: artifact_lock(name, cat.root)  # noqa: E731
+        if not rows_module.keep_all_once(con, cat.root, lock):
+            running = "SELECT run_id FROM runs WHERE status = 'running'"
+            runs = [r for (r,) in con.execute(running).fetchall()]
+            models = [m for (m,) in con.execute(f"SELECT model_id FROM models WHERE run_id IN ({running}) UNION "
+                                                f"SELECT model_id FROM metrics WHERE run_id IN ({running})").fetchall()]
+            rows_module.keep_all(con, cat.root, "run", runs, lock)
+            rows_module.keep_all(con, cat.root, "model", models, lock)
 
 
 def _write_missing_records(cat: Catalog) -> int:

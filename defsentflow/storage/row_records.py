@@ -38,11 +38,12 @@ from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
 from defsentflow.storage.record_checks import RecordError
 
 __all__ = ["MODEL_TABLES", "RECORDS_DIR", "RUN_TABLES", "RowRecord", "column_types", "keep_rows", "load_row_record",
-           "keep_all", "lock_name", "restore_rows", "root_id", "row_record_path", "row_record_files"]
+           "keep_all", "keep_all_once", "lock_name", "restore_rows", "root_id", "row_record_path", "row_record_files"]
 
 log = logging.getLogger(__name__)
 
 RECORDS_DIR = "records"
+MIGRATED = ".complete"  # records/.complete: every catalog row has had its row record written once
 FORMAT = 1
 # table -> the column that says whose row it is
 RUN_TABLES: dict[str, str] = {"runs": "run_id", "stages": "run_id", "pst_steps": "run_id", "pst_runs": "run_id",
@@ -265,3 +266,23 @@ def keep_all(con: duckdb.DuckDBPyConnection, root: Path, kind: str, idents: Sequ
                 keep_rows(con, root, kind, ident, tables)
         except (OSError, ValueError) as exc:
             log.warning("could not keep the rows of %s %s on disk: %s", kind, ident, exc)
+
+
+def keep_all_once(con: duckdb.DuckDBPyConnection, root: Path,
+                  lock: Callable[[str], AbstractContextManager[Any]]) -> bool:
+    """Once per data root (``records/.complete``): the row records of every run and model the catalog
+    holds, so that a root from before row records keeps its history through a rebuild. True if written."""
+    marker = root / RECORDS_DIR / MIGRATED
+    if marker.exists():
+        return False
+    try:
+        runs = [r for (r,) in con.execute("SELECT run_id FROM runs").fetchall()]
+        models = [m for (m,) in con.execute("SELECT model_id FROM models UNION SELECT model_id FROM metrics").fetchall()]
+    except duckdb.CatalogException:
+        runs, models = [], []
+    keep_all(con, root, "run", runs, lock)
+    keep_all(con, root, "model", models, lock)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
+    return True
+
