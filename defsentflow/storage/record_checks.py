@@ -25,7 +25,7 @@ import uuid
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationError
 
 from defsentflow.limits import LIMITS
 from defsentflow.storage.bounded_json import read_json_file
@@ -56,7 +56,16 @@ Hex = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{8,128}$")]
 RunId = Annotated[str, StringConstraints(pattern=IDENTIFIER_PATTERN)]
 ModelId = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$")]
 Timestamp = Annotated[str, StringConstraints(max_length=64), AfterValidator(timestamp)]
-Finite = Annotated[float, Field(allow_inf_nan=False)]
+# A metric as a record carries it: numpy numbers were written as text (json default=str), so a
+# number given as text is read as that number; NaN and infinity never are.
+def _not_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("a number, not true/false")
+    return value
+
+
+Finite = Annotated[float, BeforeValidator(_not_bool), Field(allow_inf_nan=False, strict=False)]
+Count = Annotated[int, BeforeValidator(_not_bool), Field(strict=False)]
 
 
 class _Row(BaseModel):
@@ -86,8 +95,8 @@ class MetricRow(_Row):
     setting: Short
     metric: Short
     value: Finite
-    n: int | None = None
-    n_excluded: int | None = None
+    n: Count | None = None
+    n_excluded: Count | None = None
     pooling: Short | None = None
     run_id: RunId | None = None
     created_at: Timestamp | None = None
@@ -109,7 +118,7 @@ class ArtifactRecord(_Row):
     name: Text | None = None
     path: Text
     content_hash: Hex
-    input_hashes: Annotated[dict[Text, Text], Field(max_length=10_000)] | None = None
+    input_hashes: Annotated[dict[Text, Any], Field(max_length=10_000)] | None = None
     config: Any = None
     code_version: Short | None = None
     run_id: RunId | None = None
