@@ -18,9 +18,10 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from defsentflow.limits import LIMITS
 from defsentflow.storage.paths import repo_root
 
-__all__ = ["LIMITS", "MAX_YAML_ALIASES", "MAX_YAML_NODES", "AliasBound", "Seed", "YamlAliasError", "expanded_size",
+__all__ = ["LIMITS", "MAX_NESTING", "MAX_YAML_ALIASES", "MAX_YAML_NODES", "AliasBound", "Seed", "YamlAliasError", "expanded_size",
            "Autocast", "CandidateSet", "CorpusFormat", "DictionarySplit", "EvalPooling", "Pooling", "RetrievalKind",
            "RevdictMode", "RevdictProtocol", "SickSplit", "Similarity", "Method", "TrainPooling", "EntryEncoding", "ConfigSection", "format_errors", "load_yaml_text",
            "read_yaml_mapping", "require_distinct", "resolve_data_dir", "resolve_path", "check_dotted_key", "dotted_overrides",
@@ -45,22 +46,9 @@ Method = Literal["defsent", "defsent_plus"]  # DefSent: predict the word; DefSen
 TrainPooling = Literal["cls", "mean", "max"]  # how a definition is pooled in training
 EntryEncoding = Literal["ac", "amp"]  # entry vectors: average of CLS (AC) or of mean pooling (AMP)
 
-# -- maxima of every count a config gives (the table in docs/security.md lists them) -------------
-# A value past its maximum could only fail later (memory, time, an overflow deep in a library);
-# the config error names the file and the key instead.
-LIMITS: dict[str, int] = {
-    "seed": 2**32 - 1,          # seed, seeds[], random_state: numpy's seed range
-    "pst_steps": 100,           # PST steps, max_steps, ica_step, transition_steps[], claims steps
-    "list_items": 1000,         # seeds, grid points, transition steps
-    "epochs": 1000,
-    "opt_steps": 10_000_000,    # optimizer steps, warm-up, checkpoint intervals
-    "batch": 65_536,            # every batch size
-    "workers": 256,             # processes and threads
-    "tokens": 8192,             # max_length, max_seq_length, max_position_embeddings
-    "width": 65_536,            # hidden / intermediate sizes
-    "layers": 256,              # layers, attention heads
-    "count": 100_000_000,       # pairs, entries, queries, candidates, chunks, iterations, characters
-}
+# -- maxima of every count a config gives: defsentflow.limits (one table for configs, flags, inputs,
+# records and the server; docs/security.md lists it). A value past its maximum is a config error
+# naming the file and the key.
 Seed = Annotated[int, Field(ge=0, le=LIMITS["seed"])]
 
 
@@ -96,21 +84,25 @@ def format_errors(exc: ValidationError, prefix: str | None = None) -> str:
 _FLOAT_12 = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$")
 
 
-MAX_YAML_ALIASES = 100  # alias references (*name) in one YAML document
-MAX_YAML_NODES = 200_000  # nodes of a document once every alias is counted as a copy
+MAX_YAML_ALIASES = LIMITS["yaml_aliases"]  # alias references (*name) in one YAML document
+MAX_YAML_NODES = LIMITS["yaml_nodes"]  # nodes of a document once every alias is counted as a copy
+MAX_NESTING = LIMITS["nesting"]  # lists and mappings inside one another
 
 
 class YamlAliasError(yaml.YAMLError):
-    """A YAML document whose aliases would expand beyond the bound (a "billion laughs")."""
+    """A YAML document whose aliases would expand beyond the bound (a "billion laughs"), or nested
+    deeper than :data:`MAX_NESTING` levels."""
 
 
 class AliasBound:
-    """A loader mixin: at most :data:`MAX_YAML_ALIASES` aliases per document, and at most
-    :data:`MAX_YAML_NODES` nodes once aliases are counted as copies, checked on the node graph
-    after composing, before anything is constructed (so nothing is ever expanded)."""
+    """A loader mixin: at most :data:`MAX_YAML_ALIASES` aliases per document, at most
+    :data:`MAX_NESTING` levels of nesting, and at most :data:`MAX_YAML_NODES` nodes once aliases
+    are counted as copies, checked on the node graph after composing, before anything is
+    constructed (so nothing is ever expanded)."""
 
     max_aliases = MAX_YAML_ALIASES
     max_nodes = MAX_YAML_NODES
+    max_depth = MAX_NESTING
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):  # type: ignore[attr-defined]
@@ -119,7 +111,14 @@ class AliasBound:
                 mark = self.peek_event().start_mark  # type: ignore[attr-defined]
                 raise YamlAliasError(f"more than {self.max_aliases} YAML aliases (line {mark.line + 1}); "
                                      "refused before expansion")
-        return super().compose_node(parent, index)  # type: ignore[misc]
+        self._depth = getattr(self, "_depth", 0) + 1
+        try:
+            if self._depth > self.max_depth:  # the composer recurses once per level: stop before the stack does
+                mark = self.peek_event().start_mark  # type: ignore[attr-defined]
+                raise YamlAliasError(f"nested deeper than {self.max_depth} levels (line {mark.line + 1})")
+            return super().compose_node(parent, index)  # type: ignore[misc]
+        finally:
+            self._depth -= 1
 
     def compose_document(self) -> Any:
         node = super().compose_document()  # type: ignore[misc]
@@ -132,9 +131,9 @@ def expanded_size(node: Any, limit: int = MAX_YAML_NODES) -> int:
     :class:`YamlAliasError` as soon as the count passes ``limit``."""
     sizes: dict[int, int] = {}
     open_: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(node, False)]
+    stack: list[tuple[Any, bool, int]] = [(node, False, 1)]
     while stack:
-        n, done = stack.pop()
+        n, done, depth = stack.pop()
         if id(n) in sizes:
             continue
         children = [c for pair in n.value for c in pair] if isinstance(n, yaml.MappingNode) else \
@@ -142,9 +141,11 @@ def expanded_size(node: Any, limit: int = MAX_YAML_NODES) -> int:
         if not done:
             if id(n) in open_:
                 raise YamlAliasError(f"a YAML alias refers to a value that holds it (line {n.start_mark.line + 1})")
+            if children and depth > MAX_NESTING:
+                raise YamlAliasError(f"nested deeper than {MAX_NESTING} levels (line {n.start_mark.line + 1})")
             open_.add(id(n))
-            stack.append((n, True))
-            stack.extend((c, False) for c in children if id(c) not in sizes)
+            stack.append((n, True, depth))
+            stack.extend((c, False, depth + 1) for c in children if id(c) not in sizes)
             continue
         open_.discard(id(n))
         sizes[id(n)] = 1 + sum(sizes.get(id(c), 1) for c in children)

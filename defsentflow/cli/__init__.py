@@ -11,7 +11,7 @@ import importlib
 import logging
 import sys
 
-__all__ = ["main", "build_parser", "check_count", "identifier"]
+__all__ = ["main", "build_parser", "check_count", "check_flag_limits", "identifier"]
 
 # Modules under defsentflow.cli, each registering one or more sub-commands.
 _GROUPS = ("catalog", "ingest", "encode", "train", "pretrain", "evaluate", "harvest", "origin", "pipeline", "report",
@@ -43,6 +43,26 @@ def check_count(value: int | None, flag: str, maximum: int, minimum: int = 1) ->
         raise UserError(f"{flag} must be >= {minimum}, got {value}")
     if value is not None and value > maximum:
         raise UserError(f"{flag} must be <= {maximum}, got {value}")
+
+
+def check_flag_limits(args: argparse.Namespace) -> None:
+    """Every count or time flag given (``--workers``, ``--local-workers``, ``--max-wait-ms``, ...) within
+    the bounds of :data:`defsentflow.limits.FLAG_LIMITS`, the same table the config sections read: a
+    :class:`UserError` (one line) otherwise."""
+    import math
+
+    from defsentflow.limits import FLAG_LIMITS, LIMITS
+
+    for flag, (limit, minimum) in FLAG_LIMITS.items():
+        value = getattr(args, flag.lstrip("-").replace("-", "_"), None)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UserError(f"{flag} must be a finite number, got {value}")
+        if value < minimum:
+            raise UserError(f"{flag} must be >= {minimum:g}, got {value:g}")
+        if value > LIMITS[limit]:
+            raise UserError(f"{flag} must be <= {LIMITS[limit]}, got {value:g}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
 
         os.environ["DEFSENTFLOW_QUIET"] = "1"
     try:
+        check_flag_limits(args)
         rc = args.func(args)
     except BrokenPipeError:  # `defsentflow sql ... | head`: the reader left, nothing to report
         devnull = os.open(os.devnull, os.O_WRONLY)

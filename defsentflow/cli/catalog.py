@@ -40,13 +40,20 @@ def _positive_seconds(text: str) -> float:
 
 
 def _rebuild(args: argparse.Namespace) -> int:
+    from defsentflow.cli.table import printable
     from defsentflow.storage.rebuild import rebuild_catalog
 
     counts = rebuild_catalog()
     if counts.get("corrupt_moved"):
         print("the corrupt catalog was kept aside as catalog.duckdb.corrupt-<time>")
-    print(f"catalog rebuilt from {counts['records']} artifact records: {counts['artifacts']} artifacts, "
-          f"{counts['models']} models, {counts['metrics']} metrics")
+    for line in counts["problems"]:
+        print(f"refused: {printable(line)}")
+    for line in counts["left_out"]:
+        print(f"left out: {printable(line)}")
+    print(f"catalog rebuilt from {counts['records']} artifact records and {counts['row_records']} row records: "
+          f"{counts['artifacts']} artifacts, {counts['models']} models, {counts['metrics']} metrics, "
+          f"{counts['runs']} runs; {counts['refused']} records refused ({counts['quarantined']} moved to "
+          "quarantine/records/)")
     return 0
 
 

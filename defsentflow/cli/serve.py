@@ -44,9 +44,8 @@ def _serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port must be 0..65535, got {args.port}")
     os.environ["DEFSENTFLOW_QUIET"] = "1"  # no progress bars per request
-    import uvicorn
-
     from defsentflow.serve import create_app
+    from defsentflow.serve.server import run_server
     from defsentflow.storage import Catalog
 
     cat = Catalog(reader=True)  # read-only: never creates the catalog or changes its schema
@@ -58,5 +57,5 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"warning: listening on {args.host}: anyone who can reach it can read the catalog")
     if args.port:
         print(f"serving {cat.root} on http://{args.host}:{args.port}/ (Ctrl-C stops)", flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    run_server(app, args.host, args.port)
     return 0

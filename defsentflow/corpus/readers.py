@@ -21,6 +21,7 @@ from typing import get_args
 
 from defsentflow.config_tools import CorpusFormat
 from defsentflow.corpus.gutenberg import strip_gutenberg
+from defsentflow.storage.bounded_json import NestingError, loads_bounded
 
 __all__ = ["CorpusFormat", "Document", "QuarantineRecord", "ReadResult", "check_format", "read_documents", "list_input_files"]
 
@@ -194,9 +195,12 @@ def _read_jsonl(path: Path, prefix: str) -> Iterator[Document | QuarantineRecord
             continue
         n += 1
         try:
-            rec = json.loads(line)
+            rec = loads_bounded(line)
         except json.JSONDecodeError as exc:
             yield QuarantineRecord(str(path), i, f"invalid JSON: {exc.msg} (column {exc.colno})", line[:_RAW_LIMIT])
+            continue
+        except NestingError as exc:
+            yield QuarantineRecord(str(path), i, f"invalid JSON: {exc}", line[:_RAW_LIMIT])
             continue
         yield _record_doc(rec, path, i, f"{prefix}:{i}", line[:_RAW_LIMIT])
     if n == 0:

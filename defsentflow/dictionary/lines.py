@@ -9,6 +9,7 @@ from typing import Any
 
 from defsentflow.dictionary.records import RejectedRecord
 from defsentflow.dictionary.validate import printable, undecodable
+from defsentflow.storage.bounded_json import NestingError, loads_bounded
 
 __all__ = ["iter_json_lines", "iter_lines", "line_rejection"]
 
@@ -52,9 +53,12 @@ def iter_json_lines(path: str | os.PathLike, source: str,
             yield bad
             continue
         try:
-            obj = json.loads(text)
+            obj = loads_bounded(text)
         except json.JSONDecodeError as exc:
             yield RejectedRecord(source, file, no, "malformed", text, f"invalid JSON: {exc.msg} at column {exc.colno}")
+            continue
+        except NestingError as exc:  # the parser would exhaust the stack: refused for the line, not the file
+            yield RejectedRecord(source, file, no, "malformed", text, f"invalid JSON: {exc}")
             continue
         problem = shape_problem(obj)
         if problem:

@@ -196,15 +196,15 @@ def _base_loader():
 
 
 def _load_bounded(text: str) -> Any:
-    """``yaml.load(text, CBaseLoader)``, refusing aliases that expand beyond the text's own size
-    (checked on the composed node graph, before anything is constructed or expanded)."""
+    """``yaml.load(text, CBaseLoader)``, refusing aliases that expand beyond the text's own size and
+    nesting deeper than ``LIMITS["nesting"]`` (checked on the composed node graph, before anything
+    is constructed or expanded: the constructor recurses once per level)."""
     loader = _base_loader()(text)
     try:
         node = loader.get_single_node()
         if node is None:
             return None
-        if "*" in text:  # without an alias the count is the node count: no need to walk
-            expanded_size(node, len(text) + MAX_YAML_NODES)
+        expanded_size(node, len(text) + MAX_YAML_NODES)  # the fallback parser only: a walk per irregular file
         return loader.construct_document(node)
     finally:
         loader.dispose()

@@ -31,11 +31,14 @@ from defsentflow.dictionary.validate import (
     MAX_CHARS,
     check_record,
     check_text,
+    lone_surrogate,
     normalize_entry,
     normalize_text,
     printable,
+    raw_text,
     undecodable,
 )
+from defsentflow.limits import LIMITS
 
 __all__ = ["SourceCounts", "RAW_LIMIT", "MergeOutcome", "merge_to_directory", "BATCH_ROWS", "MEMORY_LIMIT", "FILES"]
 
@@ -117,11 +120,19 @@ _QUAR = pa.schema([*QUARANTINE_SCHEMA, pa.field("o", pa.int64())])
 _IDS = pa.schema([("first", pa.int64()), ("def_id", pa.int64()), ("split", pa.string())])
 
 
-def _quarantine_row(rej: RejectedRecord, order: int, prefix: str = "") -> tuple:
+def _quarantine_row(rej: RejectedRecord, order: int, prefix: str = "", kept: dict[str, int] | None = None) -> tuple:
+    """The quarantine row of ``rej``: its raw text cut to :data:`RAW_LIMIT` characters, and left out once
+    ``LIMITS["quarantine_chars"]`` of its file's raw text are kept (``kept`` counts them per file), so one
+    long line rejected once per sense cannot multiply into gigabytes."""
     raw, detail = rej.raw, prefix + rej.detail
     if len(raw) > RAW_LIMIT:
         raw = raw[:RAW_LIMIT]
         detail += f" (raw text cut to {RAW_LIMIT} characters)"
+    if kept is not None:
+        used = kept.get(rej.file, 0)
+        if used + len(raw) > LIMITS["quarantine_chars"]:
+            raw, detail = "", detail + f" (raw text not kept: {LIMITS['quarantine_chars']} characters of this file are)"
+        kept[rej.file] = used + len(raw)
     return rej.source, rej.file, rej.line, rej.reason, detail, raw, order
 
 
@@ -156,6 +167,7 @@ def _merge(con, sources, out: Path, *, case_fold, max_chars, seed, ratios, split
     names: list[str] = []
     counts: dict[str, SourceCounts] = {}
     bad_examples: list[tuple] = []  # rare: kept in Python, resolved against the accepted examples below
+    kept: dict[str, int] = {}  # raw characters quarantined per input file
     seq = 0
     add_rec = recs.add_row
     for name, records in sources:
@@ -167,12 +179,17 @@ def _merge(con, sources, out: Path, *, case_fold, max_chars, seed, ratios, split
         for rec in records:
             seq += 1
             bad = rec if isinstance(rec, RejectedRecord) else check_record(rec, max_chars)
+            meta = None
+            if bad is None and rec.meta:
+                meta = json.dumps(rec.meta, sort_keys=True, ensure_ascii=False, default=str)
+                if lone_surrogate(meta):
+                    bad = RejectedRecord(rec.source, rec.file, rec.line, "invalid_utf8", raw_text(rec),
+                                         "metadata has a lone surrogate (an escape that is no character)")
             if bad is not None:
-                quar.add(*_quarantine_row(bad, seq * _EX_STRIDE - 1))
+                quar.add(*_quarantine_row(bad, seq * _EX_STRIDE - 1, kept=kept))
                 c.quarantined += 1
                 continue
             entry = normalize_entry(rec.entry, case_fold)
-            meta = json.dumps(rec.meta, sort_keys=True, ensure_ascii=False, default=str) if rec.meta else None
             add_rec((seq, src, entry, normalize_text(rec.definition), rec.pos, rec.synset, meta))
             for j, ex in enumerate(rec.examples):
                 problem = check_text(ex, "example", max_chars)
@@ -211,7 +228,7 @@ def _merge(con, sources, out: Path, *, case_fold, max_chars, seed, ratios, split
 
     outcome = MergeOutcome(counts=counts, splits={s: {"definitions": 0, "entries": 0} for s in SPLITS})
     _write_definitions(con, out / FILES[0], names, outcome, split_by=split_by, seed=seed, ratios=ratios)
-    _quarantine_examples(con, quar, bad_examples, outcome)
+    _quarantine_examples(con, quar, bad_examples, outcome, kept)
     quar.flush()
     outcome.examples = _copy_out(con, """
         SELECT m.def_id, r.entry, x.example, m.split FROM exs x JOIN recs r USING (seq)
@@ -266,7 +283,8 @@ def _write_definitions(con, path: Path, names: list[str], outcome: MergeOutcome,
     outcome.definitions = def_id
 
 
-def _quarantine_examples(con, quar: _Stage, bad_examples: list[tuple], outcome: MergeOutcome) -> None:
+def _quarantine_examples(con, quar: _Stage, bad_examples: list[tuple], outcome: MergeOutcome,
+                         kept: dict[str, int] | None = None) -> None:
     """Quarantine each invalid example once per (source, text), unless its definition already had that text."""
     if not bad_examples:
         return
@@ -285,7 +303,7 @@ def _quarantine_examples(con, quar: _Stage, bad_examples: list[tuple], outcome: 
         seen.add((name, ex))
         outcome.examples_quarantined += 1
         rej = RejectedRecord(name, file, line, reason, printable(ex), detail)
-        quar.add(*_quarantine_row(rej, seq * _EX_STRIDE + j, prefix=f"example of {entry!r}: "))
+        quar.add(*_quarantine_row(rej, seq * _EX_STRIDE + j, prefix=f"example of {entry!r}: ", kept=kept))
 
 
 def _copy_out(con, sql: str, params: list, path: Path, schema: pa.Schema) -> int:

@@ -84,17 +84,29 @@ def require_safetensors(name_or_path: str | os.PathLike) -> str:
 def pick_device(device: str | None = "auto") -> torch.device:
     """``auto`` picks ``$DEFSENTFLOW_DEVICE`` if set (work pools set it), else cuda, mps, cpu.
 
-    Anything else is passed to ``torch.device``.
+    Anything else is passed to ``torch.device`` and must exist on this machine.
+
+    Raises:
+        ValueError: not a device name (``gpu``, ``cuda:x``), or a device this machine does not have
+            (``cuda`` without a GPU, ``cuda:7`` with two), one line.
     """
     if device in (None, "auto") and os.environ.get("DEFSENTFLOW_DEVICE"):
         device = os.environ["DEFSENTFLOW_DEVICE"]
+    mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
     if device in (None, "auto"):
         if torch.cuda.is_available():
             return torch.device("cuda")
-        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    return torch.device(device)
+        return torch.device("mps") if mps else torch.device("cpu")
+    try:
+        d = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(f"device {str(device)[:80]!r} is not a device name (cpu, cuda, cuda:N, mps, auto)") from None
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if d.type == "cuda" and (d.index or 0) >= gpus:
+        raise ValueError(f"device {device!r}: this machine has {gpus} CUDA device{'s' if gpus != 1 else ''}")
+    if (d.type == "mps" and not mps) or d.type not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"device {device!r} is not available here (cpu{', cuda' if gpus else ''}{', mps' if mps else ''})")
+    return d
 
 
 def autocast_context(device: torch.device, autocast: Autocast):

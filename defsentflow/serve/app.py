@@ -23,12 +23,14 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Redirect
 from pydantic import BaseModel
 
 from defsentflow.encoders.finite import NonFiniteError
+from defsentflow.limits import LIMITS
 from defsentflow.report.leaderboard import load_leaderboard
 from defsentflow.serve.catalog import ID_PATTERN, ServeCatalog, UnknownModelError
 from defsentflow.serve.lookup import LookupService
 from defsentflow.serve.pages import render
 from defsentflow.storage import CatalogLockedError
 from defsentflow.storage.catalog import CatalogError, QueryTimeoutError
+from defsentflow.storage.integrity import ArtifactChangedError
 
 __all__ = ["ECHO_CHARS", "MAX_K", "MAX_QUERY_CHARS", "SECURITY_HEADERS", "RevdictAnswer", "RevdictHit", "create_app"]
 
@@ -107,6 +109,12 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
         >>> import uvicorn
         >>> uvicorn.run(create_app("storage"), host="127.0.0.1", port=8000)
     """
+    if not 1 <= max_batch <= LIMITS["batch"] or not 0 <= max_wait_ms <= LIMITS["wait_ms"]:
+        raise ValueError(f"max_batch must be 1..{LIMITS['batch']} and max_wait_ms 0..{LIMITS['wait_ms']}, "
+                         f"got {max_batch} and {max_wait_ms}")
+    from defsentflow.encoders.loading import pick_device  # lazy: torch loads with the first look-up otherwise
+
+    device = str(pick_device(device))  # a device this machine lacks is refused here, not on every look-up
     catalog = ServeCatalog(root, query_timeout=query_timeout)
     service = LookupService(max_batch=max_batch, max_wait_ms=max_wait_ms, device=device, threads=threads,
                             prefilter=prefilter)
@@ -138,6 +146,12 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
     async def _unreadable(request: Request, exc: Exception) -> JSONResponse:
         return JSONResponse({"detail": str(exc).splitlines()[0][:300]}, status_code=503)
 
+    @app.exception_handler(Exception)
+    async def _failed(request: Request, exc: Exception) -> JSONResponse:
+        # Starlette answers an unhandled error outside the middleware: the headers are set here.
+        return JSONResponse({"detail": f"internal error: {type(exc).__name__}: {short(str(exc).splitlines()[0] if str(exc) else '')}"},
+                            status_code=500, headers={k.decode(): v.decode() for k, v in SECURITY_HEADERS})
+
     @app.exception_handler(CatalogLockedError)
     async def _locked(request: Request, exc: Exception) -> JSONResponse:
         return JSONResponse({"detail": f"the catalog is busy: {exc}; try again"}, status_code=503)
@@ -150,7 +164,15 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
             served = catalog.resolve(model, mode)
         except UnknownModelError as exc:
             raise HTTPException(404, str(exc)) from None
-        return served, await service.lookup(served, text, k)
+        try:
+            return served, await service.lookup(served, text, k)
+        except ArtifactChangedError as exc:  # its files changed after registration: not served until rebuilt
+            raise HTTPException(409, f"model {served.model_id}: {str(exc).splitlines()[0][:300]}") from None
+        except (OSError, ValueError, RuntimeError) as exc:
+            if isinstance(exc, NonFiniteError):
+                raise
+            raise HTTPException(503, f"model {served.model_id} cannot be served: {type(exc).__name__}: "
+                                     f"{short(str(exc).splitlines()[0] if str(exc) else '')}") from None
 
     # -- JSON ---------------------------------------------------------------------------------
     @app.get("/api/revdict")

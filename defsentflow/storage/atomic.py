@@ -1,7 +1,7 @@
 """Atomic artifact writes: write under a temporary name, then rename into place.
 
-A crash or ``kill -9`` leaves at most a ``.tmp-*`` file or directory, never a half artifact
-under the final name; :func:`clean_stale_temporaries` removes those left by dead processes.
+A crash or ``kill -9`` leaves at most a ``.tmp-<pid>-<hex>-<name>`` file or directory, never a half
+artifact under the final name; :func:`clean_stale_temporaries` removes those left by dead processes.
 """
 
 from __future__ import annotations
@@ -18,11 +18,22 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from defsentflow.storage.outputs import OUTPUT_MARKER, OutputRefusedError
-from defsentflow.storage.paths import data_root
-from defsentflow.storage.swap import TMP_PREFIX, swap_dir_into_place, temporary_sibling
+from defsentflow.storage.outputs import OutputRefusedError, marker_vouches
+from defsentflow.storage.paths import ROOT_FOLDERS, data_root
+from defsentflow.storage.swap import (
+    TMP_PREFIX,
+    pid_alive,
+    remove,
+    stale_temporary,
+    swap_dir_into_place,
+    temporary_sibling,
+)
+
+# The top-level folders of a data root the project writes into (storage.paths.ROOT_FOLDERS and PST's).
+WRITTEN_FOLDERS = ROOT_FOLDERS | {"pst", "records", "quarantine"}
 
 __all__ = [
+    "WRITTEN_FOLDERS",
     "atomic_path",
     "atomic_dir",
     "write_parquet",
@@ -55,23 +66,20 @@ def _replaceable(final: Path) -> None:
     """Raise unless the existing folder ``final`` may be replaced by :func:`atomic_dir`.
 
     Allowed: an empty folder, a folder inside the data root (other than the root itself; the
-    library's own artifact folders) and a folder written by defsentflow (output marker or
-    on-disk artifact record). Anything else is a user's folder and is never removed: user-given
-    output paths go through :mod:`defsentflow.storage.outputs`.
+    library's own artifact folders) and a folder whose output marker lists every file in it.
+    Anything else is a user's folder and is never removed: user-given output paths go through
+    :mod:`defsentflow.storage.outputs`.
     """
     resolved, home = final.resolve(), data_root(create=False)
     if final.is_symlink() or not final.is_dir():
         why = "it is a symbolic link" if final.is_symlink() else "it is not a folder"
     elif home.is_relative_to(resolved):
         why = "it is the data root or holds it"
-    elif not any(final.iterdir()) or resolved.is_relative_to(home) or (final / OUTPUT_MARKER).is_file() or (final / RECORD_NAME).is_file():
+    elif not any(final.iterdir()) or resolved.is_relative_to(home) or marker_vouches(final):
         return
     else:
         why = "it is a non-empty folder outside the data root that defsentflow did not write"
     raise OutputRefusedError(f"refusing to replace {final}: {why}")
-
-
-RECORD_NAME = ".defsentflow-record.json"  # storage.records: the on-disk record of an artifact
 
 
 @contextlib.contextmanager
@@ -117,35 +125,26 @@ def write_npy(array: np.ndarray, final: str | os.PathLike) -> Path:
     return Path(final)
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this machine and is not a zombie."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except (OSError, IndexError):
-        return True
+def clean_stale_temporaries(folder: str | os.PathLike) -> list[Path]:
+    """Remove the temporaries of dead processes under ``folder``: names of exactly the pattern the
+    project writes (``.tmp-<pid>-<8 hex digits>-<name>``, :data:`~defsentflow.storage.swap.TMP_PATTERN`)
+    whose process is gone; never ``.tmp-notes.txt`` or a user's ``.tmp-draft/``.
 
-
-def clean_stale_temporaries(root: str | os.PathLike) -> list[Path]:
-    """Remove ``.tmp-<pid>-*`` files and directories under ``root`` whose process is gone."""
+    In a data root (a folder holding ``catalog.duckdb``, or the configured root) only its top level
+    and the folders the project writes (``models/``, ``parquet/``, ``pst/``, ...) are searched, so a
+    root that is also a working folder keeps its other files whatever their names.
+    """
     removed: list[Path] = []
-    root = Path(root)
-    if not root.exists():
+    folder = Path(folder)
+    if not folder.is_dir():
         return removed
-    for path in list(root.rglob(f"{TMP_PREFIX}*")):
-        parts = path.name[len(TMP_PREFIX):].split("-", 1)
-        if parts and parts[0].isdigit() and pid_alive(int(parts[0])) and int(parts[0]) != os.getpid():
-            continue
-        if parts and parts[0].isdigit() and int(parts[0]) == os.getpid():
-            continue
-        if path.is_dir():
-            shutil.rmtree(path, ignore_errors=True)
-        elif path.exists():
-            path.unlink()
-        removed.append(path)
+    if (folder / "catalog.duckdb").exists() or folder.resolve() == data_root(create=False):
+        places = [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and p.name in WRITTEN_FOLDERS]
+        candidates = [*folder.glob(f"{TMP_PREFIX}*"), *(p for d in places for p in d.rglob(f"{TMP_PREFIX}*"))]
+    else:
+        candidates = list(folder.rglob(f"{TMP_PREFIX}*"))
+    for path in candidates:
+        if stale_temporary(path) and (path.exists() or path.is_symlink()):
+            remove(path)
+            removed.append(path)
     return removed

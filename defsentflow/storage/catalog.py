@@ -31,9 +31,12 @@ from typing import Any
 import duckdb
 
 import defsentflow.storage.records as records_module
+import defsentflow.storage.row_records as row_records
+from defsentflow.limits import DUCKDB_READER
 from defsentflow.storage.hashing import code_version, hash_path
 from defsentflow.storage.identifiers import check_identifier
 from defsentflow.storage.leaderboard_view import refresh_leaderboard_view
+from defsentflow.storage.locks import artifact_lock
 from defsentflow.storage.manifest import full_check, quick_check
 from defsentflow.storage.paths import data_root, from_root, resolved_tree, to_root
 from defsentflow.storage.schema import SANDBOX, migrate, parse_one_read_statement, pending_ddl
@@ -46,6 +49,7 @@ log = logging.getLogger(__name__)
 
 STORAGE_COMPATIBILITY = "v1.4.0"
 _LOCK_MARKERS = ("Could not set lock", "Conflicting lock", "database is locked", "lock on file")
+_READ_ONLY_MARKERS = ("Read-only file system", "Permission denied", "read-only")
 
 
 class CatalogLockedError(RuntimeError):
@@ -118,6 +122,10 @@ class Catalog:
                 return duckdb.connect(str(self.path), read_only=read_only, config=config)
             except duckdb.Error as exc:  # IOException when another process holds the lock
                 locked = any(m in str(exc) for m in _LOCK_MARKERS)
+                if not locked and not read_only and any(m in str(exc) for m in _READ_ONLY_MARKERS):
+                    raise CatalogError(f"{self.path}: cannot open the catalog for writing ({_first_line(exc)[:160]}); "
+                                       "the data root is read-only: reading commands work, writing ones need a "
+                                       "writable root (--home)") from exc
                 if not locked:
                     if self.path.is_file() and ("not a valid DuckDB database" in str(exc) or "Corrupt" in str(exc)
                                                 or "corrupt" in str(exc)):
@@ -151,7 +159,7 @@ class Catalog:
         if not self.path.is_file():
             raise CatalogError(f"no catalog at {self.path} (a run or an ingest creates it; if artifacts are there, "
                                f"{_REBUILD_HINT})")
-        con = self._open(True, dict(config or {}))
+        con = self._open(True, {**DUCKDB_READER, **(config or {})})  # bounded: a read never takes the machine
         try:
             yield con
         finally:
@@ -171,6 +179,7 @@ class Catalog:
             if key not in Catalog._ddl_applied:
                 if not read_only:
                     migrate(con)
+                    row_records.keep_all_once(con, self.root, lambda name: artifact_lock(name, self.root))
                 elif pending_ddl(con):
                     con.close()
                     with self.connect():  # a writable open migrates
@@ -248,11 +257,16 @@ class Catalog:
             out.append(tuple(row))
         return out
 
-    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> None:
+    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None, *,
+                keep: tuple[str, Sequence[str]] | tuple[str, Sequence[str], Sequence[str]] | None = None) -> None:
+        """Run one writing statement in its own transaction; ``keep=(kind, ids[, tables])``: then rewrite
+        the row records of those runs or models (those tables) on the same connection (:meth:`keep_rows`)."""
         with self.connect() as con:
             con.execute("BEGIN TRANSACTION")
             con.execute(sql, params or [])
             con.execute("COMMIT")
+            if keep:
+                self._keep_on(con, *keep)
 
     def transaction(self):
         """Context manager yielding a connection inside one transaction (all or nothing)."""
@@ -289,6 +303,17 @@ class Catalog:
             cols = [d[0] for d in cur.description] if cur.description else []
             return cols, self._resolve(cols, cur.fetchall())
 
+    def keep_rows(self, kind: str, idents: Sequence[str]) -> None:
+        """Rewrite the on-disk row records of these runs (``kind="run"``) or models (``"model"``) from the
+        catalog's rows (:func:`~defsentflow.storage.row_records.keep_all`)."""
+        with self.connect(read_only=True) as con:
+            self._keep_on(con, kind, idents)
+
+    def _keep_on(self, con: duckdb.DuckDBPyConnection, kind: str, idents: Sequence[str],
+                 tables: Sequence[str] | None = None) -> None:
+        row_records.keep_all(con, self.root, kind, idents, lock=lambda name: artifact_lock(name, self.root),
+                             tables=tables)
+
     def rel(self, path: str | os.PathLike) -> str:
         """``path`` as the catalog stores it (relative to the data root when inside it)."""
         return to_root(self.root, path)
@@ -299,18 +324,23 @@ class Catalog:
         self.execute(
             "INSERT INTO runs (run_id, flow, config, config_hash, code_version, status) VALUES (?, ?, ?, ?, ?, 'running') "
             "ON CONFLICT (run_id) DO UPDATE SET status = 'running', ended_at = NULL",
-            [run_id, flow, _json(config), config_hash, code_version()],
+            [run_id, flow, _json(config), config_hash, code_version()], keep=("run", [run_id], ["runs"]),
         )
         return run_id
 
     def end_run(self, run_id: str, status: str = "completed", note: str | None = None, *, flow: str | None = None) -> None:
         """Close a run. A pipeline run is closed only by the pipeline (``flow="pipeline"``): stage
         flows that share its run id (so lineage stays one run) cannot end it early."""
-        self.execute(
-            "UPDATE runs SET status = ?, ended_at = current_timestamp, note = coalesce(?, note) "
-            "WHERE run_id = ? AND (flow = ? OR (? IS NULL AND flow <> 'pipeline'))",
-            [status, note, run_id, flow, flow],
-        )
+        with self.connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            con.execute("UPDATE runs SET status = ?, ended_at = current_timestamp, note = coalesce(?, note) "
+                        "WHERE run_id = ? AND (flow = ? OR (? IS NULL AND flow <> 'pipeline'))",
+                        [status, note, run_id, flow, flow])
+            con.execute("COMMIT")
+            linked = con.execute("SELECT model_id FROM models WHERE run_id = $r UNION "
+                                 "SELECT model_id FROM metrics WHERE run_id = $r", {"r": run_id}).fetchall()
+            self._keep_on(con, "run", [run_id])  # the run's rows and its models' (ids filed by any writer)
+            self._keep_on(con, "model", [m for (m,) in linked])
 
     @contextlib.contextmanager
     def recorded_run(self, flow: str, run_id: str | None, *, config: Any = None,
@@ -339,7 +369,7 @@ class Catalog:
         self.execute(
             "INSERT INTO stages (run_id, stage, cache_key, status, ended_at, seconds, note) "
             "VALUES (?, ?, ?, ?, current_timestamp, ?, ?)",
-            [run_id, stage, cache_key, status, seconds, note],
+            [run_id, stage, cache_key, status, seconds, note], keep=("run", [run_id], ["runs", "stages"]),
         )
 
     # -- artifacts -------------------------------------------------------------------------
@@ -357,7 +387,7 @@ class Catalog:
         rec = records_module.make_record(self.root, key=key, kind=kind, path=path, content_hash=content_hash, name=name,
                           input_hashes=input_hashes, config=config, run_id=run_id, meta=meta)
         if not Path(rec["path"]).is_absolute():  # never write into a folder outside the data root
-            records_module.write_record(path, rec)
+            rec = records_module.settle_record(path, rec)
         if con is not None:
             records_module.register_records(con, self.root, [rec])
         else:
@@ -367,8 +397,17 @@ class Catalog:
     def register_records(self, records: Sequence[Mapping[str, Any]]) -> int:
         """Register artifact records (written by :func:`~defsentflow.storage.records.write_record`,
         e.g. on a worker) in one transaction; idempotent. The number of records."""
-        with self.transaction() as con:
-            return records_module.register_records(con, self.root, list(records))
+        with self.connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                n = records_module.register_records(con, self.root, list(records))
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+            self._keep_on(con, "model", [m["model_id"] for r in records
+                                         for m in [r.get("model") or {}, *(r.get("metrics") or [])] if m.get("model_id")])
+        return n
 
     def artifact(self, key: str) -> dict[str, Any] | None:
         """The artifact registered under ``key`` if its files are still the ones registered, else None.
@@ -427,6 +466,7 @@ class Catalog:
             "INSERT OR REPLACE INTO models (model_id, path, base_model, method, pooling, run_id, artifact_key, meta) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [model_id, to_root(self.root, path), base_model, method, pooling, run_id, artifact_key, _json(meta)],
+            keep=("model", [model_id]),
         )
         records_module.amend_record(self.root, path, model={
             "model_id": model_id, "path": path, "base_model": base_model, "method": method, "pooling": pooling,
@@ -434,7 +474,8 @@ class Catalog:
 
     def record_metrics(self, model_id: str, rows: Sequence[Mapping[str, Any]], run_id: str | None = None) -> None:
         """Replace this model's metrics for the (task, setting, metric, pooling) keys given."""
-        with self.transaction() as con:
+        with self.connect() as con:
+            con.execute("BEGIN TRANSACTION")
             for r in rows:
                 con.execute(
                     "DELETE FROM metrics WHERE model_id = ? AND task = ? AND setting = ? AND metric = ? "
@@ -448,6 +489,8 @@ class Catalog:
                      r.get("pooling"), run_id],
                 )
             refresh_leaderboard_view(con)
+            con.execute("COMMIT")
+            self._keep_on(con, "model", [model_id])
         found = self.query("SELECT path FROM models WHERE model_id = ?", [model_id])
         if found and found[0]["path"]:
             records_module.amend_record(self.root, found[0]["path"],

@@ -4,11 +4,15 @@ Every user-given output path (``report --out``, ``encode --out``, the exports) g
 :func:`output_dir` or :func:`output_file`. Compared as resolved paths, they refuse the data root,
 any ancestor of it, any path inside it other than the command's own default location, a
 non-empty folder that is not an earlier output of the same command, and a file that is not one.
-An earlier output is recognised by what the command wrote beside it: a folder by the marker
-file :data:`OUTPUT_MARKER` (which also lists the files written, so a file added later by the
-user keeps the folder from being replaced), a Parquet file by the schema metadata key
-``defsentflow.output``, any other file by a hidden sidecar marker. Writing goes to a temporary
-sibling that is renamed into place, so an error leaves the destination as it was.
+An earlier output is recognised by what the command wrote beside it, and a marker is input like
+any file: a folder by the marker file :data:`OUTPUT_MARKER`, which vouches only for the files it
+lists (a marker without the list, or a file added later by the user, keeps the folder from being
+replaced); a Parquet file by the schema metadata key ``defsentflow.output``; any other file by a
+hidden sidecar marker holding the file's content hash (a file changed since, or a sidecar beside a
+user's file, is not ours). A folder of any data root (one holding a catalog or an artifact record,
+or lying below one) is never an output. Writing goes to a temporary sibling that is renamed into
+place, so an error leaves the destination as it was; a temporary left by a killed earlier write to
+the same destination (``.tmp-<dead pid>-<hex>-<name>``) is removed by the next one.
 
 Example:
     >>> with output_file("vectors.parquet", command="encode") as tmp:
@@ -24,13 +28,17 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+from defsentflow.limits import LIMITS
+from defsentflow.storage.bounded_json import read_json_file
+from defsentflow.storage.hashing import hash_file
 from defsentflow.storage.paths import RECORD_NAME, data_root
-from defsentflow.storage.swap import swap_dir_into_place, temporary_sibling
+from defsentflow.storage.swap import remove_stale_siblings, swap_dir_into_place, temporary_sibling
 
 __all__ = [
     "OUTPUT_MARKER",
     "OutputRefusedError",
     "check_output",
+    "marker_vouches",
     "output_dir",
     "output_file",
     "parquet_output_metadata",
@@ -58,7 +66,8 @@ def _refuse(path: Path, command: str, why: str) -> OutputRefusedError:
 
 
 def _check_location(path: Path, command: str, root, default) -> tuple[Path, bool]:
-    """The resolved destination and whether it is ``default``, or :class:`OutputRefusedError` for the data root and paths in it."""
+    """The resolved destination and whether it is ``default``, or :class:`OutputRefusedError` for the
+    data root, paths in it, and folders of any other data root."""
     given = Path(path).expanduser()
     if given.is_symlink():
         raise _refuse(given, command, "it is a symbolic link")
@@ -72,15 +81,43 @@ def _check_location(path: Path, command: str, root, default) -> tuple[Path, bool
     if final.is_relative_to(home) and not is_default:
         hint = f" other than the default {default}" if default is not None else ""
         raise _refuse(given, command, f"it is inside the data root {home}{hint}; choose a folder outside it")
+    if not is_default:
+        other = next((p for p in (final, *final.parents) if (p / "catalog.duckdb").exists()), None)
+        if other is not None:
+            raise _refuse(given, command, f"it is inside the data root {other}; choose a folder outside it")
+        if final.is_dir() and _holds_records(final):
+            raise _refuse(given, command, "it holds artifact records of a data root")
     return final, is_default
 
 
+def _holds_records(folder: Path) -> bool:
+    return any(True for _ in folder.rglob(RECORD_NAME)) or any(True for _ in folder.rglob(".*.defsentflow-record.json"))
+
+
 def _read_marker(marker: Path) -> dict | None:
-    try:
-        data = json.loads(marker.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    """The marker's content if it is one defsentflow writes (a listed ``files`` included), else None."""
+    if not marker.is_file():
         return None
-    return data if isinstance(data, dict) and data.get("created_by") == "defsentflow" else None
+    try:
+        data = read_json_file(marker, max_bytes=LIMITS["record_bytes"], what="output marker")
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("created_by") != "defsentflow" or not isinstance(data.get("command"), str):
+        return None
+    files = data.get("files")
+    if not isinstance(files, list) or len(files) > LIMITS["record_items"] or not all(
+            isinstance(f, str) and f and not f.startswith("/") and ".." not in f.split("/") for f in files):
+        return None
+    return data
+
+
+def marker_vouches(folder: Path, command: str | None = None) -> bool:
+    """Whether ``folder``'s :data:`OUTPUT_MARKER` (of ``command``, when given) lists every file in it."""
+    marker = _read_marker(folder / OUTPUT_MARKER)
+    if marker is None or (command is not None and marker["command"] != command):
+        return False
+    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if not p.is_dir()}
+    return not present - set(marker["files"]) - {OUTPUT_MARKER}
 
 
 def _own_dir(final: Path, command: str, *, at_default: bool) -> bool:
@@ -95,24 +132,25 @@ def _own_dir(final: Path, command: str, *, at_default: bool) -> bool:
         if at_default:  # the command's own place in the data root, from code before markers
             return True
         raise _refuse(final, command, "the folder is not empty and was not written by defsentflow "
-                                      f"(no {OUTPUT_MARKER}); choose a new or empty folder")
+                                      f"(no {OUTPUT_MARKER} listing its files); choose a new or empty folder")
     if marker.get("command") != command:
         raise _refuse(final, command, f"the folder holds the output of `defsentflow {marker.get('command')}`")
-    # The artifact record (storage.records) that the catalog writes beside a registered output is ours too.
-    listed = set(marker.get("files") or []) | {OUTPUT_MARKER, RECORD_NAME}
+    # At the default place in the data root the catalog writes the artifact record beside the output.
+    listed = set(marker["files"]) | {OUTPUT_MARKER} | ({RECORD_NAME} if at_default else set())
     extra = sorted(present - listed)
-    if "files" in marker and extra:
+    if extra:
         raise _refuse(final, command, f"the folder holds files defsentflow did not write: {extra[0]}"
                                       + (f" and {len(extra) - 1} more" if len(extra) > 1 else ""))
     return True
 
 
 def _own_file(final: Path, command: str, *, at_default: bool) -> None:
-    """Raise unless the existing file ``final`` is an earlier output of ``command``."""
+    """Raise unless the existing file ``final`` is an earlier output of ``command``, unchanged since."""
     if not final.is_file():
         raise _refuse(final, command, "it exists and is not a regular file")
     marker = _read_marker(_sidecar(final))
-    if marker is not None and marker.get("command") == command:
+    if marker is not None and marker["command"] == command and marker["files"] == [final.name] \
+            and marker.get("sha") == hash_file(final):
         return
     if final.suffix.lower() == ".parquet":
         try:
@@ -125,8 +163,8 @@ def _own_file(final: Path, command: str, *, at_default: bool) -> None:
             return
     if at_default:
         return
-    raise _refuse(final, command, "the file exists and is not an earlier output of this command; "
-                                  "choose a new file name")
+    raise _refuse(final, command, "the file exists and is not an earlier output of this command (or it changed "
+                                  "since); choose a new file name")
 
 
 def check_output(path: str | os.PathLike, *, command: str, kind: str = "dir", root: str | os.PathLike | None = None,
@@ -152,6 +190,7 @@ def output_dir(path: str | os.PathLike, *, command: str, root: str | os.PathLike
     if final.exists() or final.is_symlink():
         _own_dir(final, command, at_default=at_default)
     final.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_siblings(final)  # what a killed earlier write to this destination left beside it
     tmp = temporary_sibling(final)
     tmp.mkdir()
     try:
@@ -180,16 +219,17 @@ def output_file(path: str | os.PathLike, *, command: str, root: str | os.PathLik
     if final.exists() or final.is_symlink():
         _own_file(final, command, at_default=at_default)
     final.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_siblings(final)
     tmp = temporary_sibling(final)
     try:
         yield tmp
         with open(tmp, "rb") as fh:  # the data reaches the disk before the rename makes it visible
             os.fsync(fh.fileno())
-        if not _parquet_marked(tmp, command):
-            _sidecar(final).write_text(json.dumps({"command": command, "created_by": "defsentflow"}),
-                                       encoding="utf-8")
-        if final.exists():
+        if final.exists():  # checked again: the user may have replaced it meanwhile
             _own_file(final, command, at_default=at_default)
+        if not _parquet_marked(tmp, command):
+            _sidecar(final).write_text(json.dumps({"command": command, "created_by": "defsentflow",
+                                                   "files": [final.name], "sha": hash_file(tmp)}), encoding="utf-8")
         os.replace(tmp, final)
     finally:
         if tmp.exists():

@@ -27,16 +27,22 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from defsentflow.limits import LIMITS
 from defsentflow.storage.atomic import TMP_PREFIX, atomic_path
+from defsentflow.storage.bounded_json import read_json_file
 from defsentflow.storage.hashing import code_version
-from defsentflow.storage.manifest import artifact_manifest, manifest_hash
+from defsentflow.storage.manifest import artifact_manifest, manifest_hash, quick_check
 from defsentflow.storage.paths import RECORD_NAME, from_root, relative_tree, to_root
+from defsentflow.storage.record_checks import ArtifactRecord, first_error
 
 __all__ = ["RECORD_NAME", "RECORD_FORMAT", "record_path", "make_record", "write_record", "read_record",
-           "iter_records", "register_records", "amend_record"]
+           "iter_record_files", "register_records", "amend_record", "settle_record"]
 
 RECORD_FORMAT = 1
 _FILE_SUFFIX = ".defsentflow-record.json"
+_NOT_SCANNED = ("records", "quarantine", "prefect")  # row records, records moved aside, Prefect's own files
 
 
 def record_path(artifact_path: str | os.PathLike) -> Path:
@@ -95,16 +101,34 @@ def write_record(artifact_path: str | os.PathLike, record: Mapping[str, Any]) ->
     return final
 
 
-def _load(record_file: Path) -> dict[str, Any]:
-    try:
-        rec = json.loads(record_file.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{record_file}: unreadable artifact record ({type(exc).__name__}: "
-                         f"{str(exc).splitlines()[0] if str(exc) else ''})") from exc
-    missing = [k for k in ("key", "kind", "path", "content_hash") if not isinstance(rec, dict) or not rec.get(k)]
-    if missing:
-        raise ValueError(f"{record_file}: not an artifact record (missing {', '.join(missing)})")
+def settle_record(artifact_path: str | os.PathLike, record: Mapping[str, Any], *, tries: int = 5) -> dict[str, Any]:
+    """Write ``record`` beside ``artifact_path``, then check that the record on disk describes the files
+    on disk; when another process replaced them meanwhile (two runs writing the same artifact), the
+    manifest is taken again and the record rewritten, until they agree. The record as written last."""
+    rec = dict(record)
+    for _ in range(tries):
+        write_record(artifact_path, rec)
+        try:
+            on_disk = read_record(artifact_path)
+        except ValueError:
+            on_disk = None
+        if on_disk is not None and on_disk.get("manifest") and quick_check(artifact_path, on_disk["manifest"]) is None:
+            return rec if on_disk.get("manifest_hash") == rec.get("manifest_hash") else on_disk
+        manifest = artifact_manifest(artifact_path)
+        rec.update(manifest=manifest, manifest_hash=manifest_hash(manifest),
+                   size_bytes=sum(f["size"] for f in manifest.values()))
     return rec
+
+
+def _load(record_file: Path) -> dict[str, Any]:
+    """The record in ``record_file``, checked against the record schema (types and sizes; where it
+    lies and its content are checked by :func:`~defsentflow.storage.record_checks.check_artifact_record`)."""
+    data = read_json_file(record_file, max_bytes=LIMITS["record_bytes"], what="artifact record")
+    try:
+        ArtifactRecord.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(f"{record_file}: not an artifact record ({first_error(exc)})") from None
+    return data
 
 
 def read_record(artifact_path: str | os.PathLike) -> dict[str, Any] | None:
@@ -119,24 +143,21 @@ def read_record(artifact_path: str | os.PathLike) -> dict[str, Any] | None:
     return _load(f)
 
 
-def iter_records(root: str | os.PathLike) -> Iterator[tuple[Path, dict[str, Any]]]:
-    """``(artifact path, record)`` of every record under the data root, in path order.
-
-    Records inside temporaries (``.tmp-*``) or artifacts moved aside (``.changed-*``) are skipped,
-    as are records whose artifact is gone. A corrupt record raises ValueError (one line).
-    """
+def iter_record_files(root: str | os.PathLike) -> Iterator[tuple[Path, Path]]:
+    """``(record file, artifact path)`` of every artifact record under the data root, in path order;
+    nothing is read. Records inside temporaries (``.tmp-*``), artifacts moved aside (``.changed-*``),
+    the row records and quarantine folders, and records whose artifact is gone are skipped."""
     root = Path(root)
     found = sorted(set(root.rglob(RECORD_NAME)) | set(root.rglob(f".*{_FILE_SUFFIX}")))
     for f in found:
         rel = f.relative_to(root).parts[:-1]
-        if any(part.startswith((TMP_PREFIX, ".changed-")) for part in rel):
+        if any(part.startswith((TMP_PREFIX, ".changed-")) for part in rel) or (rel and rel[0] in _NOT_SCANNED):
             continue
         if f.name != RECORD_NAME and f.name.startswith(TMP_PREFIX):
             continue
         art = _artifact_of(f)
-        if not art.exists():
-            continue
-        yield art, _load(f)
+        if art.exists() or art.is_symlink():
+            yield f, art
 
 
 def register_records(con: Any, root: str | os.PathLike, records: Sequence[Mapping[str, Any]]) -> int:

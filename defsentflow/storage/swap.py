@@ -2,22 +2,70 @@
 artifact writer (:func:`defsentflow.storage.atomic.atomic_dir`) and the commands' safe outputs
 (:func:`defsentflow.storage.outputs.output_dir`).
 
-A temporary is named ``.tmp-<pid>-<random>-<name>`` beside its final path, so
-:func:`~defsentflow.storage.atomic.clean_stale_temporaries` recognises those left by dead processes.
+A temporary is named ``.tmp-<pid>-<8 hex digits>-<name>`` beside its final path (:data:`TMP_PATTERN`,
+nothing else), so :func:`~defsentflow.storage.atomic.clean_stale_temporaries` and
+:func:`remove_stale_siblings` recognise those left by dead processes and nothing a user named.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TMP_PREFIX", "swap_dir_into_place", "temporary_sibling"]
+__all__ = ["TMP_PATTERN", "TMP_PREFIX", "pid_alive", "remove_stale_siblings", "stale_temporary", "swap_dir_into_place",
+           "temporary_sibling"]
 
 TMP_PREFIX = ".tmp-"
+TMP_PATTERN = re.compile(r"^\.tmp-(\d{1,10})-[0-9a-f]{8}-(.+)$")  # exactly what temporary_sibling writes
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this machine and is not a zombie."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (OverflowError, ValueError):
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def stale_temporary(path: Path) -> bool:
+    """Whether ``path`` is a temporary of :func:`temporary_sibling` whose process is gone."""
+    m = TMP_PATTERN.match(path.name)
+    if m is None or path.is_symlink():
+        return False
+    pid = int(m.group(1))
+    return pid != os.getpid() and not pid_alive(pid)
+
+
+def remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def remove_stale_siblings(final: Path) -> list[Path]:
+    """Remove the temporaries of ``final`` (same folder, same name) left by dead processes: a killed
+    earlier write to it. Nothing else beside it is touched."""
+    if not final.parent.is_dir():
+        return []
+    found = [p for p in final.parent.glob(f"{TMP_PREFIX}*-{final.name}")
+             if (m := TMP_PATTERN.match(p.name)) and m.group(2) == final.name and stale_temporary(p)]
+    for p in found:
+        remove(p)
+    return found
 
 
 def temporary_sibling(final: Path) -> Path:

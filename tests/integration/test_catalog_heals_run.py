@@ -22,3 +22,35 @@ def test_a_run_after_the_catalog_was_deleted_heals_it(tiny_finished_root):
         assert "KeyError" not in again.stderr
         assert final_metrics(home) == expected
     assert catalog_rows(home, "SELECT count(*) FROM dictionaries WHERE name = 'tiny'") == [(1,)]
+
+
+def test_catalog_rebuild_restores_what_the_finished_run_showed(tiny_finished_root, monkeypatch, capsys):
+    """Issue 36: after deleting the catalog of a finished run, `catalog rebuild` gives the same
+    `leaderboard --json`, `best-model`, runs page and report tables (was: 2 of 5 models, 35 of 55
+    metrics, no run)."""
+    from defsentflow.cli import main
+    from defsentflow.serve.catalog import ServeCatalog
+    from defsentflow.storage import Catalog
+
+    tiny_pipeline, home, _ = tiny_finished_root
+    monkeypatch.setenv("DEFSENTFLOW_HOME", str(home))
+    tables = ("artifacts", "models", "metrics", "runs", "stages", "pst_steps", "pst_runs", "run_tasks",
+              "entry_space_stats", "pst_progress")
+
+    def seen() -> dict:
+        out = {}
+        for argv in (["leaderboard", "--json"], ["best-model", str(tiny_pipeline)]):
+            assert main(argv) == 0
+            out[argv[0]] = capsys.readouterr().out
+        cat = Catalog(reader=True)
+        out.update({t: sorted(map(repr, cat.query(f"SELECT * FROM {t}"))) for t in tables})
+        out["runs page"] = ServeCatalog(home).runs()
+        return out
+
+    before = seen()
+    assert before["runs page"] and before["metrics"]
+    (home / "catalog.duckdb").unlink()
+    Catalog._ddl_applied.clear()
+    assert main(["catalog", "rebuild"]) == 0
+    assert "0 records refused" in capsys.readouterr().out
+    assert seen() == before

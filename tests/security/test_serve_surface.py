@@ -77,3 +77,19 @@ def test_422_echoes_only_a_prefix_of_a_100k_query(client):
 def test_404_of_a_long_report_name_is_short(client):
     r = client.get("/runs/r1/report/" + "y" * 5000)
     assert r.status_code == 404 and len(r.text) < 400
+
+
+def test_an_internal_error_is_a_500_with_the_headers_and_a_reason(client, monkeypatch):
+    """Issue 36: a 500 came from outside the middleware, without CSP or nosniff and without a reason."""
+    catalog = client.app.state.catalog
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the disk went away\nsecond line")
+
+    monkeypatch.setattr(catalog, "runs", broken)
+    with TestClient(client.app, raise_server_exceptions=False) as c:
+        for url in ("/api/runs", "/runs"):
+            r = c.get(url)
+            assert r.status_code == 500, url
+            assert r.headers.get("content-security-policy") == CSP and r.headers.get("x-content-type-options") == "nosniff"
+            assert r.json()["detail"] == "internal error: RuntimeError: the disk went away"

@@ -29,7 +29,7 @@ def filled(home, tiny_bert_dir):
     from defsentflow.revdict import build_revdict_index
     from defsentflow.storage import hash_path
 
-    model = home / "models" / "tiny"
+    model = home / "models" / "pst" / "model-tiny"  # filed under its key, as the project files models
     shutil.copytree(tiny_bert_dir, model)
     cat = Catalog()
     cat.register_artifact("model-tiny", "model", model, hash_path(model), name="tiny")
@@ -235,12 +235,12 @@ def test_a_copied_root_reads_only_its_own_files(filled, tmp_path, monkeypatch):
     try:
         monkeypatch.setenv("DEFSENTFLOW_HOME", str(copy))
         cat = Catalog()
-        assert cat.artifact("model-tiny")["path"] == str(copy / "models" / "tiny")
-        assert cat.query("SELECT path FROM models WHERE model_id = 'tiny'")[0]["path"] == str(copy / "models" / "tiny")
+        assert cat.artifact("model-tiny")["path"] == str(copy / "models" / "pst" / "model-tiny")
+        assert cat.query("SELECT path FROM models WHERE model_id = 'tiny'")[0]["path"] == str(copy / "models" / "pst" / "model-tiny")
         served = ServeCatalog(copy).indexes()
         assert [Path(i.path).parent.parent for i in served] == [copy]
         idx = RevdictIndex(served[0].path)
-        assert idx.meta["model"] == str(copy / "models" / "tiny")
+        assert idx.meta["model"] == str(copy / "models" / "pst" / "model-tiny")
         assert idx.search([DEFS["king"]], k=1, device="cpu")[0][0][0] == "king"
         assert not list(copy.rglob("*")) or all(str(gone) not in p.read_text(errors="ignore")
                                                  for p in copy.rglob("*.json"))
@@ -271,3 +271,24 @@ def test_a_same_size_change_in_model_weights_is_a_one_line_error(filled, tmp_pat
     err = capsys.readouterr().err.strip()
     assert "model.safetensors content differs" in err and "\n" not in err
     assert not (tmp_path / "v.parquet").exists()
+
+
+def test_serve_answers_409_naming_a_model_whose_files_changed(filled):
+    """Issue 36: a changed model file was a bare 500 on every look-up."""
+    from fastapi.testclient import TestClient
+
+    from defsentflow.serve import create_app
+    from defsentflow.storage.integrity import _VERIFIED
+
+    home, model, _ = filled
+    _VERIFIED.clear()
+    weights = model / "model.safetensors"
+    with open(weights, "r+b") as fh:
+        fh.seek(weights.stat().st_size // 2)
+        fh.write(os.urandom(4096))
+    with TestClient(create_app(max_batch=1, max_wait_ms=1)) as client:
+        res = client.get("/api/revdict", params={"q": DEFS["river"], "model": "tiny", "k": 2})
+    assert res.status_code == 409 and res.json()["detail"].startswith("model tiny: ")
+    assert "content differs from its registered hash" in res.json()["detail"]
+    assert res.headers.get("x-content-type-options") == "nosniff"
+

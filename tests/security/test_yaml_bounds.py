@@ -87,3 +87,22 @@ def test_sweep_point_count_is_capped_before_expanding(home, tmp_path, capsys, mo
         assert rc == 2 and "100000000 points" in err and "--max-points" in err and err.count("\n") == 1, err
     rc = main(["sweep", "show", str(path), "--max-points", "99999999"])
     assert rc == 2 and "more than 99999999" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("deep", ["a: " + "[" * 100_000 + "]" * 100_000,  # flow style
+                                  "a:\n" + "".join("  " * i + "- \n" for i in range(1, 2000))])  # block style
+def test_deep_yaml_is_one_line_naming_the_file(home, tmp_path, capsys, deep):
+    """Issue 36: a deeply nested config was a RecursionError traceback; the composer now stops at the
+    nesting bound (``LIMITS["nesting"]``), and the OEWN reader's C loader checks the node graph."""
+    from defsentflow.config_tools import MAX_NESTING
+    from defsentflow.dictionary.oewn_yaml import load_yaml
+
+    path = tmp_path / "deep.yaml"
+    path.write_text("name: deep\n" + deep)
+    rc = main(["best-model", str(path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and str(path) in err and f"nested deeper than {MAX_NESTING}" in err, err
+    entries = tmp_path / "entries-a.yaml"
+    entries.write_text("a: " + "[" * 500 + "]" * 500)
+    with pytest.raises(ValueError, match=f"entries-a.yaml: invalid YAML: nested deeper than {MAX_NESTING}"):
+        load_yaml(entries)

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from defsentflow.storage import Catalog
+from defsentflow.storage import Catalog, hash_path
 from defsentflow.storage.catalog import CatalogAccessError
 from defsentflow.storage.rebuild import rebuild_catalog
 from defsentflow.storage.records import (
     RECORD_NAME,
-    iter_records,
+    iter_record_files,
     make_record,
     read_record,
     record_path,
@@ -20,11 +20,12 @@ from defsentflow.storage.records import (
 
 
 def _artifacts(home):
-    d = home / "models" / "m1"
+    """A model folder and a table file, each filed under its key as the project files artifacts."""
+    d = home / "models" / "pst" / "k-model"
     d.mkdir(parents=True)
     (d / "weights.bin").write_bytes(b"w" * 1000)
-    f = home / "parquet" / "t.parquet"
-    f.parent.mkdir()
+    f = home / "parquet" / "tables" / "k-table.parquet"
+    f.parent.mkdir(parents=True)
     f.write_bytes(b"p" * 10)
     return d, f
 
@@ -45,28 +46,30 @@ def test_register_artifact_writes_a_record_and_a_lost_catalog_is_rebuilt(home, c
 
     d, f = _artifacts(home)
     cat = Catalog()
-    cat.register_artifact("k-model", "model", d, "h1", name="m1", config={"lr": 1e-5})
-    cat.register_artifact("k-table", "table", f, "h2")
+    cat.register_artifact("k-model", "model", d, hash_path(d), name="m1", config={"lr": 1e-5})
+    cat.register_artifact("k-table", "table", f, hash_path(f))
     cat.register_model("m1", d, method="pst", artifact_key="k-model")
     cat.record_metrics("m1", [{"task": "sts12", "setting": "all", "metric": "spearman", "value": 0.5}], run_id="r1")
     rec = read_record(d)
-    assert rec["path"] == "models/m1" and rec["manifest"]["weights.bin"]["size"] == 1000
+    assert rec["path"] == "models/pst/k-model" and rec["manifest"]["weights.bin"]["size"] == 1000
     assert rec["model"]["model_id"] == "m1" and rec["metrics"][0]["value"] == 0.5
     before = _rows(cat)
-    assert sorted(r["key"] for _, r in iter_records(home)) == ["k-model", "k-table"]
+    assert sorted(read_record(a)["key"] for _, a in iter_record_files(home)) == ["k-model", "k-table"]
 
     (home / "catalog.duckdb").unlink()
     Catalog._ddl_applied.clear()
     assert main(["catalog", "rebuild"]) == 0
-    assert "2 artifact records: 2 artifacts, 1 models, 1 metrics" in capsys.readouterr().out
+    assert "2 artifact records and 1 row records: 2 artifacts, 1 models, 1 metrics" in capsys.readouterr().out
     assert _rows(Catalog()) == before
-    assert rebuild_catalog(home) == {"records": 2, "artifacts": 2, "models": 1, "metrics": 1}  # idempotent
+    again = rebuild_catalog(home)  # idempotent
+    assert {k: again[k] for k in ("records", "artifacts", "models", "metrics", "refused")} == {
+        "records": 2, "artifacts": 2, "models": 1, "metrics": 1, "refused": 0}
     assert _rows(Catalog()) == before
 
 
 def test_worker_records_register_once_in_one_transaction(home):
     d, _ = _artifacts(home)
-    rec = make_record(home, key="cand-1", kind="model", path=d, content_hash="h", name="cand-1", run_id="r",
+    rec = make_record(home, key="k-model", kind="model", path=d, content_hash=hash_path(d), name="cand-1", run_id="r",
                       model={"model_id": "cand-1", "method": "pst"},
                       metrics=[{"model_id": "cand-1", "task": "stsb-dev", "setting": "all", "metric": "spearman",
                                 "value": 0.25}])
@@ -75,16 +78,16 @@ def test_worker_records_register_once_in_one_transaction(home):
     assert cat.register_records([read_record(d)]) == 1
     assert cat.register_records([read_record(d)]) == 1
     rows = _rows(cat)
-    assert [r["artifact_key"] for r in rows["artifacts"]] == ["cand-1"]
+    assert [r["artifact_key"] for r in rows["artifacts"]] == ["k-model"]
     assert len(rows["models"]) == 1 and len(rows["metrics"]) == 1
-    assert cat.artifact("cand-1")["path"] == str(d)
+    assert cat.artifact("k-model")["path"] == str(d)
 
 
 def test_a_corrupt_record_is_a_one_line_error(tmp_path):
     d = tmp_path / "a"
     d.mkdir()
     (d / RECORD_NAME).write_text("{not json")
-    with pytest.raises(ValueError, match=r"\.defsentflow-record\.json: unreadable artifact record") as err:
+    with pytest.raises(ValueError, match=r"\.defsentflow-record\.json: the artifact record is not JSON") as err:
         read_record(d)
     assert "\n" not in str(err.value)
     (d / RECORD_NAME).write_text(json.dumps({"key": "k"}))
@@ -104,8 +107,8 @@ def test_a_catalog_open_on_a_worker_raises(home, monkeypatch):
 def test_a_rebuild_first_writes_the_records_of_artifacts_registered_before_records(home):
     d, _ = _artifacts(home)
     cat = Catalog()
-    cat.register_artifact("k-old", "model", d, "h1", name="old")
-    cat.register_model("old", d, method="pst", artifact_key="k-old")
+    cat.register_artifact("k-model", "model", d, hash_path(d), name="old")
+    cat.register_model("old", d, method="pst", artifact_key="k-model")
     record_path(d).unlink()  # as registered by older code
     before = _rows(cat)
     counts = rebuild_catalog(home)
