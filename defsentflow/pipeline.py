@@ -27,6 +27,7 @@ from defsentflow.evaluation.revdict import model_meta
 from defsentflow.evaluation.task_status import record_run_tasks, runnable_tasks, task_statuses
 from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config, hash_path
 from defsentflow.storage.atomic import pid_alive
+from defsentflow.storage.paths import relative_tree
 from defsentflow.storage.rebuild import heal_catalog
 
 __all__ = ["STAGE_METHODS", "PipelineSteps", "best_trained", "evaluation_plan", "input_fingerprint",
@@ -319,5 +320,8 @@ def run_pipeline(config_path: str | os.PathLike, *, steps: PipelineSteps, only_i
                "dictionary": dictionary.get("key") if isinstance(dictionary, dict) else None,
                "selected": selected, "averages": {s["model_id"]: s["average"] for s in scores},
                "report": report, "seconds": round(time.perf_counter() - t0, 1)}
-    Catalog().end_run(run_id, "completed", note=json.dumps(summary, default=str)[:4000], flow="pipeline")
+    cat = Catalog()
+    # the note names files of the root relative to it (a copied root reads its own)
+    cat.end_run(run_id, "completed", note=json.dumps(relative_tree(cat.root, summary), default=str)[:4000],
+                flow="pipeline")
     return summary

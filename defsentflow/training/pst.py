@@ -278,7 +278,7 @@ def finish_pst(section: PstSection, run_id: str, history: Sequence[StepResult], 
             "model_id, selection_metric, selection_score, reason, note, record_path, seconds, selection_rule, "
             "train_entries) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [run_id, section.base_model, section.dictionary, history[-1].step, winner.step, winner.model_id, model_id,
-             winner.metric, winner.score, reason, notes, str(record_path), seconds, section.selection_rule,
+             winner.metric, winner.score, reason, notes, cat.rel(record_path), seconds, section.selection_rule,
              section.train_entries],
         )
     cat.register_model(model_id, resolve_model_path(winner.model_dir), base_model=section.base_model, method="pst",
