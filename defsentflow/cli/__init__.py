@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import signal
 import sys
 
-__all__ = ["main", "build_parser", "check_count", "identifier"]
+__all__ = ["main", "build_parser", "check_count", "exit_on_sigterm", "identifier"]
 
 # Modules under defsentflow.cli, each registering one or more sub-commands.
 _GROUPS = ("catalog", "ingest", "encode", "train", "pretrain", "evaluate", "harvest", "origin", "pipeline", "report",
@@ -70,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     # Idle OpenMP threads sleep instead of spinning: on a small, shared machine (2 cores running a
     # Prefect server, a flow and torch) spinning threads slowed training about 6x.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    signal.signal(signal.SIGTERM, exit_on_sigterm)  # `timeout`, `kill`: a recorded run closes as interrupted
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -93,6 +95,12 @@ def main(argv: list[str] | None = None) -> int:
     except (UserError, OSError, ValueError) as exc:  # bad paths, files, models, configs: no traceback
         return _fail(exc)
     return int(rc or 0)
+
+
+def exit_on_sigterm(signum: int, frame: object) -> None:
+    """Python dies of ``SIGTERM`` without unwinding; exiting instead lets the run being recorded close
+    as ``interrupted`` (:func:`defsentflow.storage.runs.recorded_run`) rather than stay ``running``."""
+    raise SystemExit(128 + signum)
 
 
 def _fail(exc: BaseException) -> int:

@@ -20,6 +20,7 @@ from typing import Any
 from defsentflow.evaluation.config import EvaluateSection
 from defsentflow.evaluation.suite import EvalResult, record_evaluation, resolve_model, run_evaluation
 from defsentflow.storage import Catalog, hash_config
+from defsentflow.storage.runs import RunRecord
 
 __all__ = ["EvaluateSteps", "evaluate_step", "record_step", "resolve_step", "run_evaluate"]
 
@@ -76,10 +77,10 @@ def run_evaluate(section: EvaluateSection, *, run_id: str | None = None, root: s
     # without a run id nothing is opened or written, not even the catalog
     run_record = (Catalog(root).recorded_run("evaluate", run_id, config=section.model_dump(mode="json"),
                                               config_hash=hash_config(section))
-                  if run_id is not None else contextlib.nullcontext({}))
+                  if run_id is not None else contextlib.nullcontext(RunRecord(None)))
     with run_record as run:
         model = steps.resolve(section, run_id, root)
         evaluated = steps.evaluate(section, model)
         n = steps.record(model, evaluated, run_id, root) if run_id is not None else 0
-        run["note"] = f"{n} metric rows for {model['model_id']}"
+        run.note = f"{n} metric rows for {model['model_id']}"
     return {"run_id": run_id, **model, **evaluated, "recorded": n}

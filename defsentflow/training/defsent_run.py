@@ -38,10 +38,8 @@ def run_defsent(section: DefSentSection, *, run_id: str | None, root: str | os.P
     """
     t0 = time.perf_counter()
     cat = Catalog(root)
-    if run_id is not None:
-        cat.start_run(f"train-{section.method.replace('_', '-')}", config=section.model_dump(mode="json"),
-                      config_hash=hash_config(section), run_id=run_id)
-    try:
+    with cat.recorded_run(f"train-{section.method.replace('_', '-')}", run_id, config=section.model_dump(mode="json"),
+                          config_hash=hash_config(section)) as run:
         data = load_training_data(section.dictionary, section.max_train_entries,
                                   splits=splits_for(section.train_entries), root=root)
         base, base_hash = _base(section)
@@ -64,14 +62,10 @@ def run_defsent(section: DefSentSection, *, run_id: str | None, root: str | os.P
         model_id, model_dir = steps.train(cfg, base, definitions, targets, key=key, entry_matrix_path=matrix_path,
                                           extra_meta=extra, method=section.method, base_name=section.base_model,
                                           root=root, run_id=run_id)
-    except BaseException as exc:
         if run_id is not None:
-            cat.end_run(run_id, "failed", note=f"{type(exc).__name__}: {exc}"[:500])
-        raise
-    if run_id is not None:
-        cat.record_stage(run_id, "train-defsent", "completed", cache_key=key, seconds=time.perf_counter() - t0,
-                         note=model_id)
-        cat.end_run(run_id, "completed", note=f"trained {model_id}")
+            cat.record_stage(run_id, "train-defsent", "completed", cache_key=key, seconds=time.perf_counter() - t0,
+                             note=model_id)
+        run.note = f"trained {model_id}"
     return DefSentResult(run_id=run_id or "", model_id=model_id, model_dir=model_dir, method=section.method,
                          n_definitions=len(definitions), entry_matrix_path=matrix_path,
                          seconds=time.perf_counter() - t0)
