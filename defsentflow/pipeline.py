@@ -24,11 +24,21 @@ from defsentflow.eval_tasks import DICTIONARY_TASKS
 from defsentflow.evaluation.baselines import baseline_model_id
 from defsentflow.evaluation.revdict import model_meta
 from defsentflow.evaluation.task_status import record_run_tasks, runnable_tasks, task_statuses
-from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config, hash_path
+from defsentflow.storage import (
+    Catalog,
+    check_identifier,
+    code_version,
+    combine_hashes,
+    data_root,
+    hash_config,
+    hash_path,
+    under_root,
+)
 from defsentflow.storage.rebuild import heal_catalog
 from defsentflow.storage.runs import mark_interrupted_runs
 
-__all__ = ["STAGE_METHODS", "PipelineSteps", "best_trained", "evaluation_plan", "input_fingerprint", "previous_run",
+__all__ = ["STAGE_METHODS", "PipelineSteps", "best_trained", "evaluation_plan", "input_fingerprint", "log_path",
+           "new_run_id", "previous_run",
            "resolved_config", "run_pipeline", "selected_model_dir", "task_plan", "training_section"]
 
 
@@ -50,6 +60,16 @@ def input_fingerprint(config: dict[str, Any]) -> dict[str, Any]:
     cfg_hash = hash_config(cfg.model_dump(mode="json", exclude={"compute"}))  # where it runs changes no result
     return {"sources": sources, "config": cfg_hash, "code_version": code_version(),
             "key": combine_hashes([*sorted(f"{k}={v}" for k, v in sources.items()), cfg_hash, code_version()])}
+
+
+def new_run_id(name: str) -> str:
+    """A new pipeline run's id: the config's name and 8 random hex digits (``demo-1a2b3c4d``)."""
+    return check_identifier(f"{name}-{uuid.uuid4().hex[:8]}", "run id")
+
+
+def log_path(run_id: str) -> Path:
+    """Where a pipeline run's log goes: ``<data root>/logs/RUN_ID.log``."""
+    return under_root(data_root(), "logs", f"{check_identifier(run_id, 'run id')}.log")
 
 
 def previous_run(cat: Catalog, name: str, fingerprint: dict[str, Any]) -> str | None:
@@ -243,7 +263,7 @@ def run_pipeline(config_path: str | os.PathLike, *, steps: PipelineSteps, only_i
     cat = Catalog()
     mark_interrupted_runs(cat)
     previous = previous_run(cat, config["name"], fingerprint)
-    run_id = run_id or f"{config['name']}-{uuid.uuid4().hex[:8]}"
+    run_id = run_id or new_run_id(config["name"])
     with cat.recorded_run("pipeline", run_id, config=config, config_hash=fingerprint["key"]) as run:
         if only_if_changed and previous:
             run.status, run.note = "unchanged", f"inputs unchanged since run {previous}: nothing to retrain"
@@ -258,6 +278,9 @@ def run_pipeline(config_path: str | os.PathLike, *, steps: PipelineSteps, only_i
 def _stages(config: dict[str, Any], steps: PipelineSteps, run_id: str) -> dict[str, Any]:
     """Every stage of the run in order; the run's summary (the ``runs`` note of a completed run)."""
     dictionary = steps.ingest_dictionary(config["dictionary"])
+    Catalog().record_stage(run_id, "ingest-dictionary", "completed" if dictionary.status == "built" else "cached",
+                           cache_key=dictionary.key, seconds=dictionary.seconds if dictionary.status == "built" else None,
+                           note=f"{dictionary.status} {dictionary.name}")
     surrogate = None
     if config.get("harvest"):
         pairs = steps.harvest(config["harvest"], run_id)
@@ -290,5 +313,5 @@ def _stages(config: dict[str, Any], steps: PipelineSteps, run_id: str) -> dict[s
             steps.index(section["base_model"], config["dictionary"]["name"])
     report = steps.report(run_id) if config["report"] else None
     return {"run_id": run_id, "status": "completed",
-            "dictionary": dictionary.get("key") if isinstance(dictionary, dict) else None,
+            "dictionary": dictionary.key,
             "selected": selected, "averages": {s["model_id"]: s["average"] for s in scores}, "report": report}

@@ -12,7 +12,7 @@ import logging
 import signal
 import sys
 
-__all__ = ["main", "build_parser", "check_count", "exit_on_sigterm", "identifier"]
+__all__ = ["main", "build_parser", "check_count", "exit_on_sigterm", "identifier", "writes_data_root"]
 
 # Modules under defsentflow.cli, each registering one or more sub-commands.
 _GROUPS = ("catalog", "ingest", "encode", "train", "pretrain", "evaluate", "harvest", "origin", "pipeline", "report",
@@ -48,13 +48,27 @@ def check_count(value: int | None, flag: str, maximum: int, minimum: int = 1) ->
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="defsentflow", description=__doc__.splitlines()[0])
-    parser.add_argument("--home", help="data root (default: $DEFSENTFLOW_HOME or ./storage)")
+    parser.add_argument("--home", help="data root (a config's home: wins; else --home, $DEFSENTFLOW_HOME, else the "
+                                       "checkout's storage/ or ~/.local/share/defsentflow; see README 'Data root')")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in _GROUPS:
         importlib.import_module(f"defsentflow.cli.{name}").register(sub)
     return parser
+
+
+# Commands that only read the data root (the others print the root they use: defsentflow.cli.home).
+_READERS = {"sql", "verify", "runs", "datasets", "leaderboard", "best-model", "serve", "export", "encode"}
+
+
+def writes_data_root(args: argparse.Namespace) -> bool:
+    """Whether the parsed command may write the data root."""
+    if args.command in _READERS and not getattr(args, "cache", False):
+        return False
+    if args.command == "eval" and getattr(args, "no_record", False):
+        return False
+    return not (args.command == "sweep" and args.sweep_command in ("show", "table"))
 
 
 def _quiet_transformers() -> None:
@@ -79,14 +93,14 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     _quiet_transformers()
     if args.home:
-        import os
-
         os.environ["DEFSENTFLOW_HOME"] = args.home
     if args.quiet:
-        import os
-
         os.environ["DEFSENTFLOW_QUIET"] = "1"
     try:
+        if writes_data_root(args):
+            from defsentflow.cli.home import config_home, use_data_root
+
+            use_data_root(*config_home(getattr(args, "config", None)))
         rc = args.func(args)
     except BrokenPipeError:  # `defsentflow sql ... | head`: the reader left, nothing to report
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import time
-from pathlib import Path
 
 from defsentflow.cli.compute import add_compute_flags
+from defsentflow.cli.home import use_data_root
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,9 +29,9 @@ def _prepare_env(config_path: str):
     """Validate the config before starting anything; the validated config."""
     from defsentflow.config import load_config, resolve_path
 
-    cfg = load_config(resolve_path(config_path))
-    if cfg.home and not os.environ.get("DEFSENTFLOW_HOME"):
-        os.environ["DEFSENTFLOW_HOME"] = str(Path(cfg.home).resolve())
+    path = resolve_path(config_path)
+    cfg = load_config(path)
+    use_data_root(cfg.home, path)
     return cfg
 
 
@@ -48,22 +47,21 @@ def _failed_stage(run_id: str) -> str | None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import uuid
-
     from defsentflow.cli import UserError
     from defsentflow.cli.compute import command_cluster
-    from defsentflow.cli.run_log import elapsed, run_log
+    from defsentflow.pipeline import log_path, new_run_id
     from defsentflow.preflight import preflight
-    from defsentflow.storage import Catalog, check_identifier, clean_stale_temporaries, data_root, under_root
+    from defsentflow.run_log import elapsed, run_log
+    from defsentflow.run_summary import summary_lines
+    from defsentflow.storage import clean_stale_temporaries, data_root
 
     cfg = _prepare_env(args.config)
     preflight(cfg, args.config)  # paths exist and are of their kind, before anything starts
-    name = cfg.name
-    run_id = check_identifier(f"{name}-{uuid.uuid4().hex[:8]}", "run id")
+    run_id = new_run_id(cfg.name)
     root = data_root()
-    log_path = under_root(root, "logs", f"{run_id}.log")
-    with run_log(log_path, verbose=getattr(args, "verbose", False)) as log:
-        log.info(f"run {run_id}: {args.config}; full log: {log_path}")
+    path = log_path(run_id)
+    with run_log(path, verbose=getattr(args, "verbose", False)) as log:
+        log.info(f"run {run_id}: {args.config}; full log: {path}")
         from defsentflow.flows.pipeline import pipeline
         from defsentflow.flows.runtime import local_api
 
@@ -71,61 +69,46 @@ def _run(args: argparse.Namespace) -> int:
         try:
             with local_api(), command_cluster(args, cfg.compute):
                 state = pipeline(args.config, only_if_changed=args.only_if_changed, run_id=run_id, return_state=True)
-                _print_task_states(state.state_details.flow_run_id, log)
+                if state.is_failed() or state.is_crashed():
+                    log.failed_task = _failed_task(state.state_details.flow_run_id)
                 result = state.result()
         except Exception as exc:  # noqa: BLE001 - one line here, the traceback is in the log (and with -v above)
             stage = _failed_stage(run_id) or log.failed_task
             cause = " ".join(str(exc).split()) or type(exc).__name__
             where = f"stage {stage}: " if stage else ""
             message = (f"run {run_id} failed after {elapsed(time.monotonic() - log.started)}: {where}"
-                       f"{type(exc).__name__}: {cause}; full log: {log_path}")
+                       f"{type(exc).__name__}: {cause}; full log: {path}")
             logging.getLogger("defsentflow.run").error(message, exc_info=exc, extra={"terminal": False})
             raise UserError(message) from exc
-        log.info("")
-        log.info(f"run:      {result['run_id']} ({result['status']}) in {elapsed(time.monotonic() - log.started)}")
-        if result.get("selected"):
-            sel = result["selected"]
-            log.info(f"selected: {sel['model_dir']} (step {sel['winner_step']})")
-        if result.get("report"):
-            rep = result["report"]
-            log.info(f"report:   {rep.get('html_path') or rep.get('markdown_path') or rep}")
-        log.info(f"scores:   defsentflow leaderboard   (catalog: {Catalog().path}; defsentflow sql \"SELECT ...\")")
-        log.info(f"log:      {log_path}")
+        for line in summary_lines(result, seconds=time.monotonic() - log.started, log_path=path):
+            log.info(line)
     return 0
 
 
-def _print_task_states(flow_run_id, log) -> None:
-    """List every stage of this run with its final state, so the log says what was cached."""
+def _failed_task(flow_run_id) -> str | None:
+    """The innermost failed Prefect task run of a failed flow run (it started last), or None."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
-
-    def task_runs(ids):
-        from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterFlowRunId
-
-        with get_client(sync_client=True) as client:
-            return client.read_task_runs(task_run_filter=TaskRunFilter(flow_run_id=TaskRunFilterFlowRunId(any_=ids)))
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterParentFlowRunId,
+        TaskRunFilter,
+        TaskRunFilterFlowRunId,
+    )
 
     try:
-        ids = [flow_run_id]
-        frontier = [flow_run_id]
+        ids, frontier = [flow_run_id], [flow_run_id]
         with get_client(sync_client=True) as client:
             while frontier:  # subflows, recursively
-                children = client.read_flow_runs(flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=frontier)))
+                children = client.read_flow_runs(
+                    flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=frontier)))
                 frontier = [c.id for c in children]
                 ids += frontier
-        runs = task_runs(ids)
-    except Exception as exc:  # noqa: BLE001 - the listing is informational
-        log.info(f"(could not list task states: {exc})")
-        return
-    runs = [r for r in runs if r.state is not None]
-    runs.sort(key=lambda r: r.start_time or r.expected_start_time or r.created)
-    cached = sum(1 for r in runs if r.state.name == "Cached")
-    log.info(f"\nstages: {len(runs)} task runs, {cached} cached, {len(runs) - cached} ran "
-             "(run records, plans and subflow runs always run; work stages show Cached when reused)")
-    for r in runs:
-        log.info(f"  {r.state.name:<10} {r.name}")
-    failed = [r.name for r in runs if r.state.name == "Failed"]
-    log.failed_task = failed[-1] if failed else None  # the innermost: it started last
+            runs = client.read_task_runs(task_run_filter=TaskRunFilter(flow_run_id=TaskRunFilterFlowRunId(any_=ids)))
+    except Exception:  # noqa: BLE001 - the error line goes out without the task's name
+        return None
+    failed = sorted((r for r in runs if r.state is not None and r.state.name == "Failed"),
+                    key=lambda r: r.start_time or r.expected_start_time or r.created)
+    return failed[-1].name if failed else None
 
 
 def _best_model(args: argparse.Namespace) -> int:
