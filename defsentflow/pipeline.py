@@ -24,6 +24,7 @@ from defsentflow.eval_tasks import DICTIONARY_TASKS
 from defsentflow.evaluation.baselines import baseline_model_id
 from defsentflow.evaluation.revdict import model_meta
 from defsentflow.evaluation.task_status import record_run_tasks, runnable_tasks, task_statuses
+from defsentflow.preflight import preflight
 from defsentflow.storage import (
     Catalog,
     check_identifier,
@@ -255,6 +256,7 @@ def run_pipeline(config_path: str | os.PathLike, *, steps: PipelineSteps, only_i
     run of the same config name ends at once as ``unchanged``. A failure marks the run failed.
     """
     t0 = time.perf_counter()
+    preflight(load_config(resolve_path(config_path)), str(config_path))  # a typo is one line, nothing recorded
     config = resolved_config(config_path)
     fingerprint = input_fingerprint(config)
     healed = heal_catalog()  # a lost or emptied catalog is rebuilt from the artifact records first

@@ -18,6 +18,7 @@ from typing import Any
 
 from defsentflow.config_tools import resolve_path
 from defsentflow.encoders.loading import BUNDLED_ALIASES
+from defsentflow.encoders.lookup import UnknownModelError, find_model
 
 __all__ = ["MODEL_ID_PATTERN", "check_exists", "check_model_ref", "check_source_path", "preflight"]
 
@@ -31,7 +32,8 @@ def _looks_like_path(value: str) -> bool:
 
 
 def check_model_ref(value: str, key: str) -> None:
-    """``value`` names a model: a bundled alias, a model directory, or a Hugging Face id."""
+    """``value`` names a model: a bundled alias, a model directory, or a Hugging Face id that can be
+    loaded (in the local cache while offline: :func:`~defsentflow.encoders.lookup.find_model`)."""
     if value in BUNDLED_ALIASES:
         return
     path = resolve_path(value, must_exist=False)
@@ -44,6 +46,10 @@ def check_model_ref(value: str, key: str) -> None:
     if not re.match(MODEL_ID_PATTERN, value):
         raise ValueError(f"{key}: {value[:80]!r} is neither a model directory nor a Hugging Face model id "
                          "(owner/name: letters, digits, - _ .)")
+    try:
+        find_model(value, catalog=False)  # training loads a bundled name, a folder or a hub id, not a catalog id
+    except UnknownModelError as exc:
+        raise ValueError(f"{key}: {exc}") from None
 
 
 def check_source_path(kind: str, value: str, key: str) -> None:

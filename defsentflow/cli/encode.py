@@ -156,6 +156,7 @@ def _encode(args: argparse.Namespace) -> int:
     texts = read_sentences(Path(args.input), args.field)
     if not texts:
         raise UserError(f"{args.input}: no sentences")
+    args.model = _catalog_model(args.model)  # an id from `defsentflow leaderboard`, a folder, minilm, a cached hub id
     pooling = args.pooling or model_meta(args.model).get("pooling") or "mean"
     try:
         validate_pooling(pooling)
@@ -209,12 +210,11 @@ def read_entries(path: Path) -> pa.Table:
 
 
 def _catalog_model(model: str) -> str:
-    """A model id registered in the catalog (e.g. ``pst-demo-...``) as its directory; else as given,
-    when it names a model this machine has (``unknown model 'x'`` otherwise, not a hub error)."""
-    from defsentflow.evaluation.suite import known_model
-    from defsentflow.storage import Catalog
+    """What loads ``model`` (a catalog id or alias, a bundled name, a folder, a cached hub id), by the
+    one model lookup: ``unknown model 'x'; newest ids: ...`` otherwise, never a hub error."""
+    from defsentflow.encoders.lookup import find_model
 
-    return known_model(Catalog(create=False), model)[1]
+    return find_model(model).path
 
 
 def _revdict(args: argparse.Namespace) -> int:

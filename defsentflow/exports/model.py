@@ -23,7 +23,8 @@ from defsentflow.encoders.export import (
     st_pooling_mode,
     write_st_modules,
 )
-from defsentflow.encoders.loading import require_safetensors, resolve_model_path
+from defsentflow.encoders.loading import require_safetensors
+from defsentflow.encoders.lookup import find_model
 from defsentflow.storage import Catalog
 from defsentflow.storage.outputs import output_dir
 
@@ -47,14 +48,11 @@ def portable(value: Any) -> Any:
     return value
 
 
-def _model_row(model: str, root: str | os.PathLike | None) -> dict[str, Any] | None:
+def _model_row(model_id: str, root: str | os.PathLike | None) -> dict[str, Any] | None:
     cat = Catalog(root, reader=True)
     if not cat.path.is_file():
         return None
-    rows = cat.query("SELECT * FROM models WHERE model_id = ?", [model])
-    if not rows and Path(model).expanduser().is_dir():  # a folder, e.g. what `best-model` prints
-        rows = cat.query("SELECT * FROM models WHERE path = ? ORDER BY method = 'pst' DESC, created_at DESC LIMIT 1",
-                         [cat.rel(Path(model).expanduser().resolve())])
+    rows = cat.query("SELECT * FROM models WHERE model_id = ?", [model_id])
     return rows[0] if rows else None
 
 
@@ -66,12 +64,14 @@ def model_facts(model: str, *, root: str | os.PathLike | None = None) -> ModelFa
     ``dictionary`` (the ``dictionaries`` row it was trained on).
 
     Raises:
-        FileNotFoundError: neither a catalog model id nor an existing folder (one line).
+        UnknownModelError: nothing the one model lookup knows (one line, with the newest ids).
+        FileNotFoundError: a Hugging Face id (only a local folder is exported).
     """
-    row = _model_row(model, root)
-    path = Path(row["path"]) if row else Path(resolve_model_path(model)).expanduser()
+    ref = find_model(model, root=root)
+    row = _model_row(ref.model_id, root)
+    path = Path(ref.path).expanduser()
     if not path.is_dir():
-        raise FileNotFoundError(f"unknown model {model!r}: not a model id in the catalog nor a model folder")
+        raise FileNotFoundError(f"{model!r} is a Hugging Face id, not a local model folder: nothing to export")
     meta_file = path / "defsentflow.json"
     meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
     local = str(model).startswith(("/", "~", ".")) or Path(model).exists()
