@@ -18,7 +18,8 @@ from typing import Any
 
 from prefect import flow
 
-from defsentflow.config import load_config, resolve_path
+from defsentflow.config import load_config
+from defsentflow.config_tools import resolve_config
 from defsentflow.flows.evaluate import evaluate_flow
 from defsentflow.flows.harvest_pairs import run_harvest_flow
 from defsentflow.flows.ingest_dictionary import ingest_dictionary_flow
@@ -59,7 +60,7 @@ def pipeline(config_path: str, only_if_changed: bool = False, run_id: str | None
     prints the closing lines itself; a deployment run opens it here and prints them into it).
     """
     t0 = time.monotonic()
-    path = resolve_path(config_path)
+    path = resolve_config(config_path)  # a file, or a config shipped in the package ('demo')
     cfg = load_config(path)
     root, how = choose_data_root(cfg.home, path)  # the CLI's rule, so a deployment run uses the CLI's root
     os.environ["DEFSENTFLOW_HOME"] = str(root)

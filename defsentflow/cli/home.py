@@ -20,12 +20,12 @@ _SAID: set[Path] = set()  # roots this process has announced
 def config_home(config: str | None) -> tuple[str | None, str | None]:
     """``(home, config file)`` of a command's YAML config: its top-level ``home:`` (a harvest
     config's ``root:``); ``(None, None)`` without a readable one (the command reports its own errors)."""
-    if not config or not str(config).endswith((".yaml", ".yml")):
+    if not config:
         return None, None
-    from defsentflow.config_tools import read_yaml_mapping, resolve_path
+    from defsentflow.config_tools import read_yaml_mapping, resolve_config
 
     try:
-        path = resolve_path(config)
+        path = resolve_config(config)
         data = read_yaml_mapping(path, what="config")
     except (OSError, ValueError):
         return None, None

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import logging
 import time
+from pathlib import Path
+from typing import Any
 
 from defsentflow.cli.compute import add_compute_flags
 from defsentflow.cli.home import use_data_root
@@ -12,9 +14,12 @@ from defsentflow.cli.home import use_data_root
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run the whole pipeline for a config (no Prefect server needed)")
-    p.add_argument("config", help="pipeline YAML, e.g. configs/demo.yaml")
+    p.add_argument("config", help="pipeline YAML (configs/demo.yaml), or a config shipped in the package: demo")
     p.add_argument("--only-if-changed", action="store_true",
                    help="end at once as 'unchanged' when the inputs match the last completed run of this config")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one config value for this run, e.g. --set pst.steps=1 --set pst.max_train_entries=200 "
+                        "(a dotted key, a YAML value; the config as run is written to <data root>/configs/)")
     add_compute_flags(p)
     p.set_defaults(func=_run)
     p = sub.add_parser("best-model", help="print the encoder directory a finished run of CONFIG selected")
@@ -25,14 +30,52 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_best_model)
 
 
-def _prepare_env(config_path: str):
-    """Validate the config before starting anything; the validated config."""
-    from defsentflow.config import load_config, resolve_path
+def _prepare_env(config_path: str, overrides: list[str] | None = None) -> tuple[Any, Path]:
+    """Validate the config (with ``--set`` overrides) before starting anything; the validated config
+    and the file the run reads (with overrides: the config as run, written under the data root)."""
+    from defsentflow.config import config_from_dict, load_config
+    from defsentflow.config_tools import resolve_config
 
-    path = resolve_path(config_path)
+    path = resolve_config(config_path)  # a file, or a config shipped in the package (`run demo`)
     cfg = load_config(path)
+    if overrides:
+        cfg = config_from_dict(overridden(path, overrides), origin=f"{config_path} with --set")
     use_data_root(cfg.home, path)
-    return cfg
+    if overrides:
+        path = write_config_as_run(cfg, path)
+    return cfg, path
+
+
+def overridden(path: Path, overrides: list[str]) -> dict[str, Any]:
+    """The config file's mapping with each ``KEY=VALUE`` set (``KEY`` dotted, ``VALUE`` YAML) and its
+    input paths made absolute (the config as run is read from another folder)."""
+    from defsentflow.config_tools import load_yaml_text, read_yaml_mapping, resolve_path, set_dotted
+
+    data = read_yaml_mapping(path, what="config")
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set {item!r}: expected KEY=VALUE (a dotted key, e.g. pst.steps=1)")
+        data = set_dotted(data, key.strip(), load_yaml_text(value))
+    for source in (data.get("dictionary") or {}).get("sources") or []:
+        if isinstance(source, dict) and isinstance(source.get("paths"), list):
+            source["paths"] = [str(resolve_path(p, must_exist=False)) for p in source["paths"]]
+    return data
+
+
+def write_config_as_run(cfg: Any, origin: Path) -> Path:
+    """``<data root>/configs/<name>-<hash>.yaml``: the validated config with its overrides (content-named:
+    the same overrides, the same file)."""
+    import yaml
+
+    from defsentflow.storage import atomic_path, check_identifier, data_root, hash_config, under_root
+
+    data = cfg.model_dump(mode="json", exclude_unset=True)
+    out = under_root(data_root(), "configs", f"{check_identifier(cfg.name, 'config name')}-{hash_config(data)[:8]}.yaml")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out) as tmp:
+        tmp.write_text(f"# {origin} with --set overrides, as run\n" + yaml.safe_dump(data, sort_keys=False))
+    return out
 
 
 def _failed_stage(run_id: str) -> str | None:
@@ -55,7 +98,7 @@ def _run(args: argparse.Namespace) -> int:
     from defsentflow.run_summary import summary_lines
     from defsentflow.storage import clean_stale_temporaries, data_root
 
-    cfg = _prepare_env(args.config)
+    cfg, config = _prepare_env(args.config, args.set)
     preflight(cfg, args.config)  # paths exist and are of their kind, before anything starts
     run_id = new_run_id(cfg.name)
     root = data_root()
@@ -68,7 +111,7 @@ def _run(args: argparse.Namespace) -> int:
         clean_stale_temporaries(root)
         try:
             with local_api(), command_cluster(args, cfg.compute):
-                state = pipeline(args.config, only_if_changed=args.only_if_changed, run_id=run_id, return_state=True)
+                state = pipeline(str(config), only_if_changed=args.only_if_changed, run_id=run_id, return_state=True)
                 if state.is_failed() or state.is_crashed():
                     log.failed_task = _failed_task(state.state_details.flow_run_id)
                 result = state.result()
@@ -112,7 +155,8 @@ def _failed_task(flow_run_id) -> str | None:
 
 
 def _best_model(args: argparse.Namespace) -> int:
+    from defsentflow.config_tools import resolve_config
     from defsentflow.pipeline import selected_model_dir
 
-    print(selected_model_dir(args.config, stage=args.stage))
+    print(selected_model_dir(resolve_config(args.config), stage=args.stage))
     return 0

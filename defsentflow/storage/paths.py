@@ -82,7 +82,7 @@ def sample_dir() -> Path:
 
 
 # The folders a data root holds (a stored relative path starts with one of them).
-ROOT_FOLDERS = frozenset({"models", "parquet", "cache", "revdict", "reports", "sweeps", "claims", "indexes", "logs",
+ROOT_FOLDERS = frozenset({"models", "parquet", "cache", "configs", "revdict", "reports", "sweeps", "claims", "indexes", "logs",
                           "locks", "prefect", "exports", "embeddings", "checkpoints", "corpora", "dictionaries"})
 
 
