@@ -30,7 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-length", type=int, default=256,
                    help="tokens per text (default 256: the STS evaluation's and the exported model's length)")
     p.add_argument("--autocast", default="none", choices=["none", "bf16", "fp16"])
-    p.add_argument("--normalize", action="store_true", help="L2-normalise the vectors")
+    p.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=None,
+                   help="L2-normalise the vectors (default: as `defsentflow export model` writes this model, so both "
+                        "give the same vectors: normalised when its base model normalises, as all-MiniLM-L6-v2 does)")
     p.add_argument("--device", default="auto")
     p.add_argument("--cache", action="store_true", help="use the data root's embedding cache")
     p.set_defaults(func=_encode)
@@ -162,6 +164,10 @@ def _encode(args: argparse.Namespace) -> int:
         validate_pooling(pooling)
     except ValueError as exc:
         raise UserError(str(exc)) from None
+    if args.normalize is None:
+        from defsentflow.encoders.export import normalizes
+
+        args.normalize = normalizes(args.model, model_meta(args.model))
     t0 = time.perf_counter()
     enc = load_encoder(args.model, device=args.device)
     vecs = encode_texts(enc, texts, pooling=pooling, batch_size=args.batch_size, max_length=args.max_length,

@@ -18,8 +18,8 @@ from typing import Any
 from defsentflow.encoders.card import base_name, model_card
 from defsentflow.encoders.export import (
     EVAL_MAX_LENGTH,
-    base_has_normalize,
     make_readable,
+    normalizes,
     st_pooling_mode,
     write_st_modules,
 )
@@ -97,13 +97,6 @@ def model_facts(model: str, *, root: str | os.PathLike | None = None) -> ModelFa
     return facts
 
 
-def _normalize(facts: ModelFacts) -> bool:
-    meta = facts["meta"]
-    if "normalize" in meta:
-        return bool(meta["normalize"])
-    return base_has_normalize(meta.get("base_model")) or base_has_normalize(facts["path"])
-
-
 def export_model(model: str, dest: str | os.PathLike, *, root: str | os.PathLike | None = None,
                  max_seq_length: int = EVAL_MAX_LENGTH) -> Path:
     """Write ``model`` to ``dest`` as a sentence-transformers folder with a model card.
@@ -119,7 +112,7 @@ def export_model(model: str, dest: str | os.PathLike, *, root: str | os.PathLike
         st_pooling_mode(pooling)
     except ValueError as exc:
         raise ValueError(f"{model}: {exc}") from None
-    normalize = _normalize(facts)
+    normalize = normalizes(facts["path"], facts["meta"])  # as `defsentflow encode` does by default
     limit = _max_positions(src)
     length = min(max_seq_length, limit) if limit else max_seq_length
     with output_dir(dest, command="export model", root=root) as tmp:
