@@ -123,9 +123,14 @@ def run_log(path: Path, *, verbose: bool = False, terminal: bool = True) -> Iter
         if name in ("", "prefect"):  # prefect does not propagate to the root
             logger.addHandler(file_handler)
     logging.getLogger("defsentflow.run").setLevel(logging.INFO)
+    library = logging.getLogger("defsentflow")  # a worker's root logger passes only warnings: the steps' lines too
+    library_level = library.level
+    if library.getEffectiveLevel() > logging.INFO:
+        library.setLevel(logging.INFO)
     try:
         yield RunLog(path)
     finally:
+        library.setLevel(library_level)
         _OPEN.discard(path.resolve())
         for name in ("", "prefect"):
             logging.getLogger(name).removeHandler(file_handler)

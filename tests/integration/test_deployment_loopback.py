@@ -130,14 +130,15 @@ def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, t
         assert "stages:" in log and "evaluate-model" in log and "figures:" in log, log[-3000:]
         print(f"deployment run after the CLI run: {time.monotonic() - t0:.1f}s end to end, nothing recomputed")
 
-        # 2. The other way round: a config the deployment computes first, then the CLI finds it all.
+        # 2. The other way round: what the deployment computes first (the evaluations of other settings;
+        # training is shared and found), the CLI then finds.
         cfg = yaml.safe_load(tiny.read_text())
-        cfg["name"], cfg["pst"]["seeds"], cfg["pst"]["steps"], cfg["pst"]["lr_per_step"] = "tiny-dep", [1], 1, None
+        cfg["name"], cfg["eval"]["revdict_max_queries"] = "tiny-dep", 30
         other = tmp_path / "tiny-dep.yaml"
         other.write_text(yaml.safe_dump(cfg, sort_keys=False))
         _prefect(["deployment", "run", "pipeline/demo", "--param", f"config_path={other}", "--watch"], env, 600)
         dep_run, status = _last_pipeline_run(home)
-        assert status == "completed" and "completed" in _stages(home, dep_run)["pst-step-1"]  # it trained
+        assert status == "completed" and _stages(home, dep_run)["evaluate-model"] == {"completed"}  # it evaluated
         before = catalog_rows(home, REUSABLE)
         again = run_cli(["run", str(other)], home)
         assert again.returncode == 0, again.stderr[-3000:]
@@ -146,17 +147,17 @@ def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, t
         _recomputed_nothing(home, cli_run)
         assert catalog_rows(home, REUSABLE) == before
 
-        # 3. Schedules fire: retrain-nightly has upcoming runs; a 5-second schedule gets runs from the
+        # 3. Schedules fire: retrain-nightly has upcoming runs; a 2-second schedule gets runs from the
         # server's scheduler and the worker runs one (inputs unchanged: it ends 'unchanged').
         deadline = time.monotonic() + 60
         while not _runs(api, "pipeline/retrain-nightly", "SCHEDULED") and time.monotonic() < deadline:
             time.sleep(1)
         upcoming = _runs(api, "pipeline/retrain-nightly", "SCHEDULED")
         assert upcoming and all(r["auto_scheduled"] for r in upcoming), (tmp_path / "server.log").read_text()[-3000:]
-        _prefect(["--no-prompt", "deploy", "defsentflow.flows.pipeline.pipeline", "--name", "every-5s", "--pool", "cpu",
-                  "--interval", "5", "--param", f"config_path={tiny}", "--param", "only_if_changed=true"], env)
+        _prefect(["--no-prompt", "deploy", "defsentflow.flows.pipeline.pipeline", "--name", "every-2s", "--pool", "cpu",
+                  "--interval", "2", "--concurrency-limit", "1", "--param", f"config_path={tiny}", "--param", "only_if_changed=true"], env)
         deadline = time.monotonic() + 240
-        while not (done := _runs(api, "pipeline/every-5s", "COMPLETED")) and time.monotonic() < deadline:
+        while not (done := _runs(api, "pipeline/every-2s", "COMPLETED")) and time.monotonic() < deadline:
             time.sleep(2)
         assert done, f"no scheduled run completed:\n{(tmp_path / 'worker.log').read_text()[-3000:]}"
         assert done[0]["auto_scheduled"], done[0]  # created by the scheduler, not by hand
