@@ -20,7 +20,7 @@ from defsentflow.config_tools import resolve_path
 from defsentflow.encoders.loading import BUNDLED_ALIASES
 from defsentflow.encoders.lookup import UnknownModelError, find_model
 
-__all__ = ["MODEL_ID_PATTERN", "check_exists", "check_model_ref", "check_source_path", "preflight"]
+__all__ = ["MODEL_ID_PATTERN", "check_exists", "check_model_names", "check_model_ref", "check_source_path", "preflight"]
 
 # A Hugging Face id: ``name`` or ``owner/name`` (letters, digits, - _ .), never a path.
 MODEL_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.-]{0,95})?$"
@@ -74,6 +74,22 @@ def check_exists(value: str, key: str) -> None:
     path = resolve_path(value, must_exist=False)
     if not (path.is_file() or path.is_dir()):
         raise ValueError(f"{key}: not found (or not a file or directory): {value}")
+
+
+def check_model_names(raw: dict[str, Any], origin: str) -> None:
+    """The model names of a config as written, before it is validated (validation loads torch, seconds
+    on a busy machine): a typo in ``base_model`` fails at once, in one line."""
+    try:
+        if raw.get("pst_from", "base") == "base":
+            for section in ("pst", "defsent"):
+                value = (raw.get(section) or {}).get("base_model") if isinstance(raw.get(section), dict) else None
+                if isinstance(value, str):
+                    check_model_ref(value, f"{section}.base_model")
+        pretrain = raw.get("pretrain")
+        if isinstance(pretrain, dict) and isinstance(pretrain.get("tokenizer"), str):
+            check_model_ref(pretrain["tokenizer"], "pretrain.tokenizer")
+    except ValueError as exc:
+        raise ValueError(f"{origin}: {exc}") from None
 
 
 def preflight(cfg: Any, origin: str) -> None:

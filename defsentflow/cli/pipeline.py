@@ -33,10 +33,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _prepare_env(config_path: str, overrides: list[str] | None = None) -> tuple[Any, Path]:
     """Validate the config (with ``--set`` overrides) before starting anything; the validated config
     and the file the run reads (with overrides: the config as run, written under the data root)."""
-    from defsentflow.config import config_from_dict, load_config
-    from defsentflow.config_tools import resolve_config
+    from defsentflow.config_tools import read_yaml_mapping, resolve_config
+    from defsentflow.preflight import check_model_names
 
     path = resolve_config(config_path)  # a file, or a config shipped in the package (`run demo`)
+    check_model_names(overridden(path, overrides) if overrides else read_yaml_mapping(path, what="config"),
+                      str(config_path))  # before validation imports torch: a typo in base_model fails at once
+    from defsentflow.config import config_from_dict, load_config
+
     cfg = load_config(path)
     if overrides:
         cfg = config_from_dict(overridden(path, overrides), origin=f"{config_path} with --set")
@@ -90,6 +94,7 @@ def _failed_stage(run_id: str) -> str | None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    cfg, config = _prepare_env(args.config, args.set)  # first: a bad config fails before torch is imported
     from defsentflow.cli import UserError
     from defsentflow.cli.compute import command_cluster
     from defsentflow.pipeline import log_path, new_run_id
@@ -98,7 +103,6 @@ def _run(args: argparse.Namespace) -> int:
     from defsentflow.run_summary import summary_lines
     from defsentflow.storage import clean_stale_temporaries, data_root
 
-    cfg, config = _prepare_env(args.config, args.set)
     preflight(cfg, args.config)  # paths exist and are of their kind, before anything starts
     run_id = new_run_id(cfg.name)
     root = data_root()

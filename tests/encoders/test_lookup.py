@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -61,3 +64,9 @@ def test_a_typo_in_base_model_fails_at_once_with_one_line_and_no_run(home, tmp_p
     assert err.startswith(f"defsentflow: error: {path}: pst.base_model: unknown model 'minilm-l12'"), err
     assert len(err.splitlines()) == 1 and took < 5, (err, took)
     assert not (home / "catalog.duckdb").exists()  # nothing recorded: no run, no model row
+    # from a shell: the check comes before anything loads torch (seconds on a busy machine)
+    probe = ("import sys; from defsentflow.cli import main; "
+             f"rc = main(['run', {str(path)!r}]); print(rc, 'torch' in sys.modules, 'transformers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert out.stdout.splitlines()[-1] == "2 False False", out.stdout + out.stderr

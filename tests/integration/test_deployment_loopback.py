@@ -128,6 +128,11 @@ def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, t
         assert catalog_rows(home, REUSABLE) == before
         log = (home / "logs" / f"{run_id}.log").read_text()
         assert "stages:" in log and "evaluate-model" in log and "figures:" in log, log[-3000:]
+        assert "PST step 1" in log and "; loss " in log  # each step's figure, each candidate's losses
+        # the report artifact the UI shows carries its images (the UI cannot read the report's folder)
+        key = "report-" + "".join(c if c.isalnum() else "-" for c in run_id.lower())
+        arts = _api(api, "/artifacts/filter", {"artifacts": {"key": {"any_": [key]}}})
+        assert arts and "](data:image/png;base64," in arts[0]["data"] and "](img/" not in arts[0]["data"]
         print(f"deployment run after the CLI run: {time.monotonic() - t0:.1f}s end to end, nothing recomputed")
 
         # 2. The other way round: what the deployment computes first (the evaluations of other settings;
