@@ -82,6 +82,13 @@ def test_a_run_whose_process_is_gone_is_interrupted_in_every_listing(home, capsy
     assert listed["broke"]["reason"] == "RuntimeError: CUDA out of memory"
     assert listed["alive"]["status"] == "running" and listed["alive"]["reason"] is None
 
+    # the web app's /runs (a reader too): the status and the one-line reason
+    from defsentflow.serve.catalog import ServeCatalog
+
+    served = {r["run_id"]: r for r in ServeCatalog().runs()}
+    assert served["killed"]["status"] == "interrupted" and served["broke"]["reason"] == "RuntimeError: CUDA out of memory"
+    assert served["alive"]["reason"] is None and "note" not in served["alive"]  # no owner details on the page
+
     # the CLI's listing closes it, so SQL shows it too
     assert main(["runs"]) == 0
     out = capsys.readouterr().out
