@@ -39,8 +39,8 @@ from defsentflow.storage.rebuild import heal_catalog
 from defsentflow.storage.runs import mark_interrupted_runs
 
 __all__ = ["STAGE_METHODS", "PipelineSteps", "best_trained", "evaluation_plan", "input_fingerprint", "log_path",
-           "new_run_id", "previous_run",
-           "resolved_config", "run_pipeline", "selected_model_dir", "task_plan", "training_section"]
+           "new_run_id", "previous_run", "resolved_config", "run_pipeline", "selected_model_dir", "task_plan",
+           "training_section"]
 
 
 def _source_paths(cfg: PipelineConfig) -> list[str]:
@@ -187,7 +187,7 @@ def selected_model_dir(config_path: str | os.PathLike, stage: str = "pst") -> st
 class PipelineSteps:
     """The pipeline's stages, each a callable the flow wraps as a subflow (or a test as a plain call).
 
-    Signatures: ``ingest_dictionary(section)``; ``harvest(harvest_config, run_id) -> {"key", "path"}``;
+    Signatures: ``ingest_dictionary(section) -> IngestResult``; ``harvest(harvest_config, run_id) -> {"key", "path"}``;
     ``train_surrogate(harvest_config, pairs, run_id) -> {"path", "model_id"}``;
     ``pretrain(section, run_id) -> PretrainOutcome``; ``pst(section, run_id) -> PstResult``;
     ``defsent(section, run_id) -> DefSentResult``; ``evaluate(section, run_id) -> {"model_id", "average"}``;

@@ -11,6 +11,7 @@ import importlib
 import logging
 import signal
 import sys
+import threading
 
 __all__ = ["main", "build_parser", "check_count", "exit_on_sigterm", "identifier", "writes_data_root"]
 
@@ -85,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     # Idle OpenMP threads sleep instead of spinning: on a small, shared machine (2 cores running a
     # Prefect server, a flow and torch) spinning threads slowed training about 6x.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    signal.signal(signal.SIGTERM, exit_on_sigterm)  # `timeout`, `kill`: a recorded run closes as interrupted
+    if threading.current_thread() is threading.main_thread():  # signals are set in the main thread only
+        signal.signal(signal.SIGTERM, exit_on_sigterm)  # `timeout`, `kill`: a recorded run closes as interrupted
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
