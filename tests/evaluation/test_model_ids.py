@@ -22,3 +22,7 @@ def test_encode_and_an_unrecorded_eval_take_an_id_from_the_leaderboard(home, tin
     err = capsys.readouterr().err
     assert err.startswith("defsentflow: error: unknown model 'pst-demo-3'") and "newest ids: pst-demo-2" in err
     assert len(err.splitlines()) == 1
+    runs = Catalog().query("SELECT count(*) AS n FROM runs")[0]["n"]
+    assert main(["eval", "pst-demo-3", "--tasks", "sts12", "--data-dir", str(sts_data_dir)]) == 2
+    assert "unknown model 'pst-demo-3'" in capsys.readouterr().err
+    assert Catalog().query("SELECT count(*) AS n FROM runs")[0]["n"] == runs  # no failed run left behind
