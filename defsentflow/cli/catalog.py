@@ -57,7 +57,9 @@ def _rebuild(args: argparse.Namespace) -> int:
 
 def close_interrupted_runs() -> None:
     """Close ``interrupted`` the runs whose process is gone, where the catalog may be written (a
-    read-only data root is left as it is; its listings show such runs interrupted anyway)."""
+    read-only data root is left as it is; the listing shows such runs interrupted anyway). ``sql``
+    never writes: there a dead run reads ``interrupted`` once a command has started a run since
+    (:func:`~defsentflow.storage.runs.recorded_run` closes them first) or ``runs`` has listed it."""
     from defsentflow.storage import Catalog
     from defsentflow.storage.runs import mark_interrupted_runs
 
@@ -89,7 +91,6 @@ def _sql(args: argparse.Namespace) -> int:
     from defsentflow.cli import UserError
     from defsentflow.storage import Catalog
 
-    close_interrupted_runs()  # so that `SELECT ... FROM runs` shows a dead run as interrupted
     try:
         cols, rows = Catalog(reader=True, query_timeout=args.timeout).user_query(args.query)
     except ValueError as exc:

@@ -4,7 +4,9 @@
 closes it ``completed`` (or the status the body sets), ``failed`` with a one-line reason, or
 ``interrupted`` when the process was stopped (Ctrl-C, ``SIGTERM``). A process killed outright
 (``kill -9``, the OOM killer) cannot close its row; :func:`mark_interrupted_runs` finds such rows
-(owner on this host, process gone) and closes them ``interrupted`` wherever runs are listed.
+(owner on this host, process gone) and closes them ``interrupted`` whenever a run starts and when
+``defsentflow runs`` lists them; readers (``serve``'s ``/runs``) show them so without writing
+(:func:`shown`).
 
 Example:
     >>> with recorded_run(Catalog(), "harvest-pairs", run_id, config=cfg) as run:
@@ -64,6 +66,7 @@ def recorded_run(catalog: Any, flow: str, run_id: str | None, *, config: Any = N
     if run_id is None:
         yield record
         return
+    mark_interrupted_runs(catalog)  # earlier runs killed outright: closed before this one opens
     catalog.start_run(flow, config=config, config_hash=config_hash, run_id=run_id)
     try:
         yield record

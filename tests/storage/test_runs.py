@@ -67,13 +67,13 @@ def _dead_pid() -> int:
 
 def test_a_run_whose_process_is_gone_is_interrupted_in_every_listing(home, capsys):
     cat = Catalog()
+    with pytest.raises(RuntimeError), recorded_run(cat, "evaluate", "broke"):
+        raise RuntimeError("CUDA out of memory")
     cat.start_run("evaluate", run_id="killed")
     cat.execute("UPDATE runs SET pid = ? WHERE run_id = 'killed'", [_dead_pid()])
     cat.start_run("evaluate", run_id="elsewhere")  # another host's run: nothing here can tell
     cat.execute("UPDATE runs SET pid = ?, host = 'another-host' WHERE run_id = 'elsewhere'", [_dead_pid()])
     cat.start_run("evaluate", run_id="alive")  # this process
-    with pytest.raises(RuntimeError), recorded_run(cat, "evaluate", "broke"):
-        raise RuntimeError("CUDA out of memory")
 
     # a reader (serve) shows it without writing
     listed = {r["run_id"]: shown(r) for r in Catalog(reader=True).query("SELECT * FROM runs")}
@@ -89,6 +89,9 @@ def test_a_run_whose_process_is_gone_is_interrupted_in_every_listing(home, capsy
     assert served["killed"]["status"] == "interrupted" and served["broke"]["reason"] == "RuntimeError: CUDA out of memory"
     assert served["alive"]["reason"] is None and "note" not in served["alive"]  # no owner details on the page
 
+    # `sql` never writes: it shows the row as it is until a run starts or `runs` lists it
+    assert main(["sql", "SELECT status FROM runs WHERE run_id = 'killed'"]) == 0
+    assert capsys.readouterr().out.split()[-1] == "running"
     # the CLI's listing closes it, so SQL shows it too
     assert main(["runs"]) == 0
     out = capsys.readouterr().out
@@ -98,6 +101,10 @@ def test_a_run_whose_process_is_gone_is_interrupted_in_every_listing(home, capsy
     statuses = dict(line.split()[:2] for line in out.splitlines()[2:])
     assert statuses == {"alive": "running", "broke": "failed", "elsewhere": "running", "killed": "interrupted"}
     assert mark_interrupted_runs(cat) == []  # closed once
+    cat.start_run("evaluate", run_id="killed-too")
+    cat.execute("UPDATE runs SET pid = ? WHERE run_id = 'killed-too'", [_dead_pid()])
+    with recorded_run(cat, "evaluate", "next"):  # the next run to start closes it
+        assert _run(cat, "killed-too")["status"] == "interrupted"
 
 
 def test_sigterm_closes_the_recorded_run_as_interrupted(home):
