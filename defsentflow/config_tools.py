@@ -12,6 +12,7 @@ import copy
 import os
 import re
 from collections.abc import Hashable, Sequence
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -24,7 +25,7 @@ from defsentflow.storage.paths import repo_root
 __all__ = ["LIMITS", "MAX_NESTING", "MAX_YAML_ALIASES", "MAX_YAML_NODES", "AliasBound", "Seed", "YamlAliasError", "expanded_size",
            "Autocast", "CandidateSet", "CorpusFormat", "DictionarySplit", "EvalPooling", "Pooling", "RetrievalKind",
            "RevdictMode", "RevdictProtocol", "SickSplit", "Similarity", "Method", "TrainPooling", "EntryEncoding", "ConfigSection", "format_errors", "load_yaml_text",
-           "read_yaml_mapping", "require_distinct", "resolve_data_dir", "resolve_path", "check_dotted_key", "dotted_overrides",
+           "bundled_configs", "read_yaml_mapping", "require_distinct", "resolve_config", "resolve_data_dir", "resolve_path", "check_dotted_key", "dotted_overrides",
            "set_dotted"]
 
 # -- choices shared by config sections and the library (one definition each) ---------------------
@@ -218,7 +219,9 @@ def require_distinct(values: Sequence[Hashable], what: str) -> None:
 
 
 def resolve_path(path: str | os.PathLike, *, must_exist: bool = True, what: str | None = None) -> Path:
-    """A relative path from the current directory, else from the repository root.
+    """A relative path from the current directory, else from the folder holding the package: the
+    checkout, or ``site-packages`` for an installed wheel (so ``defsentflow/sample/...`` in a config
+    names the sample data shipped in the package).
 
     Raises:
         FileNotFoundError: ``must_exist`` and neither exists (the message starts with ``what``, the
@@ -240,6 +243,28 @@ def resolve_path(path: str | os.PathLike, *, must_exist: bool = True, what: str 
         bases = list(dict.fromkeys(str(b) for b in (Path.cwd(), repo_root())))
         raise FileNotFoundError(f"not found: {path} (relative to {' or '.join(bases)})")
     return candidates[0]
+
+
+def bundled_configs() -> list[str]:
+    """Names of the configs shipped inside the package (``defsentflow/configs/*.yaml``): ``demo``."""
+    folder = resources.files("defsentflow") / "configs"
+    return sorted(f.name.removesuffix(".yaml") for f in folder.iterdir() if f.name.endswith(".yaml"))
+
+
+def resolve_config(value: str | os.PathLike) -> Path:
+    """A pipeline config: a file (as :func:`resolve_path` finds it), else a config shipped with the
+    package, by name (``defsentflow run demo``: works from an installed wheel, anywhere).
+
+    Raises:
+        FileNotFoundError: neither (the message lists the bundled names).
+    """
+    path = resolve_path(value, must_exist=False)
+    if path.is_file():
+        return path
+    name = str(value).removesuffix(".yaml")
+    if name in bundled_configs():
+        return Path(str(resources.files("defsentflow") / "configs" / f"{name}.yaml")).resolve()
+    raise FileNotFoundError(f"config not found: {value} (a YAML file, or a bundled config: {', '.join(bundled_configs())})")
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path | None:

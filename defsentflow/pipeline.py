@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 import uuid
 from collections.abc import Callable
@@ -25,14 +24,24 @@ from defsentflow.eval_tasks import DICTIONARY_TASKS
 from defsentflow.evaluation.baselines import baseline_model_id
 from defsentflow.evaluation.revdict import model_meta
 from defsentflow.evaluation.task_status import record_run_tasks, runnable_tasks, task_statuses
-from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config, hash_path
-from defsentflow.storage.atomic import pid_alive
+from defsentflow.preflight import preflight
+from defsentflow.storage import (
+    Catalog,
+    check_identifier,
+    code_version,
+    combine_hashes,
+    data_root,
+    hash_config,
+    hash_path,
+    under_root,
+)
 from defsentflow.storage.paths import relative_tree
 from defsentflow.storage.rebuild import heal_catalog
+from defsentflow.storage.runs import mark_interrupted_runs
 
-__all__ = ["STAGE_METHODS", "PipelineSteps", "best_trained", "evaluation_plan", "input_fingerprint",
-           "mark_interrupted_runs", "resolved_config", "run_pipeline", "selected_model_dir", "start_run",
-           "task_plan", "training_section"]
+__all__ = ["STAGE_METHODS", "PipelineSteps", "best_trained", "evaluation_plan", "input_fingerprint", "log_path",
+           "new_run_id", "previous_run", "resolved_config", "run_pipeline", "selected_model_dir", "task_plan",
+           "training_section"]
 
 
 def _source_paths(cfg: PipelineConfig) -> list[str]:
@@ -55,48 +64,24 @@ def input_fingerprint(config: dict[str, Any]) -> dict[str, Any]:
             "key": combine_hashes([*sorted(f"{k}={v}" for k, v in sources.items()), cfg_hash, code_version()])}
 
 
-def mark_interrupted_runs(catalog: Catalog) -> int:
-    """Runs still 'running' whose process on this host is gone were killed: mark them 'interrupted'."""
-    host = socket.gethostname()
-    n = 0
-    for r in catalog.query("SELECT run_id, note FROM runs WHERE status = 'running' AND flow = 'pipeline'"):
-        try:
-            owner = json.loads(r["note"] or "{}")
-        except json.JSONDecodeError:
-            continue
-        if owner.get("host") == host and isinstance(owner.get("pid"), int) and not pid_alive(owner["pid"]):
-            catalog.end_run(r["run_id"], "interrupted", flow="pipeline")
-            n += 1
-    return n
+def new_run_id(name: str) -> str:
+    """A new pipeline run's id: the config's name and 8 random hex digits (``demo-1a2b3c4d``)."""
+    return check_identifier(f"{name}-{uuid.uuid4().hex[:8]}", "run id")
 
 
-def start_run(config: dict[str, Any], fingerprint: dict[str, Any], *, only_if_changed: bool = False,
-              run_id: str | None = None) -> dict[str, Any]:
-    """Open the pipeline's run record.
+def log_path(run_id: str) -> Path:
+    """Where a pipeline run's log goes: ``<data root>/logs/RUN_ID.log``."""
+    return under_root(data_root(), "logs", f"{check_identifier(run_id, 'run id')}.log")
 
-    With ``only_if_changed`` (the scheduled retraining), a completed or unchanged run of the same
-    config name that saw the same fingerprint ends this run at once as 'unchanged'.
-    """
-    healed = heal_catalog()  # a lost or emptied catalog is rebuilt from the artifact records first
-    if healed:
-        print(f"catalog rebuilt from {healed['records']} artifact records")
-    cat = Catalog()
-    mark_interrupted_runs(cat)
-    name = config["name"]
-    previous = cat.query(
+
+def previous_run(cat: Catalog, name: str, fingerprint: dict[str, Any]) -> str | None:
+    """The newest completed run of config ``name`` that saw the same inputs (``fingerprint``), or None."""
+    rows = cat.query(
         "SELECT run_id FROM runs WHERE flow = 'pipeline' AND status = 'completed' AND config_hash = ? "
         "AND json_extract_string(config, '$.name') = ? ORDER BY ended_at DESC LIMIT 1",
         [fingerprint["key"], name],
     )
-    run_id = run_id or f"{name}-{uuid.uuid4().hex[:8]}"
-    cat.start_run("pipeline", config=config, config_hash=fingerprint["key"], run_id=run_id)
-    cat.execute("UPDATE runs SET note = ? WHERE run_id = ?",
-                [json.dumps({"pid": os.getpid(), "host": socket.gethostname()}), run_id])
-    if only_if_changed and previous:
-        note = f"inputs unchanged since run {previous[0]['run_id']}: nothing to retrain"
-        cat.end_run(run_id, "unchanged", note=note, flow="pipeline")
-        return {"run_id": run_id, "unchanged": True, "note": note, "previous": previous[0]["run_id"]}
-    return {"run_id": run_id, "unchanged": False, "note": None}
+    return rows[0]["run_id"] if rows else None
 
 
 def selected_pooling(cfg: PipelineConfig, model_dir: str) -> str:
@@ -203,7 +188,7 @@ def selected_model_dir(config_path: str | os.PathLike, stage: str = "pst") -> st
 class PipelineSteps:
     """The pipeline's stages, each a callable the flow wraps as a subflow (or a test as a plain call).
 
-    Signatures: ``ingest_dictionary(section)``; ``harvest(harvest_config, run_id) -> {"key", "path"}``;
+    Signatures: ``ingest_dictionary(section) -> IngestResult``; ``harvest(harvest_config, run_id) -> {"key", "path"}``;
     ``train_surrogate(harvest_config, pairs, run_id) -> {"path", "model_id"}``;
     ``pretrain(section, run_id) -> PretrainOutcome``; ``pst(section, run_id) -> PstResult``;
     ``defsent(section, run_id) -> DefSentResult``; ``evaluate(section, run_id) -> {"model_id", "average"}``;
@@ -272,56 +257,65 @@ def run_pipeline(config_path: str | os.PathLike, *, steps: PipelineSteps, only_i
     run of the same config name ends at once as ``unchanged``. A failure marks the run failed.
     """
     t0 = time.perf_counter()
+    preflight(load_config(resolve_path(config_path)), str(config_path))  # a typo is one line, nothing recorded
     config = resolved_config(config_path)
     fingerprint = input_fingerprint(config)
-    run = start_run(config, fingerprint, only_if_changed=only_if_changed, run_id=run_id)
-    run_id = run["run_id"]
-    if run["unchanged"]:
-        print(f"run {run_id}: {run['note']}")
-        return {"run_id": run_id, "status": "unchanged", "note": run["note"]}
-    try:
-        dictionary = steps.ingest_dictionary(config["dictionary"])
-        surrogate = None
-        if config.get("harvest"):
-            pairs = steps.harvest(config["harvest"], run_id)
-            if config["train_surrogate"]:
-                trained = steps.train_surrogate(config["harvest"], pairs, run_id)
-                surrogate = {"model_dir": trained["path"], "model_id": trained["model_id"]}
-        pretrained = None
-        if config.get("pretrain"):
-            outcome = steps.pretrain(config["pretrain"], run_id)
-            pretrained = {"model_dir": outcome.model_dir, "model_id": outcome.model_id}
-        section = training_section(config, surrogate, pretrained)
-        trained, seeds = None, []
-        if config["pst"]:
-            result = steps.pst(section, run_id)
-            selected = {"model_dir": result.model_dir, "model_id": result.model_id, "winner_step": result.winner.step,
-                        "reason": result.reason}
-            trained = best_trained(result)
-            seeds = chosen_combination_seeds(result)
-        else:
-            result = steps.defsent(section, run_id)
-            selected = {"model_dir": result.model_dir, "model_id": result.model_id, "winner_step": 1,
-                        "reason": f"{section['method']} (no PST)"}
-        plan = evaluation_plan(config, selected, surrogate, section["base_model"], trained, seeds)
-
-        record_run_tasks(run_id, task_plan(config))  # every requested task: a run_tasks row and a log line
-        scores = [steps.evaluate(s, run_id) for s in plan]
-        if "revdict" in config["eval"]["tasks"]:  # serve the selected model (mode auto: its best dev mode)
-            steps.index(selected["model_dir"], config["dictionary"]["name"])
-            if section["base_model"] != selected["model_dir"]:  # the untrained encoder, beside it on /revdict
-                steps.index(section["base_model"], config["dictionary"]["name"])
-        report = steps.report(run_id) if config["report"] else None
-    except BaseException as exc:
-        Catalog().end_run(run_id, "failed", note=json.dumps({"error": f"{type(exc).__name__}: {exc}"})[:4000],
-                          flow="pipeline")
-        raise
-    summary = {"run_id": run_id, "status": "completed",
-               "dictionary": dictionary.get("key") if isinstance(dictionary, dict) else None,
-               "selected": selected, "averages": {s["model_id"]: s["average"] for s in scores},
-               "report": report, "seconds": round(time.perf_counter() - t0, 1)}
+    healed = heal_catalog()  # a lost or emptied catalog is rebuilt from the artifact records first
+    if healed:
+        print(f"catalog rebuilt from {healed['records']} artifact records")
     cat = Catalog()
-    # the note names files of the root relative to it (a copied root reads its own)
-    cat.end_run(run_id, "completed", note=json.dumps(relative_tree(cat.root, summary), default=str)[:4000],
-                flow="pipeline")
+    mark_interrupted_runs(cat)
+    previous = previous_run(cat, config["name"], fingerprint)
+    run_id = run_id or new_run_id(config["name"])
+    with cat.recorded_run("pipeline", run_id, config=config, config_hash=fingerprint["key"]) as run:
+        if only_if_changed and previous:
+            run.status, run.note = "unchanged", f"inputs unchanged since run {previous}: nothing to retrain"
+            print(f"run {run_id}: {run.note}")
+            return {"run_id": run_id, "status": "unchanged", "note": run.note, "previous": previous}
+        summary = _stages(config, steps, run_id)
+        summary["seconds"] = round(time.perf_counter() - t0, 1)
+        # the note names files of the root relative to it (a copied root reads its own)
+        run.note = json.dumps(relative_tree(cat.root, summary), default=str)[:4000]
     return summary
+
+
+def _stages(config: dict[str, Any], steps: PipelineSteps, run_id: str) -> dict[str, Any]:
+    """Every stage of the run in order; the run's summary (the ``runs`` note of a completed run)."""
+    dictionary = steps.ingest_dictionary(config["dictionary"])
+    Catalog().record_stage(run_id, "ingest-dictionary", "completed" if dictionary.status == "built" else "cached",
+                           cache_key=dictionary.key, seconds=dictionary.seconds if dictionary.status == "built" else None,
+                           note=f"{dictionary.status} {dictionary.name}")
+    surrogate = None
+    if config.get("harvest"):
+        pairs = steps.harvest(config["harvest"], run_id)
+        if config["train_surrogate"]:
+            trained = steps.train_surrogate(config["harvest"], pairs, run_id)
+            surrogate = {"model_dir": trained["path"], "model_id": trained["model_id"]}
+    pretrained = None
+    if config.get("pretrain"):
+        outcome = steps.pretrain(config["pretrain"], run_id)
+        pretrained = {"model_dir": outcome.model_dir, "model_id": outcome.model_id}
+    section = training_section(config, surrogate, pretrained)
+    trained, seeds = None, []
+    if config["pst"]:
+        result = steps.pst(section, run_id)
+        selected = {"model_dir": result.model_dir, "model_id": result.model_id, "winner_step": result.winner.step,
+                    "reason": result.reason}
+        trained = best_trained(result)
+        seeds = chosen_combination_seeds(result)
+    else:
+        result = steps.defsent(section, run_id)
+        selected = {"model_dir": result.model_dir, "model_id": result.model_id, "winner_step": 1,
+                    "reason": f"{section['method']} (no PST)"}
+    plan = evaluation_plan(config, selected, surrogate, section["base_model"], trained, seeds)
+
+    record_run_tasks(run_id, task_plan(config))  # every requested task: a run_tasks row and a log line
+    scores = [steps.evaluate(s, run_id) for s in plan]
+    if "revdict" in config["eval"]["tasks"]:  # serve the selected model (mode auto: its best dev mode)
+        steps.index(selected["model_dir"], config["dictionary"]["name"])
+        if section["base_model"] != selected["model_dir"]:  # the untrained encoder, beside it on /revdict
+            steps.index(section["base_model"], config["dictionary"]["name"])
+    report = steps.report(run_id) if config["report"] else None
+    return {"run_id": run_id, "status": "completed",
+            "dictionary": dictionary.key,
+            "selected": selected, "averages": {s["model_id"]: s["average"] for s in scores}, "report": report}

@@ -18,8 +18,9 @@ from typing import Any
 
 from defsentflow.config_tools import resolve_path
 from defsentflow.encoders.loading import BUNDLED_ALIASES
+from defsentflow.encoders.lookup import UnknownModelError, find_model
 
-__all__ = ["MODEL_ID_PATTERN", "check_exists", "check_model_ref", "check_source_path", "preflight"]
+__all__ = ["MODEL_ID_PATTERN", "check_exists", "check_model_names", "check_model_ref", "check_source_path", "preflight"]
 
 # A Hugging Face id: ``name`` or ``owner/name`` (letters, digits, - _ .), never a path.
 MODEL_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.-]{0,95})?$"
@@ -31,7 +32,8 @@ def _looks_like_path(value: str) -> bool:
 
 
 def check_model_ref(value: str, key: str) -> None:
-    """``value`` names a model: a bundled alias, a model directory, or a Hugging Face id."""
+    """``value`` names a model: a bundled alias, a model directory, or a Hugging Face id that can be
+    loaded (in the local cache while offline: :func:`~defsentflow.encoders.lookup.find_model`)."""
     if value in BUNDLED_ALIASES:
         return
     path = resolve_path(value, must_exist=False)
@@ -44,6 +46,10 @@ def check_model_ref(value: str, key: str) -> None:
     if not re.match(MODEL_ID_PATTERN, value):
         raise ValueError(f"{key}: {value[:80]!r} is neither a model directory nor a Hugging Face model id "
                          "(owner/name: letters, digits, - _ .)")
+    try:
+        find_model(value, catalog=False)  # training loads a bundled name, a folder or a hub id, not a catalog id
+    except UnknownModelError as exc:
+        raise ValueError(f"{key}: {exc}") from None
 
 
 def check_source_path(kind: str, value: str, key: str) -> None:
@@ -68,6 +74,22 @@ def check_exists(value: str, key: str) -> None:
     path = resolve_path(value, must_exist=False)
     if not (path.is_file() or path.is_dir()):
         raise ValueError(f"{key}: not found (or not a file or directory): {value}")
+
+
+def check_model_names(raw: dict[str, Any], origin: str) -> None:
+    """The model names of a config as written, before it is validated (validation loads torch, seconds
+    on a busy machine): a typo in ``base_model`` fails at once, in one line."""
+    try:
+        if raw.get("pst_from", "base") == "base":
+            for section in ("pst", "defsent"):
+                value = (raw.get(section) or {}).get("base_model") if isinstance(raw.get(section), dict) else None
+                if isinstance(value, str):
+                    check_model_ref(value, f"{section}.base_model")
+        pretrain = raw.get("pretrain")
+        if isinstance(pretrain, dict) and isinstance(pretrain.get("tokenizer"), str):
+            check_model_ref(pretrain["tokenizer"], "pretrain.tokenizer")
+    except ValueError as exc:
+        raise ValueError(f"{origin}: {exc}") from None
 
 
 def preflight(cfg: Any, origin: str) -> None:

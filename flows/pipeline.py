@@ -11,11 +11,15 @@ scheduled retraining) a run whose inputs match the last completed run ends at on
 
 from __future__ import annotations
 
+import contextlib
+import os
+import time
 from typing import Any
 
 from prefect import flow
 
-from defsentflow.config import load_config, resolve_path
+from defsentflow.config import load_config
+from defsentflow.config_tools import resolve_config
 from defsentflow.flows.evaluate import evaluate_flow
 from defsentflow.flows.harvest_pairs import run_harvest_flow
 from defsentflow.flows.ingest_dictionary import ingest_dictionary_flow
@@ -23,7 +27,10 @@ from defsentflow.flows.pretrain import pretrain_flow
 from defsentflow.flows.pst import pst_flow
 from defsentflow.flows.revdict import revdict_index
 from defsentflow.flows.train_defsent import train_defsent_flow
-from defsentflow.pipeline import PipelineSteps, run_pipeline
+from defsentflow.pipeline import PipelineSteps, log_path, new_run_id, run_pipeline
+from defsentflow.run_log import is_open, run_log
+from defsentflow.run_summary import summary_lines
+from defsentflow.storage.paths import choose_data_root
 from defsentflow.tasks.fanout import compute_cluster
 from defsentflow.tasks.harvest import train_surrogate_encoder
 from defsentflow.tasks.report import write_run_report
@@ -47,6 +54,23 @@ def _steps() -> Any:
 
 @flow(name="pipeline", log_prints=True)
 def pipeline(config_path: str, only_if_changed: bool = False, run_id: str | None = None) -> dict[str, Any]:
-    """Run the whole pipeline for ``config_path``; returns the run id, the selected model and the report."""
-    with compute_cluster(load_config(resolve_path(config_path)).compute):  # the command's cluster, if it has one
-        return run_pipeline(config_path, steps=_steps(), only_if_changed=only_if_changed, run_id=run_id)
+    """Run the whole pipeline for ``config_path``; returns the run id, the selected model and the report.
+
+    The run's log goes to ``<data root>/logs/RUN_ID.log`` (``defsentflow run`` opens it first and
+    prints the closing lines itself; a deployment run opens it here and prints them into it).
+    """
+    t0 = time.monotonic()
+    path = resolve_config(config_path)  # a file, or a config shipped in the package ('demo')
+    cfg = load_config(path)
+    root, how = choose_data_root(cfg.home, path)  # the CLI's rule, so a deployment run uses the CLI's root
+    os.environ["DEFSENTFLOW_HOME"] = str(root)
+    run_id = run_id or new_run_id(cfg.name)
+    log = log_path(run_id)
+    own = not is_open(log)  # a deployment run: nobody else writes this run's log
+    with run_log(log, terminal=False) if own else contextlib.nullcontext(), compute_cluster(cfg.compute):
+        if own:
+            print(f"run {run_id}: {config_path}; data root: {root} ({how}); full log: {log}")
+        result = run_pipeline(path, steps=_steps(), only_if_changed=only_if_changed, run_id=run_id)
+        if own:
+            print("\n".join(summary_lines(result, seconds=time.monotonic() - t0, log_path=log)))
+    return result

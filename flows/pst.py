@@ -13,6 +13,7 @@ from typing import Any
 
 from prefect import flow
 
+from defsentflow.report.step_log import log_step
 from defsentflow.tasks.training import pst_tasks
 from defsentflow.training.pst import run_pst
 from defsentflow.training.pst_config import PstSection
@@ -22,4 +23,4 @@ from defsentflow.training.pst_config import PstSection
 def pst_flow(section: dict[str, Any], run_id: str | None = None) -> Any:
     """Run PST for a ``pst:`` config section (a dict validated as ``PstSection``); returns a ``PstResult``."""
     return run_pst(PstSection.model_validate(section), run_id=run_id or f"pst-{uuid.uuid4().hex[:8]}",
-                   steps=pst_tasks())
+                   steps=pst_tasks(), on_step=log_step)  # each step's figure and candidates' losses: the run's log

@@ -23,6 +23,6 @@ def configure_prefect_env() -> None:
     """Set defaults (never overriding the user's own settings)."""
     for key, value in _DEFAULTS.items():
         os.environ.setdefault(key, value)
-    root = data_root()
+    root = data_root(create=False)  # importing the flows creates nothing
     os.environ.setdefault("PREFECT_HOME", str(root / "prefect"))
     os.environ.setdefault("PREFECT_LOCAL_STORAGE_PATH", str(root / "prefect" / "results"))

@@ -11,6 +11,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from defsentflow.report import build_report
+from defsentflow.report.markup import inline_images
 from defsentflow.tasks.retries import IO_RETRIES
 
 
@@ -25,7 +26,9 @@ def write_run_report(run_id: str, out_dir: str | None = None, status: str | None
     report = build_report(run_id, out_dir=out_dir, status=status)
     # artifact keys allow lowercase letters, digits and dashes only
     key = "report-" + "".join(c if c.isalnum() else "-" for c in run_id.lower())
-    note = f"\n\n---\nImages and the HTML version: `{report.dir}`\n"
-    create_markdown_artifact(markdown=report.markdown + note, key=key, description=f"Run report of {run_id}")
+    note = f"\n\n---\nThe report's folder (HTML version, images): `{report.dir}`\n"
+    # the UI has no access to the report's folder: its images travel inside the Markdown
+    create_markdown_artifact(markdown=inline_images(report.markdown, report.dir) + note, key=key,
+                             description=f"Run report of {run_id}")
     return {"dir": str(report.dir), "markdown_path": str(report.markdown_path), "html_path": str(report.html_path),
             "images": list(report.images)}

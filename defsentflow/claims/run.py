@@ -160,9 +160,8 @@ def run_claims(claims: ClaimsConfig, run_point: RunPoint | None, *, only: Sequen
     cat = Catalog(root)
     run_id = run_id or f"{claims.name}-{uuid.uuid4().hex[:8]}"
     config = {"claims": claims.spec.model_dump(mode="json"), "path": claims.path, "base_path": claims.base_path}
-    cat.start_run("claims", config=config, config_hash=hash_config(config), run_id=run_id)
     t0 = time.perf_counter()
-    try:
+    with cat.recorded_run("claims", run_id, config=config, config_hash=hash_config(config)) as run:
         failed: dict[str, str] = {}
         if plan.sweep is not None:
             names = {p.point_id: n for n, p in plan.points.items()}
@@ -178,10 +177,7 @@ def run_claims(claims: ClaimsConfig, run_point: RunPoint | None, *, only: Sequen
                 seconds[arm] = float(row.get("seconds") or 0.0)
         rows = [r for r in measure_claims(claims, plan, runs, cat, seconds) if r.claim in selected]
         record_claims(run_id, claims.name, rows, cat)
-    except BaseException as exc:
-        cat.end_run(run_id, "failed", note=f"{type(exc).__name__}: {exc}"[:1000], flow="claims")
-        raise
-    secs = time.perf_counter() - t0
-    status = "completed" if not failed else "failed"
-    cat.end_run(run_id, status, note=json.dumps({"seconds": round(secs, 1), "failed_arms": failed}), flow="claims")
+        secs = time.perf_counter() - t0
+        run.status = "completed" if not failed else "failed"
+        run.note = json.dumps({"seconds": round(secs, 1), "failed_arms": failed})
     return ClaimsOutcome(run_id=run_id, rows=rows, seconds=secs, failed=failed)

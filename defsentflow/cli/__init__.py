@@ -9,9 +9,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import signal
 import sys
+import threading
 
-__all__ = ["main", "build_parser", "check_count", "check_flag_limits", "identifier"]
+__all__ = ["main", "build_parser", "check_count", "check_flag_limits", "exit_on_sigterm", "identifier",
+           "writes_data_root"]
 
 # Modules under defsentflow.cli, each registering one or more sub-commands.
 _GROUPS = ("catalog", "ingest", "encode", "train", "pretrain", "evaluate", "harvest", "origin", "pipeline", "report",
@@ -67,13 +70,27 @@ def check_flag_limits(args: argparse.Namespace) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="defsentflow", description=__doc__.splitlines()[0])
-    parser.add_argument("--home", help="data root (default: $DEFSENTFLOW_HOME or ./storage)")
+    parser.add_argument("--home", help="data root (a config's home: wins; else --home, $DEFSENTFLOW_HOME, else the "
+                                       "checkout's storage/ or ~/.local/share/defsentflow; see README 'Data root')")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in _GROUPS:
         importlib.import_module(f"defsentflow.cli.{name}").register(sub)
     return parser
+
+
+# Commands that only read the data root (the others print the root they use: defsentflow.cli.home).
+_READERS = {"sql", "verify", "runs", "datasets", "leaderboard", "best-model", "serve", "export", "encode"}
+
+
+def writes_data_root(args: argparse.Namespace) -> bool:
+    """Whether the parsed command may write the data root."""
+    if args.command in _READERS and not getattr(args, "cache", False):
+        return False
+    if args.command == "eval" and getattr(args, "no_record", False):
+        return False
+    return not (args.command == "sweep" and args.sweep_command in ("show", "table"))
 
 
 def _quiet_transformers() -> None:
@@ -90,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     # Idle OpenMP threads sleep instead of spinning: on a small, shared machine (2 cores running a
     # Prefect server, a flow and torch) spinning threads slowed training about 6x.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if threading.current_thread() is threading.main_thread():  # signals are set in the main thread only
+        signal.signal(signal.SIGTERM, exit_on_sigterm)  # `timeout`, `kill`: a recorded run closes as interrupted
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -97,15 +116,15 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     _quiet_transformers()
     if args.home:
-        import os
-
         os.environ["DEFSENTFLOW_HOME"] = args.home
     if args.quiet:
-        import os
-
         os.environ["DEFSENTFLOW_QUIET"] = "1"
     try:
         check_flag_limits(args)
+        if writes_data_root(args):
+            from defsentflow.cli.home import config_home, use_data_root
+
+            use_data_root(*config_home(getattr(args, "config", None)))
         rc = args.func(args)
     except BrokenPipeError:  # `defsentflow sql ... | head`: the reader left, nothing to report
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -114,6 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     except (UserError, OSError, ValueError) as exc:  # bad paths, files, models, configs: no traceback
         return _fail(exc)
     return int(rc or 0)
+
+
+def exit_on_sigterm(signum: int, frame: object) -> None:
+    """Python dies of ``SIGTERM`` without unwinding; exiting instead lets the run being recorded close
+    as ``interrupted`` (:func:`defsentflow.storage.runs.recorded_run`) rather than stay ``running``."""
+    raise SystemExit(128 + signum)
 
 
 def _fail(exc: BaseException) -> int:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from defsentflow.cli.table import print_table
 
@@ -20,6 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "changed; a stage that finds its artifact changed recomputes it.")
     p.add_argument("--quick", action="store_true", help="sizes and quick hashes only")
     p.set_defaults(func=_verify)
+    p = sub.add_parser("runs", help="recent runs: status (a run whose process is gone is interrupted) and the "
+                                    "one-line reason of a run that did not complete")
+    p.add_argument("--limit", type=int, default=20, help="how many, newest first (default 20)")
+    p.set_defaults(func=_runs)
     p = sub.add_parser("datasets", help="dictionary datasets with entry, definition and split counts")
     p.set_defaults(func=_datasets)
     p = sub.add_parser("catalog", help="catalog maintenance: rebuild it from the artifact records on disk")
@@ -54,6 +59,38 @@ def _rebuild(args: argparse.Namespace) -> int:
           f"{counts['artifacts']} artifacts, {counts['models']} models, {counts['metrics']} metrics, "
           f"{counts['runs']} runs; {counts['refused']} records refused ({counts['quarantined']} moved to "
           "quarantine/records/)")
+    return 0
+
+
+def close_interrupted_runs() -> None:
+    """Close ``interrupted`` the runs whose process is gone, where the catalog may be written (a
+    read-only data root is left as it is; the listing shows such runs interrupted anyway). ``sql``
+    never writes: there a dead run reads ``interrupted`` once a command has started a run since
+    (:func:`~defsentflow.storage.runs.recorded_run` closes them first) or ``runs`` has listed it."""
+    from defsentflow.storage import Catalog
+    from defsentflow.storage.runs import mark_interrupted_runs
+
+    cat = Catalog(create=False)
+    if cat.path.is_file() and os.access(cat.path, os.W_OK) and os.access(cat.root, os.W_OK):
+        mark_interrupted_runs(cat)
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from defsentflow.cli import UserError, check_count
+    from defsentflow.storage import Catalog
+    from defsentflow.storage.runs import shown
+
+    check_count(args.limit, "--limit", 10_000)
+    cat = Catalog(reader=True)
+    if not cat.path.is_file():
+        raise UserError(f"no catalog at {cat.path} (a run or an ingest creates it)")
+    close_interrupted_runs()
+    rows = [shown(r) for r in cat.query("SELECT * EXCLUDE (config), json_extract_string(config, '$.name') AS name, "
+                                        "round(epoch(ended_at - started_at), 1) AS seconds FROM runs "
+                                        "ORDER BY started_at DESC LIMIT ?", [args.limit])]
+    print_table(["run", "flow", "name", "status", "started", "seconds", "reason"],
+                [(r["run_id"], r["flow"], r["name"], r["status"], str(r["started_at"])[:19], r["seconds"], r["reason"])
+                 for r in rows])
     return 0
 
 

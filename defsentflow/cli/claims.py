@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import os
-from pathlib import Path
 
 from defsentflow.cli.compute import add_compute_flags
+from defsentflow.cli.home import use_data_root
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,8 +32,7 @@ def _claims(args: argparse.Namespace) -> int:
     if unknown:
         raise ValueError(f"--only: {', '.join(unknown)} is not a claim of {args.config} "
                          f"(its claims: {', '.join(claims.spec.claims)})")
-    if claims.home and not os.environ.get("DEFSENTFLOW_HOME"):
-        os.environ["DEFSENTFLOW_HOME"] = str(Path(claims.home).resolve())
+    use_data_root(claims.home, claims.base_path or args.config)
     from defsentflow.storage import Catalog, clean_stale_temporaries, data_root
 
     if args.show:

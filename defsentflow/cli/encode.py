@@ -30,7 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-length", type=int, default=256,
                    help="tokens per text (default 256: the STS evaluation's and the exported model's length)")
     p.add_argument("--autocast", default="none", choices=["none", "bf16", "fp16"])
-    p.add_argument("--normalize", action="store_true", help="L2-normalise the vectors")
+    p.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=None,
+                   help="L2-normalise the vectors (default: as `defsentflow export model` writes this model, so both "
+                        "give the same vectors: normalised when its base model normalises, as all-MiniLM-L6-v2 does)")
     p.add_argument("--device", default="auto")
     p.add_argument("--cache", action="store_true", help="use the data root's embedding cache")
     p.set_defaults(func=_encode)
@@ -156,11 +158,16 @@ def _encode(args: argparse.Namespace) -> int:
     texts = read_sentences(Path(args.input), args.field)
     if not texts:
         raise UserError(f"{args.input}: no sentences")
+    args.model = _catalog_model(args.model)  # an id from `defsentflow leaderboard`, a folder, minilm, a cached hub id
     pooling = args.pooling or model_meta(args.model).get("pooling") or "mean"
     try:
         validate_pooling(pooling)
     except ValueError as exc:
         raise UserError(str(exc)) from None
+    if args.normalize is None:
+        from defsentflow.encoders.export import normalizes
+
+        args.normalize = normalizes(args.model, model_meta(args.model))
     t0 = time.perf_counter()
     enc = load_encoder(args.model, device=args.device)
     vecs = encode_texts(enc, texts, pooling=pooling, batch_size=args.batch_size, max_length=args.max_length,
@@ -209,12 +216,11 @@ def read_entries(path: Path) -> pa.Table:
 
 
 def _catalog_model(model: str) -> str:
-    """A model id registered in the catalog (e.g. ``pst-demo-...``) as its directory; else as given,
-    when it names a model this machine has (``unknown model 'x'`` otherwise, not a hub error)."""
-    from defsentflow.evaluation.suite import known_model
-    from defsentflow.storage import Catalog
+    """What loads ``model`` (a catalog id or alias, a bundled name, a folder, a cached hub id), by the
+    one model lookup: ``unknown model 'x'; newest ids: ...`` otherwise, never a hub error."""
+    from defsentflow.encoders.lookup import find_model
 
-    return known_model(Catalog(create=False), model)[1]
+    return find_model(model).path
 
 
 def _revdict(args: argparse.Namespace) -> int:

@@ -37,10 +37,9 @@ def harvest_config_arg(args: argparse.Namespace):
 
     cfg = cfg.model_copy(update={"compute": compute_for(args, cfg.compute)})
     if getattr(args, "base_encoder", None):
-        from defsentflow.evaluation.suite import resolve_model
-        from defsentflow.storage import Catalog
+        from defsentflow.encoders.lookup import find_model
 
-        _, path = resolve_model(Catalog(cfg.root), args.base_encoder)
+        path = find_model(args.base_encoder, root=cfg.root).path
         cfg = cfg.model_copy(update={"surrogate": cfg.surrogate.model_copy(update={"base_encoder": path})})
     return cfg
 

@@ -77,16 +77,11 @@ def _origin(args: argparse.Namespace) -> int:
     validate_tasks(args.tasks)  # before the run is recorded: a typo is not a failed run
     run_id = args.run_id or f"origin-{uuid.uuid4().hex[:8]}"
     cat = Catalog(cfg.root)
-    cat.start_run("label-quality", config={"harvest": cfg.model_dump(mode="json"), "tasks": args.tasks,
-                                           "points": [p.name for p in points]}, run_id=run_id)
-    try:
+    with cat.recorded_run("label-quality", run_id, config={"harvest": cfg.model_dump(mode="json"), "tasks": args.tasks,
+                                                         "points": [p.name for p in points]}):
         result = run_label_quality(cfg, tasks=args.tasks, data_dir=args.data_dir or default_data_dir(),
                                    points=points, baselines=not args.no_baselines, run_id=run_id)
         record_label_quality(cat, result, run_id=run_id)
-    except BaseException:
-        cat.end_run(run_id, "failed")
-        raise
-    cat.end_run(run_id, "completed")
     tasks = list(dict.fromkeys(r["task"] for r in result.rows))
     labels = {m["model_id"]: m["meta"]["label"] for m in result.models}
     table = []

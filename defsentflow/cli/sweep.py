@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from defsentflow.cli.compute import add_compute_flags
+from defsentflow.cli.home import use_data_root
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,8 +37,7 @@ def _load(path: str, max_points: int | None = None):
     if max_points is not None and max_points < 1:
         raise UserError(f"--max-points must be >= 1, got {max_points}")
     sweep = load_sweep(path, max_points=max_points or MAX_SWEEP_POINTS)
-    if sweep.home and not os.environ.get("DEFSENTFLOW_HOME"):
-        os.environ["DEFSENTFLOW_HOME"] = str(Path(sweep.home).resolve())
+    use_data_root(sweep.home, sweep.base_path or path)
     return sweep
 
 

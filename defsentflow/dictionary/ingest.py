@@ -25,7 +25,7 @@ from typing import Any
 
 from defsentflow.dictionary.config import DictionaryConfig
 from defsentflow.dictionary.jsonl import read_jsonl
-from defsentflow.dictionary.merge import MergedDictionary, SourceCounts, merge_records
+from defsentflow.dictionary.merge import SourceCounts
 from defsentflow.dictionary.oewn import oewn_files, read_oewn
 from defsentflow.dictionary.oxford import read_oxford
 from defsentflow.dictionary.records import Record, SourceKind
@@ -176,11 +176,6 @@ def _merge_options(config: DictionaryConfig) -> dict[str, Any]:
                 split_by=config.split_by, entry_filter=entry_filter)
 
 
-def _merge_sources(config: DictionaryConfig) -> MergedDictionary:
-    """Read every source of ``config`` and merge them into tables in memory (no artifact written)."""
-    return merge_records(_streams(config), **_merge_options(config))
-
-
 def _summary(config: DictionaryConfig, plan: DictionaryPlan, merged: MergeOutcome, seconds: float) -> dict[str, Any]:
     total = merged.total()
     sources = [{"name": n, "kind": s.kind, "paths": [str(Path(p).resolve()) for p in s.paths],
@@ -276,7 +271,7 @@ def ingest_dictionary(config: DictionaryConfig, *, root: str | os.PathLike | Non
     """
     with Catalog(root).recorded_run("ingest-dictionary", run_id, config=config.model_dump(mode="json")) as run:
         result = _sequence(config, root, steps)
-        run["note"] = f"{result.status} {result.name} {result.key}"
+        run.note = f"{result.status} {result.name} {result.key}"
     return result
 
 

@@ -18,14 +18,12 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from defsentflow.dictionary.merge import MergedDictionary
 from defsentflow.dictionary.records import SPLITS, check_choice
-from defsentflow.storage import Catalog, atomic_dir, check_identifier, combine_hashes, data_root, hash_file, under_root
+from defsentflow.storage import Catalog, check_identifier, combine_hashes, data_root, hash_file, under_root
 
 __all__ = [
     "FILES",
     "dictionary_dir",
-    "write_artifact",
     "seal_artifact",
     "read_summary",
     "load_dictionary_folder",
@@ -45,15 +43,6 @@ _CORPUS_SOURCE = "corpus"
 
 def dictionary_dir(name: str, key: str, root: str | os.PathLike | None = None) -> Path:
     return under_root(data_root(root), "parquet", "dictionaries", check_identifier(name, "dataset name"), key)
-
-
-def write_artifact(merged: MergedDictionary, summary: dict[str, Any], final: Path) -> dict[str, Any]:
-    """Write the tables and ``summary.json`` into ``final`` atomically; return the summary with
-    the artifact's ``content_hash`` (a hash of the three Parquet files)."""
-    with atomic_dir(final) as tmp:
-        for name, table in zip(FILES, (merged.definitions, merged.examples, merged.quarantine)):
-            pq.write_table(table, tmp / name, compression="zstd")
-        return seal_artifact(tmp, summary)
 
 
 def seal_artifact(tmp: Path, summary: dict[str, Any]) -> dict[str, Any]:

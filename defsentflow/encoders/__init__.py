@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
-from defsentflow.encoders.cache import EmbeddingCache
-from defsentflow.encoders.encoding import encode_texts, pad_batch, tokenize_sorted
-from defsentflow.encoders.export import save_encoder
-from defsentflow.encoders.loading import (
-    Autocast,
-    LoadedEncoder,
-    autocast_context,
-    has_mlm_head,
-    load_encoder,
-    model_content_hash,
-    pick_device,
-    require_safetensors,
-    resolve_model_path,
-)
-from defsentflow.encoders.pooling import POOLINGS, PROMPT_TEMPLATE, Pooling, apply_prompt, pool, validate_pooling
+import importlib
+from typing import Any
+
+# Each public name -> the module that defines it, imported on first use (PEP 562): the names stay
+# importable from the package, while the model lookup and config checks load neither torch nor
+# transformers (a typo in a config fails in a second, not after torch's import).
+_WHERE = {
+    "EmbeddingCache": "cache",
+    "encode_texts": "encoding", "pad_batch": "encoding", "tokenize_sorted": "encoding",
+    "save_encoder": "export",
+    "Autocast": "loading", "LoadedEncoder": "loading", "autocast_context": "loading", "has_mlm_head": "loading",
+    "load_encoder": "loading", "model_content_hash": "loading", "pick_device": "loading",
+    "require_safetensors": "loading", "resolve_model_path": "loading",
+    "POOLINGS": "pooling", "PROMPT_TEMPLATE": "pooling", "Pooling": "pooling", "apply_prompt": "pooling",
+    "pool": "pooling", "validate_pooling": "pooling",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Autocast",

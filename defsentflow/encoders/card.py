@@ -14,8 +14,8 @@ import yaml
 
 from defsentflow.encoders.loading import resolve_model_path
 
-__all__ = ["DATA_LICENCES", "base_licence", "base_name", "card_header", "markdown_table", "metric_rows", "model_card",
-           "source_licences"]
+__all__ = ["CITATIONS", "DATA_LICENCES", "base_licence", "base_name", "card_header", "markdown_table", "metric_rows",
+           "model_card", "model_index", "source_licences"]
 
 # Licences of the data sources a dictionary is read from (reader kind -> licence).
 DATA_LICENCES = {"oewn": "CC BY 4.0 (Open English WordNet)", "oxford": "the Oxford dictionary data's own terms",
@@ -115,6 +115,68 @@ def metric_rows(metrics: list[dict[str, Any]]) -> list[tuple[str, str, str, str,
     return sorted(rows, key=lambda r: (order.get(r[1], 1), r[0], r[2], r[3]))
 
 
+def model_index(name: str, metrics: list[dict[str, Any]], dictionary: str | None) -> list[dict[str, Any]]:
+    """The card header's ``model-index`` (Hugging Face's evaluation results): one result per task and
+    setting, with the measured values as the catalog has them (STS Spearman x100, MRR as a fraction)."""
+    results: dict[tuple[str, str], dict[str, Any]] = {}
+    for m in metrics:
+        if m["metric"] in _SECONDARY or m["task"] == "avg":
+            continue
+        task, setting = str(m["task"]), str(m["setting"])
+        split, protocol = _split_protocol(task, setting)
+        dictionary_task = task.startswith(("revdict", "wordpred"))
+        hf_split = {"dev": "validation"}.get(split, split)
+        entry = results.setdefault((task, setting), {
+            "task": ({"type": "text-retrieval", "name": "Reverse dictionary" if task.startswith("revdict")
+                      else "Word prediction"} if dictionary_task
+                     else {"type": "sentence-similarity", "name": "Semantic Textual Similarity"}),
+            "dataset": {"name": f"{dictionary or 'dictionary'} ({protocol})" if dictionary_task else protocol,
+                        "type": f"defsentflow/{dictionary or 'dictionary'}" if dictionary_task else task.split("-")[0],
+                        "split": hf_split},
+            "metrics": []})
+        label = "Spearman x100" if m["metric"] == "spearman" else str(m["metric"]).upper()
+        entry["metrics"].append({"type": str(m["metric"]), "value": round(float(m["value"]), 4), "name": label})
+    return [{"name": name, "results": list(results.values())}] if results else []
+
+
+CITATIONS = {
+    "defsent": """@inproceedings{tsukagoshi-etal-2021-defsent,
+    title = "{D}ef{S}ent: Sentence Embeddings using Definition Sentences",
+    author = "Tsukagoshi, Hayato and Sasano, Ryohei and Takeda, Koichi",
+    booktitle = "Proceedings of the 59th Annual Meeting of the Association for Computational Linguistics and the 11th International Joint Conference on Natural Language Processing (Volume 2: Short Papers)",
+    year = "2021",
+}""",
+    "defsent_plus": """@misc{liu-2024-defsentplus,
+    title = "{D}ef{S}ent+: Improving sentence embeddings of language models by projecting definition sentences into a quasi-isotropic or isotropic vector space of unlimited dictionary entries",
+    author = "Liu, Xiaodong",
+    year = "2024",
+}""",
+    "sbert": """@inproceedings{reimers-gurevych-2019-sentence,
+    title = "Sentence-{BERT}: Sentence Embeddings using {S}iamese {BERT}-Networks",
+    author = "Reimers, Nils and Gurevych, Iryna",
+    booktitle = "Proceedings of the 2019 Conference on Empirical Methods in Natural Language Processing",
+    year = "2019",
+}""",
+}
+
+
+def _limitations(method: str, dic: dict[str, Any], trained: bool) -> list[str]:
+    size = f"{dic.get('entries')} entries of the dictionary `{dic.get('name')}`" if dic else "one dictionary"
+    lines = ["## Limitations", ""]
+    if trained:
+        lines += [f"- Trained with {method} on {size}, in English only; meanings, registers and domains the "
+                  "dictionary lacks are not learnt.",
+                  "- The figures above come from one run on small dev and test sets (see the `n` of each figure in the "
+                  "catalog); a different seed or sample moves them. Dev figures chose this model, so only test figures "
+                  "estimate how it generalises."]
+    else:
+        lines += ["- Not trained here: its limitations are its base model's."]
+    lines += ["- Reverse-dictionary and word-prediction figures count only queries whose text the model never trained "
+              "on; STS figures are Spearman correlations x100 on the named split.",
+              "- Not evaluated for bias or for use outside sentence similarity and dictionary look-up.", ""]
+    return lines
+
+
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.2f}" if abs(value) > 1.5 else f"{value:.4g}"
@@ -137,12 +199,14 @@ def model_card(facts: dict[str, Any], *, pooling: str, max_seq_length: int, norm
     if isinstance(sources, str):
         sources = json.loads(sources)
     licence = base_licence(base)
+    trained = bool(meta or row)
     header = card_header({
         "base_model": base_name(base), "library_name": "sentence-transformers",
         "tags": ["sentence-transformers", "sentence-similarity", "feature-extraction", "defsentflow"]
-        + ([method] if meta or row else []),
+        + ([method] if trained else []),
         "datasets": [dictionary] if dictionary else [], "pipeline_tag": "sentence-similarity",
-        "license": licence, "language": ["en"]})
+        "license": licence or "other", **({} if licence else {"license_name": "see-the-licences-section"}),
+        "language": ["en"], "model-index": model_index(str(facts["model_id"]), facts["metrics"], dictionary)})
     title = facts["model_id"]
     lines = [header, f"# {title}", "",
              (f"A sentence encoder trained by defsentflow with **{method}** from `{base_name(base) or 'its base model'}`: "
@@ -192,4 +256,7 @@ def model_card(facts: dict[str, Any], *, pooling: str, max_seq_length: int, norm
               f"- Base model: {licence or 'see the base model card'}.",
               *[f"- Training data, {x}." for x in (source_licences(sources) if sources else ["see the dictionary's sources"])],
               "- STS/SICK evaluation data are used for evaluation only (SICK: CC BY-NC-SA 3.0).", ""]
+    lines += _limitations(method, dic, trained)
+    cited = ["defsent"] + (["defsent_plus"] if method in ("pst", "defsent_plus") or pst else []) + ["sbert"]
+    lines += ["## Citation", "", "```bibtex", *("\n\n".join(CITATIONS[c] for c in cited).splitlines()), "```", ""]
     return "\n".join(lines)

@@ -26,7 +26,7 @@ from defsentflow.encoders.model_record import ModelRecord, read_model_record, wr
 from defsentflow.storage.atomic import atomic_dir
 
 __all__ = ["EVAL_MAX_LENGTH", "ST_POOLING", "UnsupportedPooling", "base_has_normalize", "make_readable",
-           "save_encoder", "st_pooling_mode", "write_st_modules"]
+           "normalizes", "save_encoder", "st_pooling_mode", "write_st_modules"]
 
 # The STS evaluation's token length (EvalConfig.max_length's default; a test keeps the two equal).
 EVAL_MAX_LENGTH = 256
@@ -69,6 +69,15 @@ def base_has_normalize(base_model: str | os.PathLike | None) -> bool:
         return any(str(m.get("type", "")).endswith("Normalize") for m in json.loads(modules.read_text()))
     except (ValueError, AttributeError):
         return False
+
+
+def normalizes(model_dir: str | os.PathLike, meta: dict) -> bool:
+    """Whether the model's sentence vectors are L2-normalised, for ``export model`` and ``encode`` alike:
+    as its ``defsentflow.json`` (``meta``) says, else as its base model (or the folder itself) ends
+    its sentence-transformers modules (all-MiniLM-L6-v2: with ``Normalize``)."""
+    if "normalize" in meta:
+        return bool(meta["normalize"])
+    return base_has_normalize(meta.get("base_model")) or base_has_normalize(model_dir)
 
 
 def make_readable(path: str | os.PathLike) -> None:

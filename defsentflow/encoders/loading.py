@@ -7,13 +7,14 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import get_args
-
-import torch
+from typing import TYPE_CHECKING, get_args
 
 from defsentflow.config_tools import Autocast
 from defsentflow.storage.hashing import combine_hashes, hash_file, hash_text
 from defsentflow.storage.integrity import verify_artifact_files
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "Autocast",
@@ -90,6 +91,7 @@ def pick_device(device: str | None = "auto") -> torch.device:
         ValueError: not a device name (``gpu``, ``cuda:x``), or a device this machine does not have
             (``cuda`` without a GPU, ``cuda:7`` with two), one line.
     """
+    import torch  # lazy: torch takes seconds to load; a model lookup or a config check needs no device
     if device in (None, "auto") and os.environ.get("DEFSENTFLOW_DEVICE"):
         device = os.environ["DEFSENTFLOW_DEVICE"]
     mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
@@ -111,6 +113,8 @@ def pick_device(device: str | None = "auto") -> torch.device:
 
 def autocast_context(device: torch.device, autocast: Autocast):
     """An autocast context for the device, or a no-op when unsupported or ``none``."""
+    import torch  # lazy: torch takes seconds to load; a model lookup or a config check needs no device
+
     if autocast not in get_args(Autocast):
         raise ValueError(f"autocast must be one of {get_args(Autocast)}, got {autocast!r}")
     if autocast == "none":
@@ -148,6 +152,7 @@ def load_encoder(name_or_path: str | os.PathLike, *, device: str | torch.device 
             backbone is then ``mlm_model.base_model`` so both share weights.
         trust_remote_code: never implied; pass True only for checkpoints you trust.
     """
+    import torch  # lazy: torch takes seconds to load; a model lookup or a config check needs no device
     from transformers import (  # lazy: transformers takes seconds to load; only code that loads a model needs it
         AutoConfig,
         AutoModel,

@@ -17,18 +17,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from defsentflow.encoders.lookup import find_model
 from defsentflow.evaluation.config import EvaluateSection
-from defsentflow.evaluation.suite import EvalResult, record_evaluation, resolve_model, run_evaluation
+from defsentflow.evaluation.reuse import evaluation_key, store_evaluation, stored_evaluation
+from defsentflow.evaluation.sts import average_row
+from defsentflow.evaluation.suite import EvalResult, record_evaluation, run_evaluation
 from defsentflow.storage import Catalog, hash_config
+from defsentflow.storage.locks import artifact_lock
+from defsentflow.storage.runs import RunRecord
 
 __all__ = ["EvaluateSteps", "evaluate_step", "record_step", "resolve_step", "run_evaluate"]
 
 
 def resolve_step(section: EvaluateSection, run_id: str | None, root: str | None = None) -> dict[str, Any]:
-    """``{"model_id", "path"}``: a registered model by id or path (the catalog is read only when the
-    run is recorded), else the name as given."""
-    model_id, path = resolve_model(Catalog(root), section.model) if run_id is not None else (section.model, section.model)
-    return {"model_id": section.model_id or model_id, "path": path}
+    """``{"model_id", "path"}`` by the one model lookup (:func:`~defsentflow.encoders.lookup.find_model`:
+    catalog id or alias, bundled name, folder, cached hub id; the catalog is only read)."""
+    ref = find_model(section.model, root=root)
+    return {"model_id": section.model_id or ref.model_id, "path": ref.path}
 
 
 def evaluate_step(section: EvaluateSection, model: dict[str, Any]) -> dict[str, Any]:
@@ -49,6 +54,22 @@ def record_step(model: dict[str, Any], evaluated: dict[str, Any], run_id: str, r
                      seconds=None if cached else sum(evaluated["seconds"].values()),
                      note=f"{n} metric rows for {model['model_id']}")
     return n
+
+
+def _reused_or_evaluated(section: EvaluateSection, model: dict[str, Any], run_id: str | None, root: str | None,
+                         steps: EvaluateSteps) -> dict[str, Any]:
+    """A finished identical evaluation (same content key, :mod:`defsentflow.evaluation.reuse`), else a
+    new one, stored for the next. Without a run nothing is read or written: ``eval --no-record``."""
+    if run_id is None:
+        return steps.evaluate(section, model)
+    key = evaluation_key(section, model["path"], root)
+    with artifact_lock(key, root):  # two runs at the same evaluation: the second finds the first's rows
+        found = stored_evaluation(key, root)
+        if found is not None:
+            return {**found, "average": average_row(found["rows"]), "cached": True}
+        evaluated = steps.evaluate(section, model)
+        store_evaluation(key, evaluated, run_id=run_id, root=root)
+    return evaluated
 
 
 @dataclass(frozen=True)
@@ -76,10 +97,10 @@ def run_evaluate(section: EvaluateSection, *, run_id: str | None = None, root: s
     # without a run id nothing is opened or written, not even the catalog
     run_record = (Catalog(root).recorded_run("evaluate", run_id, config=section.model_dump(mode="json"),
                                               config_hash=hash_config(section))
-                  if run_id is not None else contextlib.nullcontext({}))
+                  if run_id is not None else contextlib.nullcontext(RunRecord(None)))
     with run_record as run:
         model = steps.resolve(section, run_id, root)
-        evaluated = steps.evaluate(section, model)
+        evaluated = _reused_or_evaluated(section, model, run_id, root, steps)
         n = steps.record(model, evaluated, run_id, root) if run_id is not None else 0
-        run["note"] = f"{n} metric rows for {model['model_id']}"
+        run.note = f"{n} metric rows for {model['model_id']}"
     return {"run_id": run_id, **model, **evaluated, "recorded": n}

@@ -17,7 +17,8 @@ from typing import Any
 
 from defsentflow.encoders import validate_pooling
 from defsentflow.encoders.finite import NonFiniteError
-from defsentflow.encoders.loading import BUNDLED_ALIASES, resolve_model_path
+from defsentflow.encoders.loading import resolve_model_path
+from defsentflow.encoders.lookup import UnknownModelError, find_model
 from defsentflow.encoders.model_record import record_of
 from defsentflow.evaluation.config import (
     DICTIONARY_TASKS,
@@ -114,47 +115,21 @@ def evaluation_inputs_hash(config: EvalConfig) -> str:
 
 
 def resolve_model(catalog: Any, model: str) -> tuple[str, str]:
-    """``(model_id, path)``: a registered model by id or path, else the name as given."""
-    rows = catalog.query("SELECT model_id, path FROM models WHERE model_id = ?", [model])
-    if rows:
-        return rows[0]["model_id"], rows[0]["path"]
-    path = resolve_model_path(model)
-    if Path(path).exists():
-        absolute = str(Path(path).resolve())
-        # a properly registered id (with a method) before one that scores were merely filed under
-        # the catalog stores paths relative to the data root (Catalog.rel)
-        rows = catalog.query("SELECT model_id, path FROM models WHERE path = ? OR path = ? "
-                             "ORDER BY method IS NULL, created_at", [path, catalog.rel(absolute)])
-        if rows:
-            return rows[0]["model_id"], rows[0]["path"]
-    return model, path
+    """``(model_id, path)``: :func:`known_model`, else the name as given (no error)."""
+    try:
+        return known_model(catalog, model)
+    except UnknownModelError:
+        return model, resolve_model_path(model)
 
 
 def known_model(catalog: Any, model: str) -> tuple[str, str]:
-    """:func:`resolve_model`, refusing a name that is nothing this machine has: not a catalog id, an
-    existing directory, a bundled alias, nor a Hugging Face id in the local cache (asked offline,
-    or without an ``org/`` prefix, it would only end in a hub connection error).
+    """``(model_id, path)`` by the one model lookup (:func:`defsentflow.encoders.lookup.find_model`).
 
     Raises:
-        ValueError: ``unknown model 'x'``, with the catalog ids it could have meant.
+        ValueError: ``unknown model 'x'``, with the newest catalog ids.
     """
-    model_id, path = resolve_model(catalog, model) if catalog.path.is_file() else (model, model)
-    if path != model or Path(path).exists() or model in BUNDLED_ALIASES:
-        return model_id, path
-    try:
-        from huggingface_hub import try_to_load_from_cache  # lazy: huggingface_hub loads only where it is used
-
-        cached = isinstance(try_to_load_from_cache(model, "config.json"), str)
-    except Exception:  # noqa: BLE001 - a malformed id is no cached model
-        cached = False
-    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
-    if cached or ("/" in model and not offline):
-        return model_id, path
-    ids = [r["model_id"] for r in catalog.query("SELECT model_id FROM models ORDER BY created_at DESC LIMIT 5")] \
-        if catalog.path.is_file() else []
-    raise ValueError(f"unknown model {model!r}: not a model id in the catalog, a directory, a bundled name "
-                     f"({', '.join(BUNDLED_ALIASES)}) or a cached Hugging Face id"
-                     + (f"; newest ids: {', '.join(ids)}" if ids else ""))
+    ref = find_model(model, root=catalog.root)
+    return ref.model_id, ref.path
 
 
 def record_evaluation(catalog: Any, model_id: str, result: EvalResult, *, run_id: str | None = None) -> int:

@@ -1,8 +1,9 @@
 """``defsentflow export dictionary|pairs``: a Hugging Face ``DatasetDict`` with real splits and a card.
 
 The folder holds what ``DatasetDict.save_to_disk`` writes (``datasets.load_from_disk(DIR)``), one
-Parquet file per split under ``data/`` (``load_dataset('parquet', data_files={'train': ...})``, or
-``load_dataset(DIR)`` through the card's ``configs`` header) and ``README.md``. Dictionary
+Parquet file per split as ``data/<split>-00000-of-00001.parquet`` (the name ``datasets`` looks for
+first, so ``load_dataset("parquet", data_dir=DIR)`` reads these and never ``save_to_disk``'s Arrow
+files; ``load_dataset(DIR)`` goes through the card's ``configs`` header) and ``README.md``. Dictionary
 splits are the dataset's own (``dev`` is named ``validation``); a harvest's pairs have none, so
 they are split 8:1:1 by a hash of the first sentence (:func:`~defsentflow.dictionary.split.assign_split`).
 """
@@ -23,7 +24,12 @@ from defsentflow.encoders.card import card_header, markdown_table, source_licenc
 from defsentflow.storage import Catalog
 from defsentflow.storage.outputs import output_dir
 
-__all__ = ["HF_SPLITS", "dataset_card", "export_dictionary", "export_pairs", "write_dataset_dict"]
+__all__ = ["HF_SPLITS", "dataset_card", "export_dictionary", "export_pairs", "licence_id", "parquet_name",
+           "write_dataset_dict"]
+
+# Licence names as source_licences writes them -> the Hugging Face card's `license:` identifiers.
+_LICENCE_IDS = {"CC BY 4.0": "cc-by-4.0", "CC BY-SA 4.0": "cc-by-sa-4.0", "CC BY-NC-SA 3.0": "cc-by-nc-sa-3.0",
+                "CC0": "cc0-1.0"}
 
 # Our split names -> the Hugging Face ones.
 HF_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
@@ -39,8 +45,14 @@ def write_dataset_dict(tables: dict[str, pa.Table], out: Path) -> dict[str, int]
     (out / "data").mkdir()
     for split, table in tables.items():
         if table.num_rows:  # datasets' Parquet reader fails on an empty file; the card lists only these
-            pq.write_table(table, out / "data" / f"{split}.parquet")
+            pq.write_table(table, out / "data" / parquet_name(split))
     return {split: table.num_rows for split, table in tables.items()}
+
+
+def parquet_name(split: str) -> str:
+    """``train-00000-of-00001.parquet``: the sharded name ``load_dataset("parquet", data_dir=DIR)``
+    tries before any other, so the Arrow files of ``save_to_disk`` beside it are never read as Parquet."""
+    return f"{split}-00000-of-00001.parquet"
 
 
 def _one_chunk(table: pa.Table) -> pa.Table:
@@ -74,21 +86,31 @@ def export_dictionary(name: str, dest: str | os.PathLike, *, root: str | os.Path
     return sizes
 
 
+def licence_id(licences: list[str]) -> str:
+    """The card's ``license:``: the one licence every source has (``cc-by-4.0`` for WordNet), else
+    ``other`` (the card's Licences section says which)."""
+    found = {next((i for n, i in _LICENCE_IDS.items() if n in line), "other") for line in licences}
+    return found.pop() if len(found) == 1 else "other"
+
+
 def dataset_card(*, name: str, kind: str, splits: dict[str, int], columns: list[str], description: str,
                  licences: list[str], source_splits: str) -> str:
     """The ``README.md`` of an exported dataset: header with the split layout, sizes, how to load."""
     files = [s for s, n in splits.items() if n]  # an empty split has no Parquet file
-    configs = [{"config_name": "default", "data_files": [{"split": s, "path": f"data/{s}.parquet"} for s in files]}]
-    header = card_header({"pretty_name": f"defsentflow {kind} {name}", "language": ["en"],
-                         "tags": ["defsentflow", kind], "configs": configs})
-    by_split = ", ".join(f"'{s}': 'DIR/data/{s}.parquet'" for s in files)
+    configs = [{"config_name": "default", "data_files": [{"split": s, "path": f"data/{parquet_name(s)}"} for s in files]}]
+    licence = licence_id(licences)
+    header = card_header({"pretty_name": f"defsentflow {kind} {name}", "language": ["en"], "license": licence,
+                          **({"license_name": "see-the-licences-section"} if licence == "other" else {}),
+                          "tags": ["defsentflow", kind], "configs": configs})
     lines = [header, f"# {name} ({kind})", "", description, "", "## Splits", ""]
     lines += markdown_table(["split", "rows"], [(s, n) for s, n in splits.items()]) + [""]
     lines += [source_splits, "", "## Columns", "", ", ".join(f"`{c}`" for c in columns), "", "## Loading", "",
               "```python", "from datasets import load_from_disk, load_dataset", "",
               'ds = load_from_disk("DIR")                  # a DatasetDict: train / validation / test',
-              f"ds = load_dataset('parquet', data_files={{{by_split}}})", "```", "",
-              "The Parquet files are `data/<split>.parquet`, one per non-empty split.", "", "## Licences", ""]
+              'ds = load_dataset("parquet", data_dir="DIR")  # the same splits, from the Parquet files',
+              "```", "",
+              "The Parquet files are `data/<split>-00000-of-00001.parquet`, one per non-empty split.", "",
+              "## Licences", ""]
     lines += [f"- {x}" for x in licences] + [""]
     return "\n".join(lines)
 

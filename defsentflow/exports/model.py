@@ -18,12 +18,13 @@ from typing import Any
 from defsentflow.encoders.card import base_name, model_card
 from defsentflow.encoders.export import (
     EVAL_MAX_LENGTH,
-    base_has_normalize,
     make_readable,
+    normalizes,
     st_pooling_mode,
     write_st_modules,
 )
-from defsentflow.encoders.loading import require_safetensors, resolve_model_path
+from defsentflow.encoders.loading import require_safetensors
+from defsentflow.encoders.lookup import find_model
 from defsentflow.encoders.model_record import resolved_record, write_model_record
 from defsentflow.storage import Catalog
 from defsentflow.storage.outputs import output_dir
@@ -48,14 +49,11 @@ def portable(value: Any) -> Any:
     return value
 
 
-def _model_row(model: str, root: str | os.PathLike | None) -> dict[str, Any] | None:
+def _model_row(model_id: str, root: str | os.PathLike | None) -> dict[str, Any] | None:
     cat = Catalog(root, reader=True)
     if not cat.path.is_file():
         return None
-    rows = cat.query("SELECT * FROM models WHERE model_id = ?", [model])
-    if not rows and Path(model).expanduser().is_dir():  # a folder, e.g. what `best-model` prints
-        rows = cat.query("SELECT * FROM models WHERE path = ? ORDER BY method = 'pst' DESC, created_at DESC LIMIT 1",
-                         [cat.rel(Path(model).expanduser().resolve())])
+    rows = cat.query("SELECT * FROM models WHERE model_id = ?", [model_id])
     return rows[0] if rows else None
 
 
@@ -67,12 +65,14 @@ def model_facts(model: str, *, root: str | os.PathLike | None = None) -> ModelFa
     ``dictionary`` (the ``dictionaries`` row it was trained on).
 
     Raises:
-        FileNotFoundError: neither a catalog model id nor an existing folder (one line).
+        UnknownModelError: nothing the one model lookup knows (one line, with the newest ids).
+        FileNotFoundError: a Hugging Face id (only a local folder is exported).
     """
-    row = _model_row(model, root)
-    path = Path(row["path"]) if row else Path(resolve_model_path(model)).expanduser()
+    ref = find_model(model, root=root)
+    row = _model_row(ref.model_id, root)
+    path = Path(ref.path).expanduser()
     if not path.is_dir():
-        raise FileNotFoundError(f"unknown model {model!r}: not a model id in the catalog nor a model folder")
+        raise FileNotFoundError(f"{model!r} is a Hugging Face id, not a local model folder: nothing to export")
     meta = resolved_record(path)
     local = str(model).startswith(("/", "~", ".")) or Path(model).exists()
     facts: ModelFacts = {"model_id": row["model_id"] if row else (path.name if local else str(model)), "path": path, "meta": meta, "row": row,
@@ -97,13 +97,6 @@ def model_facts(model: str, *, root: str | os.PathLike | None = None) -> ModelFa
     return facts
 
 
-def _normalize(facts: ModelFacts) -> bool:
-    meta = facts["meta"]
-    if "normalize" in meta:
-        return bool(meta["normalize"])
-    return base_has_normalize(meta.get("base_model")) or base_has_normalize(facts["path"])
-
-
 def export_model(model: str, dest: str | os.PathLike, *, root: str | os.PathLike | None = None,
                  max_seq_length: int = EVAL_MAX_LENGTH) -> Path:
     """Write ``model`` to ``dest`` as a sentence-transformers folder with a model card.
@@ -119,7 +112,7 @@ def export_model(model: str, dest: str | os.PathLike, *, root: str | os.PathLike
         st_pooling_mode(pooling)
     except ValueError as exc:
         raise ValueError(f"{model}: {exc}") from None
-    normalize = _normalize(facts)
+    normalize = normalizes(facts["path"], facts["meta"])  # as `defsentflow encode` does by default
     limit = _max_positions(src)
     length = min(max_seq_length, limit) if limit else max_seq_length
     with output_dir(dest, command="export model", root=root) as tmp:

@@ -13,13 +13,15 @@ Example:
 
 from __future__ import annotations
 
+import base64
 import html
 import re
+from pathlib import Path
 from typing import Any
 
 from markdown_it import MarkdownIt
 
-__all__ = ["Markdown", "escape_html", "md_code", "md_text", "render_html"]
+__all__ = ["Markdown", "escape_html", "inline_images", "md_code", "md_text", "render_html"]
 
 
 class Markdown(str):
@@ -65,3 +67,22 @@ def render_html(markdown_text: str) -> str:
 def escape_html(value: Any) -> str:
     """Text for an HTML template."""
     return html.escape(str(value), quote=True)
+
+
+_IMAGE = re.compile(r"!\[([^\]]*)\]\((img/[A-Za-z0-9._/-]+\.png)\)")
+
+
+def inline_images(markdown: str, base: Path) -> str:
+    """``markdown`` with each of the report's own images (``![...](img/x.png)``) embedded as a
+    ``data:`` URI: the Prefect UI shows an artifact's Markdown without its folder, so a relative
+    image is broken there. Only files under ``base/img`` are read."""
+    folder = (base / "img").resolve()
+
+    def embed(m: re.Match) -> str:
+        path = (base / m.group(2)).resolve()
+        if not path.is_relative_to(folder) or not path.is_file():
+            return m.group(0)
+        return f"![{m.group(1)}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode('ascii')})"
+
+    return _IMAGE.sub(embed, markdown)
+

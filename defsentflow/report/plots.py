@@ -19,8 +19,11 @@ from defsentflow.entryspace.figures import new_figure, plot_entry_space, save_fi
 __all__ = [
     "plot_entry_space",
     "plot_label_histogram",
+    "plot_loss_curves",
     "plot_pst_progress",
     "plot_scores",
+    "score_window",
+    "seed_spread",
     "svd_2d",
     "whitened_pca_2d",
 ]
@@ -115,6 +118,49 @@ def plot_label_histogram(out_png: str | os.PathLike, *,
     return save_figure(fig, out_png)
 
 
+def seed_spread(rows: Sequence[Mapping[str, Any]]) -> list[tuple[int, float, float]]:
+    """``(step, mean, sd)`` of every combination (pooling, entry encoding, ICA) scored with two or more seeds."""
+    groups: dict[tuple, list[float]] = {}
+    for r in rows:
+        if r.get("selection_score") is not None and r.get("step", 0) >= 1:
+            key = (r["step"], r.get("pooling"), r.get("entry_encoding"), r.get("ica"), r.get("lr"))
+            groups.setdefault(key, []).append(float(r["selection_score"]))
+    return [(k[0], float(np.mean(v)), float(np.std(v, ddof=1))) for k, v in sorted(groups.items(), key=str) if len(v) > 1]
+
+
+def score_window(scores: Sequence[float], sds: Sequence[float]) -> tuple[float, float]:
+    """The y-range of a score plot: every score, at least four seed standard deviations, and never
+    narrower than 2 points of Spearman x100 (0.02 of an MRR): a +0.10 change must look small."""
+    lo, hi = min(scores), max(scores)
+    floor = 2.0 if max(abs(s) for s in scores) > 1.5 else 0.02
+    span = max(hi - lo, floor, 4 * max(sds, default=0.0))
+    pad = (span - (hi - lo)) / 2 + 0.08 * span
+    return lo - pad, hi + pad
+
+
+def plot_loss_curves(curves: Mapping[str, Sequence[float]], out_png: str | os.PathLike, *,
+                     title: str = "training loss per candidate") -> Path:
+    """One line per trained candidate: its loss at every optimizer step.
+
+    Raises:
+        ValueError: no curve with a loss (no chart without data).
+    """
+    curves = {k: [float(x) for x in v] for k, v in curves.items() if v}
+    if not curves:
+        raise ValueError("plot_loss_curves: no losses to draw")
+    fig = new_figure(6.5, 3.6)
+    ax = fig.subplots()
+    for i, (label, losses) in enumerate(curves.items()):
+        ax.plot(np.arange(1, len(losses) + 1), losses, linewidth=1.0, color=f"C{i % 10}", label=label)
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("training loss")
+    if len(curves) <= 12:
+        ax.legend(fontsize=6, loc="upper right")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, linewidth=0.3, alpha=0.5)
+    return save_figure(fig, out_png)
+
+
 def plot_pst_progress(rows: Sequence[Mapping[str, Any]], out_png: str | os.PathLike, *,
                       title: str = "selection score per step") -> Path:
     """Selection score of every candidate per step (chosen ones joined) and the entry space's IsoScore."""
@@ -125,8 +171,12 @@ def plot_pst_progress(rows: Sequence[Mapping[str, Any]], out_png: str | os.PathL
         ax.text(0.5, 0.5, "no PST steps recorded", ha="center", va="center", transform=ax.transAxes)
         ax.set_axis_off()
         return save_figure(fig, out_png)
-    ax.scatter(steps, [r["selection_score"] for r in rows if r.get("selection_score") is not None],
-               s=14, color="#7f7f7f", label="candidates")
+    scores = [float(r["selection_score"]) for r in rows if r.get("selection_score") is not None]
+    ax.scatter(steps, scores, s=14, color="#7f7f7f", label="candidates")
+    spread = seed_spread(rows)
+    for step, mean, sd in spread:  # mean +- sd over the seeds of one combination at one step
+        ax.errorbar([step + 0.08], [mean], yerr=[sd], fmt="_", color="#2ca02c", capsize=3, linewidth=1.2,
+                    label="seed mean ± sd" if (step, mean, sd) == spread[0] else None)
     best = lambda r: r.get("step_best", r.get("chosen"))  # noqa: E731  (rows from pst_steps have only 'chosen')
     chosen = sorted((r["step"], r["selection_score"]) for r in rows if best(r) and r.get("selection_score") is not None)
     if chosen:
@@ -136,8 +186,10 @@ def plot_pst_progress(rows: Sequence[Mapping[str, Any]], out_png: str | os.PathL
     if won:
         ax.scatter(*zip(*won), s=80, facecolors="none", edgecolors="#d62728", linewidths=1.5, label="returned", zorder=3)
     metric = next((r.get("selection_metric") for r in rows if r.get("selection_metric")), None) or "selection score"
+    window = score_window(scores, [sd for _, _, sd in spread])
+    ax.set_ylim(*window)
     ax.set_xlabel("PST step")
-    ax.set_ylabel(metric)
+    ax.set_ylabel(f"{metric} (window {window[1] - window[0]:.3g})")
     iso = sorted({(r["step"], r["isoscore"]) for r in rows if r.get("isoscore") is not None and best(r)})
     if iso:
         ax2 = ax.twinx()

@@ -27,12 +27,13 @@ from typing import Any
 
 import numpy as np
 
+from defsentflow.evaluation.revdict import model_meta
 from defsentflow.report.claims_report import claims_section
 from defsentflow.report.entry_space import analyse_entry_matrix
 from defsentflow.report.label_quality import label_quality_section
 from defsentflow.report.leaderboard import Leaderboard, format_number, load_leaderboard
 from defsentflow.report.markup import Markdown, escape_html, md_code, md_text, render_html
-from defsentflow.report.plots import plot_label_histogram, plot_pst_progress
+from defsentflow.report.plots import plot_label_histogram, plot_loss_curves, plot_pst_progress
 from defsentflow.report.seed_stats import seed_stats_section
 from defsentflow.report.summary import run_facts, summary_section
 from defsentflow.storage import Catalog, check_identifier, data_root, hash_path, under_root
@@ -252,6 +253,14 @@ def _section_pst(ctx: _Ctx, analyse_missing: bool) -> list[str]:
     if any(r.get("selection_score") is not None for r in steps):
         plot_pst_progress(steps, ctx.image("img/pst_progress.png"))
         lines += ["![Selection score per PST step](img/pst_progress.png)", ""]
+    curves = {f"step {r['step']} seed {r.get('seed')}: {r['model_id']}": loss
+              for r in steps if r["step"] >= 1
+              for path in [next((m["path"] for m in ctx.rows("SELECT path FROM models WHERE model_id = $m",
+                                                             m=r["model_id"])), None)]
+              for loss in [model_meta(path).get("losses") if path and Path(path).is_dir() else None] if loss}
+    if curves:
+        plot_loss_curves(curves, ctx.image("img/loss_curves.png"))
+        lines += ["### Training loss", "", "![Training loss of every candidate](img/loss_curves.png)", ""]
     lines += ["### Entry space per step", "",
               "Left: the entry matrix on its top two singular directions (uncentred: an anisotropic space "
               "sits far from the origin). Right: the first two principal components, whitened.", ""]

@@ -417,7 +417,7 @@ def run_harvest(cfg: HarvestConfig, *, run_id: str | None = None, steps: Harvest
     with cat.recorded_run("harvest-pairs", run_id, config=cfg.model_dump(mode="json")) as run:
         clean_stale_temporaries(cat.root / "parquet" / "harvest")  # parts half-written by a killed run
         result = _sequence(cfg, cat, run_id, steps)
-        run["note"] = f"{result['n_pairs']} pairs -> {result['key']}"
+        run.note = f"{result['n_pairs']} pairs -> {result['key']}"
     return result
 
 

@@ -19,12 +19,15 @@ from typing import Any
 from defsentflow.encoders.loading import resolve_model_path
 from defsentflow.storage import Catalog
 from defsentflow.storage.paths import from_root
+from defsentflow.storage.runs import shown
 
 __all__ = ["ServedIndex", "ServeCatalog", "ID_PATTERN", "UnknownModelError"]
 
 # Ids of models, runs and sweeps as the project writes them (pst-demo-78a6f724, base:all-MiniLM-L6-v2).
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:+\-]{0,199}$"
 _ID = re.compile(ID_PATTERN)
+_RUN_FIELDS = ("run_id", "flow", "status", "reason", "started_at", "ended_at", "name", "seconds", "selected_model",
+               "selection_metric", "selection_score", "has_report")
 _REPORT_SUFFIXES = {".html": "text/html", ".md": "text/markdown", ".png": "image/png"}
 
 
@@ -148,16 +151,20 @@ class ServeCatalog:
 
     # -- runs, reports, sweeps ---------------------------------------------------------------
     def runs(self, limit: int = 100) -> list[dict[str, Any]]:
+        # r.* (not named columns): a catalog written before the owner columns still lists its runs
         rows = self.query(
-            "SELECT r.run_id, r.flow, r.status, r.started_at, r.ended_at, json_extract_string(r.config, '$.name') AS name, "
+            "SELECT r.* EXCLUDE (config), json_extract_string(r.config, '$.name') AS name, "
             "round(epoch(r.ended_at - r.started_at), 1) AS seconds, p.model_id AS selected_model, "
             "p.selection_metric, p.selection_score, "
             "(SELECT a.path FROM artifacts AS a WHERE a.kind = 'report' AND a.run_id = r.run_id "
             " ORDER BY a.created_at DESC LIMIT 1) AS report_dir "
             "FROM runs AS r LEFT JOIN pst_runs AS p USING (run_id) ORDER BY r.started_at DESC LIMIT ?", [limit])
+        out = []
         for r in rows:
+            r = shown(r)  # a run whose process is gone: interrupted; a failed one: its reason
             r["has_report"] = bool(r.pop("report_dir", None))
-        return rows
+            out.append({k: r.get(k) for k in _RUN_FIELDS})
+        return out
 
     def report_file(self, run_id: str, name: str) -> tuple[Path, str] | None:
         """``(file, media type)`` of a file in the run's report folder, or None.

@@ -117,7 +117,7 @@ _RUNS = """{% extends "base.html" %}{% from "table.html" import table %}{% block
 {% if runs %}<div class="wide"><table>
 <thead><tr><th>run</th><th>name</th><th>flow</th><th>status</th><th>started</th><th>seconds</th><th>selected model</th>
 <th>selection</th><th>report</th></tr></thead><tbody>
-{% for r in runs %}<tr id="run-{{ r.run_id }}"><td>{{ r.run_id }}</td><td>{{ r.name or "" }}</td><td>{{ r.flow }}</td><td>{{ r.status }}</td>
+{% for r in runs %}<tr id="run-{{ r.run_id }}"><td>{{ r.run_id }}</td><td>{{ r.name or "" }}</td><td>{{ r.flow }}</td><td>{{ r.status }}{% if r.reason %}<br><span class="muted">{{ r.reason }}</span>{% endif %}</td>
 <td>{{ r.started_at|cell }}</td><td class="num">{{ r.seconds|cell }}</td><td>{{ r.selected_model or "" }}</td>
 <td>{{ r.selection_metric or "" }} {{ r.selection_score|cell }}</td>
 <td>{% if r.has_report %}<a href="/runs/{{ r.run_id|urlencode }}/report/report.html">report</a>{% endif %}</td></tr>{% endfor %}

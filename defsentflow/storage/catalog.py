@@ -32,6 +32,7 @@ import duckdb
 
 import defsentflow.storage.records as records_module
 import defsentflow.storage.row_records as row_records
+import defsentflow.storage.runs as runs_module
 from defsentflow.limits import DUCKDB_READER
 from defsentflow.storage.hashing import code_version, hash_path
 from defsentflow.storage.identifiers import check_identifier
@@ -320,11 +321,15 @@ class Catalog:
 
     # -- runs and stages -------------------------------------------------------------------
     def start_run(self, flow: str, config: Any = None, config_hash: str | None = None, run_id: str | None = None) -> str:
+        """Open (or reopen) a ``running`` row owned by this process (host, pid); see
+        :func:`defsentflow.storage.runs.recorded_run`, which every sequencer uses."""
         run_id = check_identifier(run_id or uuid.uuid4().hex[:12], "run id")
+        host, pid = runs_module.owner()
         self.execute(
-            "INSERT INTO runs (run_id, flow, config, config_hash, code_version, status) VALUES (?, ?, ?, ?, ?, 'running') "
-            "ON CONFLICT (run_id) DO UPDATE SET status = 'running', ended_at = NULL",
-            [run_id, flow, _json(config), config_hash, code_version()], keep=("run", [run_id], ["runs"]),
+            "INSERT INTO runs (run_id, flow, config, config_hash, code_version, status, host, pid) "
+            "VALUES (?, ?, ?, ?, ?, 'running', ?, ?) "
+            "ON CONFLICT (run_id) DO UPDATE SET status = 'running', ended_at = NULL, host = excluded.host, pid = excluded.pid",
+            [run_id, flow, _json(config), config_hash, code_version(), host, pid], keep=("run", [run_id], ["runs"]),
         )
         return run_id
 
@@ -342,27 +347,10 @@ class Catalog:
             self._keep_on(con, "run", [run_id])  # the run's rows and its models' (ids filed by any writer)
             self._keep_on(con, "model", [m for (m,) in linked])
 
-    @contextlib.contextmanager
     def recorded_run(self, flow: str, run_id: str | None, *, config: Any = None,
-                     config_hash: str | None = None) -> Iterator[dict[str, Any]]:
-        """A stage sequencer's run record: ``start_run`` on entry; ``completed`` with the note the
-        body puts in the yielded dict, or ``failed`` with the error. No record when ``run_id`` is None.
-
-        Example:
-            >>> with cat.recorded_run("harvest-pairs", run_id, config=cfg) as run:
-            ...     run["note"] = "1,000 pairs"
-        """
-        outcome: dict[str, Any] = {"note": None}
-        if run_id is None:
-            yield outcome
-            return
-        self.start_run(flow, config=config, config_hash=config_hash, run_id=run_id)
-        try:
-            yield outcome
-        except BaseException as exc:
-            self.end_run(run_id, "failed", note=f"{type(exc).__name__}: {exc}"[:500])
-            raise
-        self.end_run(run_id, "completed", note=outcome["note"])
+                     config_hash: str | None = None) -> contextlib.AbstractContextManager[runs_module.RunRecord]:
+        """:func:`defsentflow.storage.runs.recorded_run` on this catalog."""
+        return runs_module.recorded_run(self, flow, run_id, config=config, config_hash=config_hash)
 
     def record_stage(self, run_id: str, stage: str, status: str, cache_key: str | None = None,
                      seconds: float | None = None, note: str | None = None) -> None:

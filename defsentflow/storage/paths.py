@@ -7,7 +7,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["data_root", "sql_dir", "repo_root", "sample_dir", "to_root", "from_root", "relative_tree", "resolved_tree"]
+__all__ = ["choose_data_root", "data_root", "default_data_root", "sql_dir", "repo_root", "sample_dir", "to_root", "from_root", "relative_tree", "resolved_tree"]
 
 # The on-disk record beside every artifact (defsentflow.storage.records); here so that modules
 # below records (outputs, atomic) can recognise it without an import cycle.
@@ -21,8 +21,35 @@ def repo_root() -> Path:
     return _PACKAGE.parent
 
 
+def default_data_root() -> Path:
+    """The data root when none is chosen: ``storage/`` of the source checkout this package runs
+    from (an editable install), else the per-user ``$XDG_DATA_HOME/defsentflow`` (by default
+    ``~/.local/share/defsentflow``). Never the current directory: a command gives the same answer
+    wherever it is started."""
+    if (repo_root() / "pyproject.toml").is_file() and (repo_root() / "defsentflow" / "__init__.py").is_file():
+        return repo_root() / "storage"
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base).expanduser() / "defsentflow"
+
+
+def choose_data_root(config_home: str | None = None, config_file: str | os.PathLike | None = None) -> tuple[Path, str]:
+    """The one data-root rule: ``(root, how it was chosen)``.
+
+    1. a config's ``home:`` (relative to the config file's folder);
+    2. ``--home DIR`` on the command line (it sets ``$DEFSENTFLOW_HOME``) or ``$DEFSENTFLOW_HOME``;
+    3. :func:`default_data_root`.
+    """
+    if config_home:
+        base = Path(config_file).resolve().parent if config_file else Path.cwd()
+        return (base / Path(config_home).expanduser()).resolve(), f"home: in {config_file or 'the config'}"
+    if os.environ.get("DEFSENTFLOW_HOME"):
+        return Path(os.environ["DEFSENTFLOW_HOME"]).expanduser().resolve(), "--home / $DEFSENTFLOW_HOME"
+    return default_data_root().resolve(), "default"
+
+
 def data_root(override: str | os.PathLike | None = None, *, create: bool = True) -> Path:
-    """The data root: ``override`` (from a config), else ``$DEFSENTFLOW_HOME``, else ``./storage``.
+    """The data root: ``override``, else ``$DEFSENTFLOW_HOME``, else :func:`default_data_root`
+    (a command applies :func:`choose_data_root` first, which sets ``$DEFSENTFLOW_HOME``).
 
     The directory is created if missing (unless ``create`` is false). It holds ``parquet/``,
     ``models/``, ``cache/`` and ``catalog.duckdb``.
@@ -32,7 +59,7 @@ def data_root(override: str | os.PathLike | None = None, *, create: bool = True)
     elif os.environ.get("DEFSENTFLOW_HOME"):
         root = Path(os.environ["DEFSENTFLOW_HOME"])
     else:
-        root = Path.cwd() / "storage"
+        root = default_data_root()
     root = root.expanduser().resolve()
     if create:
         root.mkdir(parents=True, exist_ok=True)
@@ -55,7 +82,7 @@ def sample_dir() -> Path:
 
 
 # The folders a data root holds (a stored relative path starts with one of them).
-ROOT_FOLDERS = frozenset({"models", "parquet", "cache", "revdict", "reports", "sweeps", "claims", "indexes", "logs",
+ROOT_FOLDERS = frozenset({"models", "parquet", "cache", "configs", "revdict", "reports", "sweeps", "claims", "indexes", "logs",
                           "locks", "prefect", "exports", "embeddings", "checkpoints", "corpora", "dictionaries"})
 
 

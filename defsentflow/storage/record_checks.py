@@ -149,7 +149,7 @@ PLACES: dict[str, tuple[str, str]] = {
     "pairs": ("parquet/harvest", "name"), "model": ("models", "name"), "scorer": ("models/scorers", "name"),
     "index": ("indexes", "name"), "revdict_index": ("revdict", "name"), "entry_matrix": ("pst/entry_matrices", "name"),
     "selection_score": ("pst/scores", "name"), "pst_step": ("pst/steps", "name"), "pst_result": ("pst/runs", "run"),
-    "report": ("reports", "run"),
+    "report": ("reports", "run"), "evaluation": ("cache/evaluations", "name"),
 }
 _NOT_ARTIFACTS = ("records", "quarantine", "prefect", "locks", "logs")
 

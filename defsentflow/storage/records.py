@@ -34,7 +34,7 @@ from defsentflow.storage.atomic import TMP_PREFIX, atomic_path
 from defsentflow.storage.bounded_json import read_json_file
 from defsentflow.storage.hashing import code_version
 from defsentflow.storage.manifest import artifact_manifest, manifest_hash, quick_check
-from defsentflow.storage.paths import RECORD_NAME, from_root, relative_tree, to_root
+from defsentflow.storage.paths import RECORD_NAME, relative_tree, to_root
 from defsentflow.storage.record_checks import ArtifactRecord, first_error
 
 __all__ = ["RECORD_NAME", "RECORD_FORMAT", "record_path", "make_record", "write_record", "read_record",
@@ -227,7 +227,3 @@ def amend_record(root: str | os.PathLike, artifact_path: str | os.PathLike, *, m
 def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value, sort_keys=True, default=str)
 
-
-def record_row_path(root: str | os.PathLike, record: Mapping[str, Any]) -> str | None:
-    """The absolute path of a record's artifact under the current data root."""
-    return from_root(root, record.get("path"))

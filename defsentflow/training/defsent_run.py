@@ -41,10 +41,8 @@ def run_defsent(section: DefSentSection, *, run_id: str | None, root: str | os.P
     """
     t0 = time.perf_counter()
     cat = Catalog(root)
-    if run_id is not None:
-        cat.start_run(f"train-{section.method.replace('_', '-')}", config=section.model_dump(mode="json"),
-                      config_hash=hash_config(section), run_id=run_id)
-    try:
+    with cat.recorded_run(f"train-{section.method.replace('_', '-')}", run_id, config=section.model_dump(mode="json"),
+                          config_hash=hash_config(section)) as run:
         data = load_training_data(section.dictionary, section.max_train_entries,
                                   splits=splits_for(section.train_entries), root=root)
         matrix = None
@@ -57,14 +55,10 @@ def run_defsent(section: DefSentSection, *, run_id: str | None, root: str | os.P
         cat.register_records([steps.train(spec, root=str(data_root(root)), run_id=run_id)])
         key, model_id, model_dir = spec.slot.key, spec.slot.model_id, str(data_root(root) / spec.slot.folder)
         trained = read_model_record(model_dir)
-    except BaseException as exc:
         if run_id is not None:
-            cat.end_run(run_id, "failed", note=f"{type(exc).__name__}: {exc}"[:500])
-        raise
-    if run_id is not None:
-        cat.record_stage(run_id, "train-defsent", "completed", cache_key=key, seconds=time.perf_counter() - t0,
-                         note=model_id)
-        cat.end_run(run_id, "completed", note=f"trained {model_id}")
+            cat.record_stage(run_id, "train-defsent", "completed", cache_key=key, seconds=time.perf_counter() - t0,
+                             note=model_id)
+        run.note = f"trained {model_id}"
     return DefSentResult(run_id=run_id or "", model_id=model_id, model_dir=model_dir, method=section.method,
                          n_definitions=int(trained.n_examples or 0) if trained else 0,
                          entry_matrix_path=matrix.path if matrix is not None else None,

@@ -457,9 +457,8 @@ def run_pretrain(section: PretrainSection, *, run_id: str | None = None, root: s
 
     t0 = time.perf_counter()
     cat = Catalog(root)
-    if run_id is not None:
-        cat.start_run("pretrain", config=section.model_dump(mode="json"), config_hash=hash_config(section), run_id=run_id)
-    try:
+    with cat.recorded_run("pretrain", run_id, config=section.model_dump(mode="json"),
+                          config_hash=hash_config(section)) as run:
         dict_key = resolve_dictionary(section.dictionary, root)[0] if section.dictionary else None  # fail fast
         keys = [steps.ingest_corpus(paths, name, root=root, run_id=run_id) if paths
                 else resolve_corpus(name, root)["artifact_key"] for name, paths in corpus_sources(section)]
@@ -469,14 +468,9 @@ def run_pretrain(section: PretrainSection, *, run_id: str | None = None, root: s
         if run_id is not None and outcome.completed:
             cat.record_stage(run_id, "pretrain", "cached" if outcome.cached else "completed", cache_key=outcome.key,
                              seconds=None if outcome.cached else outcome.seconds, note=outcome.model_id)
-    except BaseException as exc:
-        if run_id is not None:
-            cat.end_run(run_id, "failed", note=f"{type(exc).__name__}: {exc}"[:500])
-        raise
-    if run_id is not None:
-        note = (f"pretrained {outcome.model_id}" if outcome.completed
-                else f"stopped at step {outcome.steps}/{outcome.total_steps}")
-        cat.end_run(run_id, "completed" if outcome.completed else "stopped", note=note)
+        run.status = "completed" if outcome.completed else "stopped"
+        run.note = (f"pretrained {outcome.model_id}" if outcome.completed
+                    else f"stopped at step {outcome.steps}/{outcome.total_steps}")
     log.info("pretrain %s: %s in %.1fs", outcome.model_id, "cached" if outcome.cached else f"{outcome.steps} steps",
              time.perf_counter() - t0)
     return outcome

@@ -300,8 +300,7 @@ def run_pst(section: PstSection, *, run_id: str, root: str | os.PathLike | None 
     """
     t0 = time.perf_counter()
     cat = Catalog(root)
-    cat.start_run("pst", config=section.model_dump(mode="json"), config_hash=hash_config(section), run_id=run_id)
-    try:
+    with cat.recorded_run("pst", run_id, config=section.model_dump(mode="json"), config_hash=hash_config(section)) as run:
         data = load_training_data(section.dictionary, section.max_train_entries,
                                   splits=splits_for(section.train_entries), root=root)
         selection = selection_plan(section, data)
@@ -335,8 +334,5 @@ def run_pst(section: PstSection, *, run_id: str, root: str | os.PathLike | None 
             if stop_note:
                 break
         out = finish_pst(section, run_id, history, selection, stop_note, root=root, seconds=time.perf_counter() - t0)
-    except BaseException as exc:
-        cat.end_run(run_id, "failed", note=f"{type(exc).__name__}: {exc}"[:500])
-        raise
-    cat.end_run(run_id, "completed", note=out.reason)
+        run.note = out.reason
     return out

@@ -33,17 +33,25 @@ def test_dictionary_export_loads_with_the_catalog_split_sizes(home, tmp_path, ca
     assert {k: ds[k].num_rows for k in ds} == {"train": counts.get("train", 0), "validation": counts.get("dev", 0),
                                                "test": counts.get("test", 0)}
     assert "split" not in ds["train"].column_names and "definition" in ds["train"].column_names
-    files = {s: str(out / "data" / f"{s}.parquet") for s in ("train", "validation", "test")}
-    by_parquet = load_dataset("parquet", data_files=files)
+    by_parquet = load_dataset("parquet", data_dir=str(out))  # beside save_to_disk's Arrow files
     assert {k: by_parquet[k].num_rows for k in by_parquet} == {k: ds[k].num_rows for k in ds}
+    assert by_parquet["validation"]["definition"] == ds["validation"]["definition"]
     card = (out / "README.md").read_text()
-    assert card.startswith("---\n") and "data/validation.parquet" in card and "load_from_disk" in card
+    assert card.startswith("---\n") and "data/validation-00000-of-00001.parquet" in card and "load_from_disk" in card
+    assert "\nlicense: other\n" in card  # a TSV file of unknown licence; WordNet's would be cc-by-4.0
     # a second export replaces the first; an export into the data root is refused in one line
     assert main(["export", "dictionary", "toy", str(out)]) == 0
     capsys.readouterr()
     assert main(["export", "dictionary", "toy", str(home / "x")]) == 2
     assert "inside the data root" in capsys.readouterr().err
     assert main(["export", "dictionary", "nosuch", str(tmp_path / "y")]) == 2
+
+
+def test_the_card_licence_is_the_sources_one():
+    from defsentflow.exports.datasets import licence_id
+
+    assert licence_id(["sample: CC BY 4.0 (the LICENSE.md beside oewn-sample.jsonl)"]) == "cc-by-4.0"
+    assert licence_id(["a: CC BY 4.0 (Open English WordNet)", "b: the licence of the TSV file you ingested"]) == "other"
 
 
 def test_pairs_export_splits_by_first_sentence(home, tmp_path):

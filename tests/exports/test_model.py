@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -47,6 +48,19 @@ def test_export_model_has_card_st_files_and_no_absolute_paths(tiny_bert_dir, hom
     assert {"base_model", "tags"} <= set(head)
     assert "| stsb-dev | dev (selection) |" in card and "61.50" in card and "revdict unseen queries, head mode" in card
     assert "SentenceTransformer(" in card and "## Licences" in card
+    (index,) = head["model-index"]  # the measured figures, as the Hub reads them
+    values = {(r["task"]["type"], r["dataset"]["split"], m["type"]): m["value"]
+              for r in index["results"] for m in r["metrics"]}
+    assert index["name"] == "pst-mean" and values == {("sentence-similarity", "validation", "spearman"): 61.5,
+                                                      ("sentence-similarity", "test", "spearman"): 55.25,
+                                                      ("text-retrieval", "validation", "mrr"): 0.125}
+    assert head["license"] == "other" and "## Limitations" in card  # the tiny base model has no card of its own
+    assert "@inproceedings{tsukagoshi-etal-2021-defsent" in card and "@misc{liu-2024-defsentplus" in card
+    # `defsentflow encode` gives the exported model's vectors by default (the same normalisation)
+    (tmp_path / "s.txt").write_text("\n".join(TEXTS) + "\n")
+    assert main(["encode", "pst-mean", "--input", str(tmp_path / "s.txt"), "--out", str(tmp_path / "v.parquet")]) == 0
+    encoded = np.array(pq.read_table(tmp_path / "v.parquet").column("embedding").to_pylist())
+    np.testing.assert_allclose(encoded, st.encode(TEXTS, batch_size=8), atol=1e-5)
     for f in out.rglob("*"):
         if f.is_file():
             assert oct(f.stat().st_mode & 0o777) == "0o644", f

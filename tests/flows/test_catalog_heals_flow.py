@@ -1,5 +1,6 @@
-"""Issue 22, facts 8 and 9 at the flow level: a lost catalog is not trusted by Prefect's cache, and a
-copied data root keeps its cache hits while reading only its own files."""
+"""Issue 22, facts 8 and 9 at the flow level: a lost catalog makes no stage lie (reuse is decided
+by the library's content keys, registered again from the records), and a copied data root keeps
+its cache hits while reading only its own files."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def test_a_deleted_catalog_does_not_make_a_cached_stage_lie(prefect_test_harness
     (home / "catalog.duckdb").unlink()  # fact 8: artifacts and Prefect's results stay
     Catalog._ddl_applied.clear()
     state = ingest_dictionary_flow(config, return_state=True)
-    # before: both tasks "Cached", nothing registered, and the next stage's lookup a KeyError
+    # once (a Prefect cache beside the library's): both tasks "Cached", nothing registered, and the next
+    # stage's lookup a KeyError; now the library finds the artifact and registers it
     assert set(_task_states(state.state_details.flow_run_id).values()) == {"Completed"}
     again = state.result()
     assert again.key == first.key and Path(again.path) == Path(first.path)

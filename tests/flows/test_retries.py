@@ -12,7 +12,7 @@ def test_io_tasks_and_harvest_batches_retry_with_a_delay():
     from defsentflow.tasks import corpus, dictionary, evaluation, harvest, pretrain, report, training
 
     io = [harvest.harvest_pair_batch, harvest.HARVEST_TASKS.prepare, harvest.HARVEST_TASKS.build_index,
-          harvest.HARVEST_TASKS.finalize, dictionary.build_dictionary_artifact, dictionary.register_dictionary_dataset,
+          harvest.HARVEST_TASKS.finalize, dictionary.DICTIONARY_TASKS.build, dictionary.DICTIONARY_TASKS.register,
           corpus.ingest_corpus, corpus.build_index, evaluation.EVALUATE_TASKS.record, evaluation.EVALUATE_TASKS.resolve,
           report.write_run_report, pretrain.PRETRAIN_TASKS.ingest_corpus]
     for t in io:

@@ -1,11 +1,17 @@
-"""The local server path on loopback: server, process worker, deploy, ``prefect deployment run``.
+"""The Prefect server path on loopback, as the README sets it up: a real server (its scheduler
+service included), process workers, ``prefect deploy --all``, ``prefect deployment run``.
 
-Everything listens on 127.0.0.1; telemetry is off. The demo deployment is run with the tiny
-pipeline config as a parameter override so the test stays small.
+One server for everything here: deployment runs equal CLI runs (a deployment run after a CLI run
+of the same config recomputes nothing, and the other way round; each writes ``logs/RUN_ID.log``),
+and schedules fire (``retrain-nightly`` shows upcoming runs; a deployment with a short interval
+gets scheduled runs from the server's scheduler, and the worker runs one to completion). The
+environment is the README's: in particular no ``PREFECT_LOCAL_STORAGE_PATH``, which once made a
+deployment run look for Prefect's cached results elsewhere than the CLI had put them.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -16,18 +22,27 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from tiny_pipeline_utils import catalog_rows
+import yaml
+from tiny_pipeline_utils import catalog_rows, run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.first(4)]  # started early (tests/conftest.py)
 
 REPO = Path(__file__).resolve().parents[2]
 PREFECT = str(Path(sys.executable).parent / "prefect")
+REUSABLE = "SELECT artifact_key, kind FROM artifacts WHERE kind <> 'report' ORDER BY 1"
 
 
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _api(api: str, path: str, body: dict | None = None):
+    req = urllib.request.Request(f"{api}{path}", data=None if body is None else json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"}, method="GET" if body is None else "POST")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())
 
 
 def _wait_health(url: str, timeout: float = 180, log: Path | None = None) -> None:
@@ -43,58 +58,129 @@ def _wait_health(url: str, timeout: float = 180, log: Path | None = None) -> Non
 
 
 def _prefect(args: list[str], env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
-    out = subprocess.run([PREFECT, *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    out = subprocess.run([PREFECT, *args], env=env, cwd=env["CWD"], capture_output=True, text=True, timeout=timeout)
     assert out.returncode == 0, f"prefect {' '.join(args)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
     return out
 
 
-def test_deployment_run_on_loopback(tiny_pipeline, tmp_path):
-    home = tmp_path / "home"
+def _runs(api: str, deployment: str, state: str | None = None) -> list[dict]:
+    flow, name = deployment.split("/")
+    dep = _api(api, f"/deployments/name/{flow}/{name}")
+    body: dict = {"deployments": {"id": {"any_": [dep["id"]]}}, "limit": 50}
+    if state:
+        body["flow_runs"] = {"state": {"type": {"any_": [state]}}}
+    return _api(api, "/flow_runs/filter", body)
+
+
+def _last_pipeline_run(home: Path) -> tuple[str, str]:
+    return catalog_rows(home, "SELECT run_id, status FROM runs WHERE flow = 'pipeline' ORDER BY started_at DESC LIMIT 1")[0]
+
+
+def _stages(home: Path, run_id: str) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for stage, status in catalog_rows(home, "SELECT stage, status FROM stages WHERE run_id = ?", [run_id]):
+        out.setdefault(stage, set()).add(status)
+    return out
+
+
+def _recomputed_nothing(home: Path, run_id: str) -> None:
+    stages = _stages(home, run_id)
+    stages.pop("pst-step-0", None)  # recorded 'completed' even when its scores are found (the artifacts say)
+    assert stages and all(s == {"cached"} for s in stages.values()), stages
+
+
+def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, tmp_path):
+    tiny, home, _ = tiny_finished_root  # a data root a `defsentflow run` of the tiny config finished
     port = _free_port()
     api = f"http://127.0.0.1:{port}/api"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-    env.update({"PREFECT_HOME": str(home / "prefect"), "DEFSENTFLOW_HOME": str(home), "DEFSENTFLOW_REPO": str(REPO),
-                "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DEFSENTFLOW_QUIET": "1",
-                "PREFECT_LOCAL_STORAGE_PATH": str(home / "prefect" / "results")})
-    home.mkdir(parents=True)
-    server_log = open(home / "server.log", "w")
+    elsewhere = tmp_path / "elsewhere"  # users' shells and workers are not in the checkout
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "DEFSENTFLOW_"))}
+    env.update({"PREFECT_HOME": str(tmp_path / "prefect"), "DEFSENTFLOW_HOME": str(home), "DO_NOT_TRACK": "1",
+                "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DEFSENTFLOW_QUIET": "1", "CWD": str(elsewhere)})
+    server_log = open(tmp_path / "server.log", "w")
+    # The scheduler service looks for deployments to schedule every 2 s instead of every 60 s.
     server = subprocess.Popen([PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port), "--analytics-off"],
-                              env=env, cwd=REPO, stdout=server_log, stderr=subprocess.STDOUT, start_new_session=True)
+                              env={**env, "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "2"}, cwd=elsewhere,
+                              stdout=server_log, stderr=subprocess.STDOUT, start_new_session=True)
     worker = None
     try:
-        _wait_health(api, log=home / "server.log")
+        _wait_health(api, log=tmp_path / "server.log")
         env["PREFECT_API_URL"] = api
         _prefect(["work-pool", "create", "cpu", "--type", "process"], env)
         _prefect(["work-pool", "create", "gpu", "--type", "process", "--base-job-template",
-                  "deployments/work-pools/gpu-process.json"], env)
-        _prefect(["--no-prompt", "deploy", "--all", "--prefect-file", "deployments/prefect.yaml"], env)
-        # The worker asks for scheduled runs every second instead of Prefect's default 10 s: each of
-        # the two deployment runs below would otherwise wait up to 10 s, idle, to be picked up.
+                  str(REPO / "deployments" / "work-pools" / "gpu-process.json")], env)
+        _prefect(["--no-prompt", "deploy", "--all", "--prefect-file", str(REPO / "deployments" / "prefect.yaml")], env)
+        # The worker asks for runs every second instead of Prefect's default 10 s.
         worker = subprocess.Popen([PREFECT, "worker", "start", "--pool", "cpu"],
-                                  env={**env, "PREFECT_WORKER_QUERY_SECONDS": "1"}, cwd=REPO,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        out = _prefect(["deployment", "run", "pipeline/demo", "--param", f"config_path={tiny_pipeline}", "--watch"],
-                       env, timeout=900)
-        assert "Completed" in out.stdout, out.stdout[-2000:]
-        runs = catalog_rows(home, "SELECT run_id, status FROM runs WHERE flow = 'pipeline'")
-        assert [r[1] for r in runs] == ["completed"], runs
-        metrics = catalog_rows(home, "SELECT count(*) FROM metrics WHERE run_id = ?", [runs[0][0]])
-        assert metrics[0][0] > 0
-        assert catalog_rows(home, "SELECT count(*) FROM leaderboard")[0][0] >= 1
+                                  env={**env, "PREFECT_WORKER_QUERY_SECONDS": "1"}, cwd=elsewhere,
+                                  stdout=open(tmp_path / "worker.log", "w"), stderr=subprocess.STDOUT,
+                                  start_new_session=True)
 
-        # What the nightly schedule does: same inputs -> the run is recorded as unchanged.
+        # 1. After a CLI run of the config, a deployment run recomputes nothing and writes its log.
+        before = catalog_rows(home, REUSABLE)
         t0 = time.monotonic()
-        _prefect(["deployment", "run", "pipeline/demo", "--param", f"config_path={tiny_pipeline}",
-                  "--param", "only_if_changed=true", "--watch"], env, timeout=300)
-        statuses = catalog_rows(home, "SELECT status FROM runs WHERE flow = 'pipeline' ORDER BY started_at")
-        assert [s[0] for s in statuses] == ["completed", "unchanged"], statuses
-        print(f"unchanged deployment run: {time.monotonic() - t0:.1f}s end to end")
+        out = _prefect(["deployment", "run", "pipeline/demo", "--param", f"config_path={tiny}", "--watch"], env, 600)
+        assert "Completed" in out.stdout, out.stdout[-2000:]
+        run_id, status = _last_pipeline_run(home)
+        assert status == "completed"
+        _recomputed_nothing(home, run_id)
+        assert catalog_rows(home, REUSABLE) == before
+        log = (home / "logs" / f"{run_id}.log").read_text()
+        assert "stages:" in log and "evaluate-model" in log and "figures:" in log, log[-3000:]
+        assert "PST step 1" in log and "; loss " in log  # each step's figure, each candidate's losses
+        # the report artifact the UI shows carries its images (the UI cannot read the report's folder)
+        key = "report-" + "".join(c if c.isalnum() else "-" for c in run_id.lower())
+        arts = _api(api, "/artifacts/filter", {"artifacts": {"key": {"any_": [key]}}})
+        assert arts and "](data:image/png;base64," in arts[0]["data"] and "](img/" not in arts[0]["data"]
+        print(f"deployment run after the CLI run: {time.monotonic() - t0:.1f}s end to end, nothing recomputed")
+
+        # 2. The other way round: what the deployment computes first (the evaluations of other settings;
+        # training is shared and found), the CLI then finds.
+        cfg = yaml.safe_load(tiny.read_text())
+        cfg["name"], cfg["eval"]["revdict_max_queries"] = "tiny-dep", 30
+        other = tmp_path / "tiny-dep.yaml"
+        other.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        _prefect(["deployment", "run", "pipeline/demo", "--param", f"config_path={other}", "--watch"], env, 600)
+        dep_run, status = _last_pipeline_run(home)
+        assert status == "completed" and _stages(home, dep_run)["evaluate-model"] == {"completed"}  # it evaluated
+        before = catalog_rows(home, REUSABLE)
+        again = run_cli(["run", str(other)], home)
+        assert again.returncode == 0, again.stderr[-3000:]
+        cli_run, status = _last_pipeline_run(home)
+        assert status == "completed" and cli_run != dep_run
+        _recomputed_nothing(home, cli_run)
+        assert catalog_rows(home, REUSABLE) == before
+
+        # 3. Schedules fire: retrain-nightly has upcoming runs; a 2-second schedule gets runs from the
+        # server's scheduler and the worker runs one (inputs unchanged: it ends 'unchanged').
+        deadline = time.monotonic() + 60
+        while not _runs(api, "pipeline/retrain-nightly", "SCHEDULED") and time.monotonic() < deadline:
+            time.sleep(1)
+        upcoming = _runs(api, "pipeline/retrain-nightly", "SCHEDULED")
+        assert upcoming and all(r["auto_scheduled"] for r in upcoming), (tmp_path / "server.log").read_text()[-3000:]
+        _prefect(["--no-prompt", "deploy", "defsentflow.flows.pipeline.pipeline", "--name", "every-2s", "--pool", "cpu",
+                  "--interval", "2", "--concurrency-limit", "1", "--param", f"config_path={tiny}", "--param", "only_if_changed=true"], env)
+        deadline = time.monotonic() + 240
+        while not (done := _runs(api, "pipeline/every-2s", "COMPLETED")) and time.monotonic() < deadline:
+            time.sleep(2)
+        assert done, f"no scheduled run completed:\n{(tmp_path / 'worker.log').read_text()[-3000:]}"
+        assert done[0]["auto_scheduled"], done[0]  # created by the scheduler, not by hand
+        _stop(worker)  # no further scheduled run holds the catalog while it is read
+        worker = None
+        statuses = [s for (s,) in catalog_rows(home, "SELECT status FROM runs WHERE flow = 'pipeline' "
+                                                     "AND json_extract_string(config, '$.name') = 'tiny'")]
+        assert "unchanged" in statuses, statuses
     finally:
         for p in (worker, server):  # workers stop before the server
             if p is not None:
-                os.killpg(p.pid, signal.SIGTERM)  # the whole group: the server's uvicorn child too
-                try:
-                    p.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    os.killpg(p.pid, signal.SIGKILL)
-                    p.wait()
+                _stop(p)
+
+
+def _stop(p: subprocess.Popen) -> None:
+    os.killpg(p.pid, signal.SIGTERM)  # the whole group: a worker's flow runs, the server's uvicorn child
+    try:
+        p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()

@@ -93,6 +93,17 @@ def run_cli(args: list[str], home: Path, *, timeout: float = 600, env: dict | No
                           timeout=timeout)
 
 
+def stage_statuses(stdout: str) -> dict[str, str]:
+    """The closing ``stages:`` block of a run's output: stage -> ``cached`` or ``completed`` (a stage
+    that ran more than once, as ``evaluate-model``: ``completed`` if any run computed)."""
+    block = stdout[stdout.index("\nstages:"):].split("\n\n", 1)[0].splitlines()[2:]
+    out: dict[str, str] = {}
+    for line in block:
+        status, stage = line.split()[:2]
+        out[stage] = "completed" if "completed" in (status, out.get(stage)) else status
+    return out
+
+
 def catalog_rows(home: Path, sql: str, params: list | None = None) -> list[tuple]:
     """Rows of a read-only query against the catalog of data root ``home``."""
     import duckdb

@@ -65,3 +65,22 @@ def test_score_histogram_and_progress_plots(tmp_path):
              {"step": 1, "selection_score": 76.0, "chosen": True, "isoscore": 0.3}]
     assert _is_png(plot_pst_progress(steps, tmp_path / "p.png"))
     assert _is_png(plot_pst_progress([], tmp_path / "p0.png"))
+
+
+def test_the_pst_window_shows_the_seed_spread_never_a_tenth_of_a_point(tmp_path):
+    from defsentflow.report.plots import plot_loss_curves, score_window, seed_spread
+
+    lo, hi = score_window([80.0, 80.1], [])
+    assert hi - lo >= 2.0 and lo < 80.0 and hi > 80.1  # one seed: at least 2 points of Spearman x100
+    lo, hi = score_window([0.500, 0.501], [])
+    assert hi - lo >= 0.02  # an MRR: at least 0.02
+    rows = [{"step": 1, "seed": s, "pooling": "mean", "entry_encoding": "amp", "lr": 1e-5, "selection_score": v}
+            for s, v in enumerate([79.0, 80.0, 81.5])]
+    ((step, mean, sd),) = seed_spread(rows)
+    assert step == 1 and mean == pytest.approx(80.1667, abs=1e-3) and sd == pytest.approx(1.2583, abs=1e-3)
+    lo, hi = score_window([r["selection_score"] for r in rows], [sd])
+    assert hi - lo >= 4 * sd
+    out = plot_loss_curves({"a": [2.0, 1.0], "b": [3.0, 2.0, 1.5]}, tmp_path / "loss.png")
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(ValueError, match="no losses"):
+        plot_loss_curves({"a": []}, tmp_path / "none.png")

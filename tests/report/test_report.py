@@ -41,6 +41,8 @@ def _fabricate(root: Path) -> None:
     cat.execute(ins, ["pairs-key-2", RUN, "austen", 10, 5, 5, 0.5, 0.2, None,
                       json.dumps({"edges": [0.0, 0.25, 0.5, 0.75, 1.0], "counts": [1, 3, 4, 2]})])
     # models: this run's PST winner, a model of another run, and baselines (no run)
+    (root / "models" / "pst").mkdir(parents=True)  # the winner's folder, with the losses its training saved
+    (root / "models" / "pst" / "defsentflow.json").write_text(json.dumps({"losses": [2.0, 1.6, 1.3, 1.2, 1.15]}))
     cat.register_model(f"pst-{RUN}", root / "models" / "pst", method="pst", base_model="minilm", pooling="cls", run_id=RUN)
     cat.register_model("foreign", root / "models" / "foreign", method="defsent", run_id="other-run")
     m = lambda t, v, s="all", metric="spearman": {"task": t, "setting": s, "metric": metric, "value": v, "n": 10}  # noqa: E731
@@ -148,8 +150,9 @@ def test_report_from_a_fabricated_run(home):
     assert "foreign" not in md and "dsp-old" not in md
     assert md.split("## Headline figures")[1].splitlines()[3].endswith("---:|")  # deltas right-aligned
     # images: scores, PST progress, one entry-space plot per step matrix, two label histograms
-    assert set(rep.images) == {"img/headline.png", "img/pst_progress.png", "img/entry_space/step-01-1.png",
-                               "img/entry_space/step-02-2.png", "img/labels-1.png", "img/labels-2.png"}
+    assert set(rep.images) == {"img/headline.png", "img/pst_progress.png", "img/loss_curves.png",
+                               "img/entry_space/step-01-1.png", "img/entry_space/step-02-2.png", "img/labels-1.png",
+                               "img/labels-2.png"}
     for rel in rep.images:
         assert (rep.dir / rel).read_bytes()[:4] == b"\x89PNG" and f"]({rel})" in md
     # step 2 had no statistics: the report computed and recorded them
@@ -208,6 +211,10 @@ def test_report_status_given_by_the_run_that_writes_it_and_a_failed_run(home):
     cat.end_run("broken", "failed", note=json.dumps({"error": "RuntimeError: out of memory"}), flow="pipeline")
     md = build_report("broken").markdown
     assert "**Status: failed**" in md and "**Error:** RuntimeError: out of memory" in md
+    with pytest.raises(ValueError), cat.recorded_run("pipeline", "typo"):  # the one-line reason the lifecycle writes
+        raise ValueError("pst.base_model: unknown model 'minilm-l12'\nnewest ids: x")
+    md = build_report("typo").markdown
+    assert "**Status: failed**" in md and "ValueError: pst.base_model: unknown model 'minilm-l12' newest ids: x" in md
 
 
 @pytest.mark.parametrize("value,cell", [(None, ""), (True, "yes"), (0.12345, "0.1235"), (72.371, "72.37"),

@@ -109,19 +109,3 @@ def test_a_large_file_changed_in_the_middle_passes_the_quick_check_but_not_verif
     assert main(["verify", "--quick"]) == 0
     assert main(["verify"]) == 1
     assert "content differs" in capsys.readouterr().out
-
-
-def test_prefect_stage_cache_misses_on_a_changed_artifact(home, tmp_path):
-    import json
-
-    from defsentflow.tasks.caching import _complete
-
-    cat = Catalog()
-    f = home / "parquet" / "x.bin"
-    f.parent.mkdir(parents=True)
-    f.write_bytes(b"z" * 5000)
-    cat.register_artifact("x", "test", f, hash_path(f))
-    cat.execute("INSERT INTO stage_cache (cache_key, task, ref) VALUES ('k', 't', ?)", [json.dumps({"path": str(f)})])
-    assert _complete("k") is True
-    f.write_bytes(b"w" * 5000)
-    assert _complete("k") is False  # the cache key gets salted: the task runs again

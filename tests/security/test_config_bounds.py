@@ -99,12 +99,16 @@ def test_sweep_run_preflights_every_point(home, tmp_path, capsys):
     assert not (home / "catalog.duckdb").exists()
 
 
-def test_preflight_corpus_paths_and_tokenizer(tmp_path):
+def test_preflight_corpus_paths_and_tokenizer(tmp_path, monkeypatch):
     from defsentflow.preflight import check_exists, check_model_ref
 
     check_exists(str(tmp_path), "pretrain.corpora[0].paths[0]")
     with pytest.raises(ValueError, match=r"pretrain.corpora\[0\].paths\[0\]: not found"):
         check_exists(str(tmp_path / "gone"), "pretrain.corpora[0].paths[0]")
-    check_model_ref("bert-base-uncased", "pretrain.tokenizer")  # a Hugging Face id: checked when loaded
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    check_model_ref("bert-base-uncased", "pretrain.tokenizer")  # a Hugging Face id the hub may be asked for
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ValueError, match="pretrain.tokenizer: unknown model 'bert-base-uncased'"):
+        check_model_ref("bert-base-uncased", "pretrain.tokenizer")  # offline and not in the local cache
     with pytest.raises(ValueError, match="pretrain.tokenizer"):
         check_model_ref("a/b/c/../../d", "pretrain.tokenizer")

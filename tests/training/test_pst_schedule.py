@@ -220,7 +220,7 @@ def test_second_run_recomputes_nothing_and_a_killed_run_resumes(tiny_bert_dir, h
     monkeypatch.setattr(loop, "train_encoder", crash_on_third)
     with pytest.raises(KeyboardInterrupt):
         run_pst(s, run_id="k1", steps=SCORED)
-    assert Catalog().query("SELECT status FROM runs WHERE run_id = 'k1'")[0]["status"] == "failed"
+    assert Catalog().query("SELECT status FROM runs WHERE run_id = 'k1'")[0]["status"] == "interrupted"
     monkeypatch.setattr(loop, "train_encoder", inner)
     n_before = len(spies["train"])
     first = run_pst(s, run_id="k2", steps=SCORED)

@@ -1,5 +1,7 @@
-"""The log of one ``defsentflow run``: everything in ``<data root>/logs/RUN_ID.log``, a readable
-terminal.
+"""The log of one pipeline run: everything in ``<data root>/logs/RUN_ID.log``, a readable terminal.
+
+The ``pipeline`` flow writes the file whoever starts it (``defsentflow run``, a deployment run on a
+worker); ``defsentflow run`` opens it first, with the terminal's format, and the flow finds it open.
 
 Every line, in the file and on the terminal, carries its time, level and the flow or task it came
 from (``12:03:04 INFO  [pst-step-1] ...``). The terminal leaves out what helps nobody there: the
@@ -16,7 +18,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["RunLog", "elapsed", "run_log"]
+__all__ = ["RunLog", "elapsed", "is_open", "run_log"]
 
 _LOGGERS = ("", "prefect", "prefect.flow_runs", "prefect.task_runs", "defsentflow", "flows", "tasks")
 _FORMAT = "%(asctime)s %(levelname)-5s [%(where)s] %(message)s"
@@ -88,32 +90,48 @@ def elapsed(seconds: float) -> str:
     return f"{s // 3600} h {s % 3600 // 60:02d} min"
 
 
+_OPEN: set[Path] = set()  # log files this process writes now
+
+
+def is_open(path: Path) -> bool:
+    """Whether this process is already writing the log file ``path``."""
+    return Path(path).resolve() in _OPEN
+
+
 @contextlib.contextmanager
-def run_log(path: Path, *, verbose: bool = False) -> Iterator[RunLog]:
-    """Send every log record to ``path`` (created) and make the terminal's lines brief."""
+def run_log(path: Path, *, verbose: bool = False, terminal: bool = True) -> Iterator[RunLog]:
+    """Send every log record to ``path`` (created) and, with ``terminal``, make the terminal's lines
+    brief (a worker's output is left as Prefect formats it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    _OPEN.add(path.resolve())
     file_handler = logging.FileHandler(path, encoding="utf-8")
     file_handler.setLevel(logging.DEBUG)
     file_handler.setFormatter(_Formatter(brief=False, datefmt="%Y-%m-%d %H:%M:%S"))
     file_handler.addFilter(_NoApiLinks())
-    terminal = _Formatter(brief=not verbose, datefmt="%H:%M:%S")
+    brief = _Formatter(brief=not verbose, datefmt="%H:%M:%S")
     touched: list[tuple[logging.Handler, logging.Formatter | None]] = []
     filters = (_NoApiLinks(), _NotForTerminal())
     for name in _LOGGERS:
         logger = logging.getLogger(name)
-        for h in logger.handlers:
+        for h in logger.handlers if terminal else ():
             if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler) \
                     and h not in (t[0] for t in touched):
                 touched.append((h, h.formatter))
-                h.setFormatter(terminal)
+                h.setFormatter(brief)
                 for f in filters:
                     h.addFilter(f)
         if name in ("", "prefect"):  # prefect does not propagate to the root
             logger.addHandler(file_handler)
     logging.getLogger("defsentflow.run").setLevel(logging.INFO)
+    library = logging.getLogger("defsentflow")  # a worker's root logger passes only warnings: the steps' lines too
+    library_level = library.level
+    if library.getEffectiveLevel() > logging.INFO:
+        library.setLevel(logging.INFO)
     try:
         yield RunLog(path)
     finally:
+        library.setLevel(library_level)
+        _OPEN.discard(path.resolve())
         for name in ("", "prefect"):
             logging.getLogger(name).removeHandler(file_handler)
         file_handler.close()

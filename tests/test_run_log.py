@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from defsentflow.cli.run_log import elapsed, run_log
+from defsentflow.run_log import elapsed, run_log
 
 
 @pytest.mark.parametrize("verbose", [False, True])

@@ -1,0 +1,117 @@
+"""One model lookup for every command that takes a model.
+
+A name is, in this order: a catalog id or any alias of one (what ``defsentflow leaderboard``
+prints), a bundled name (``minilm``), a model folder, or a Hugging Face id. A hub id is taken only
+when it can be loaded without surprise: it is in the local Hugging Face cache, or the hub may be
+asked (``HF_HUB_OFFLINE=0``; the project's default is offline). Anything else is one line,
+``unknown model 'x': ...; newest ids: ...``, before any model is loaded and before anything is
+recorded.
+
+Example:
+    >>> find_model("pst-demo-1a2b3c4d").path
+    '/home/me/storage/models/pst/...'
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from defsentflow.encoders.loading import BUNDLED_ALIASES, resolve_model_path
+from defsentflow.storage.catalog import Catalog, CatalogError
+
+__all__ = ["ModelRef", "UnknownModelError", "find_model", "hub_offline"]
+
+# A Hugging Face repository id: ``name`` or ``org/name`` (letters, digits, '-', '_', '.').
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$")
+
+
+class UnknownModelError(ValueError):
+    """A model name that is nothing this machine has (one line, with the newest catalog ids)."""
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """What a model name resolved to: the id its scores are filed under, and what loads it."""
+
+    name: str        # as given
+    model_id: str    # the catalog id (a registered model), else the name
+    path: str        # a local folder, or a Hugging Face id
+    source: Literal["catalog", "bundled", "folder", "hub"]
+
+
+def hub_offline() -> bool:
+    """Whether the Hugging Face hub may not be asked: ``HF_HUB_OFFLINE`` (default on here, as the
+    flows set it)."""
+    return os.environ.get("HF_HUB_OFFLINE", "1").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _catalog(root: str | os.PathLike | None) -> Catalog | None:
+    cat = Catalog(root, reader=True)  # a reader: never creates or changes the catalog
+    return cat if cat.path.is_file() else None
+
+
+def _query(cat: Catalog | None, sql: str, params: list) -> list[dict]:
+    if cat is None:
+        return []
+    try:
+        return cat.query(sql, params)
+    except (CatalogError, OSError):  # an unreadable or older catalog: the other ways still work
+        return []
+
+
+def _registered(cat: Catalog | None, name: str) -> tuple[str, str] | None:
+    """``(model_id, folder)`` of a catalog id or alias whose folder exists."""
+    rows = _query(cat, "SELECT model_id, path FROM models WHERE model_id = ? AND path IS NOT NULL", [name])
+    rows += _query(cat, "SELECT b.model_id, b.path FROM model_aliases AS a JOIN model_aliases AS b USING (model_key) "
+                        "WHERE a.model_id = ? AND b.path IS NOT NULL ORDER BY b.model_id = a.display_id DESC", [name])
+    return next(((r["model_id"], r["path"]) for r in rows if Path(r["path"]).is_dir()), None)
+
+
+def _id_of_folder(cat: Catalog | None, folder: str) -> str | None:
+    """The catalog id of a registered folder (a properly registered one before an id scores were filed under)."""
+    absolute = str(Path(folder).resolve())
+    paths = [absolute] + ([cat.rel(absolute)] if cat is not None else [])
+    rows = _query(cat, "SELECT model_id FROM models WHERE list_contains(?, path) ORDER BY method IS NULL, created_at",
+                  [paths])
+    return rows[0]["model_id"] if rows else None
+
+
+def _in_hub_cache(name: str) -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache  # lazy: huggingface_hub loads only where it is used
+
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except Exception:  # noqa: BLE001 - a malformed id is no cached model
+        return False
+
+
+def find_model(name: str | os.PathLike, *, root: str | os.PathLike | None = None, catalog: bool = True) -> ModelRef:
+    """Resolve ``name`` (catalog id or alias, bundled name, folder, Hugging Face id); reads nothing
+    but the catalog (read-only; not at all without ``catalog``) and the local Hugging Face cache.
+
+    Raises:
+        UnknownModelError: none of these (the message lists the newest catalog ids).
+    """
+    text = str(name).strip()
+    cat = _catalog(root) if catalog else None
+    if found := _registered(cat, text):
+        return ModelRef(text, found[0], found[1], "catalog")
+    if text in BUNDLED_ALIASES or text.lower() == "sentence-transformers/all-minilm-l6-v2":
+        path = resolve_model_path(text)  # FileNotFoundError when the extra is not installed
+        return ModelRef(text, _id_of_folder(cat, path) or text, path, "bundled")
+    folder = Path(text).expanduser()
+    looks_local = folder.is_absolute() or text.startswith((".", "~")) or folder.exists()
+    if folder.is_dir():
+        return ModelRef(text, _id_of_folder(cat, str(folder)) or text, str(folder), "folder")
+    if not looks_local and _HUB_ID.match(text) and (_in_hub_cache(text) or not hub_offline()):
+        return ModelRef(text, text, text, "hub")
+    newest = [r["model_id"] for r in _query(cat, "SELECT model_id FROM models WHERE path IS NOT NULL "
+                                                 "ORDER BY created_at DESC LIMIT 5", [])]
+    what = ("model not found (no such folder)" if looks_local else
+            f"not a catalog id, a bundled name ({', '.join(BUNDLED_ALIASES)}), a model folder or a Hugging Face id "
+            + ("in the local cache (offline; HF_HUB_OFFLINE=0 lets the hub be asked)" if hub_offline() else ""))
+    raise UnknownModelError(f"unknown model {text!r}: {what.rstrip()}" + (f"; newest ids: {', '.join(newest)}" if newest else ""))

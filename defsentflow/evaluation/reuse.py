@@ -1,0 +1,70 @@
+"""A finished identical evaluation is reused: its content key and its stored rows.
+
+The key is what the figures depend on, by content: the model's files, the evaluation settings
+(never the id the scores are filed under, the folder names or the cache switch), the evaluation
+data's files, the dictionary's artifact key for the dictionary tasks, and the code version. The
+rows are stored under the data root as an artifact of kind ``evaluation``, so the same key finds
+them whoever evaluates: ``defsentflow eval``, the ``evaluate`` flow in a ``defsentflow run``, or
+a deployment run on a worker.
+
+Example:
+    >>> key = evaluation_key(section, "/models/m")
+    >>> stored_evaluation(key) or store_evaluation(key, evaluate(...))
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from defsentflow.dictionary import resolve_dictionary
+from defsentflow.encoders.loading import model_content_hash
+from defsentflow.eval_tasks import DICTIONARY_TASKS
+from defsentflow.evaluation.config import EvaluateSection
+from defsentflow.evaluation.suite import evaluation_inputs_hash
+from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config, hash_file, under_root, write_json
+
+__all__ = ["evaluation_key", "store_evaluation", "stored_evaluation"]
+
+# Settings that change no figure: where the files are (their content is in the key), the id the
+# scores are filed under, and whether definition vectors are kept in the embedding cache.
+_NOT_IN_KEY = {"model", "model_id", "data_dir", "cache"}
+
+
+def evaluation_key(section: EvaluateSection, model_path: str | os.PathLike,
+                   root: str | os.PathLike | None = None) -> str:
+    """The content key of evaluating ``model_path`` with ``section``'s settings."""
+    parts = ["evaluation", model_content_hash(model_path), hash_config(section.model_dump(mode="json", exclude=_NOT_IN_KEY)),
+             evaluation_inputs_hash(section), code_version()]
+    if section.dictionary and any(t in DICTIONARY_TASKS for t in section.tasks):
+        parts.append(resolve_dictionary(section.dictionary, root)[0])  # the dataset's content, not its name
+    return combine_hashes(parts)
+
+
+def stored_evaluation(key: str, root: str | os.PathLike | None = None) -> dict[str, Any] | None:
+    """The stored result of ``key`` (``pooling``, ``rows``, ``seconds``), if it is registered and its
+    file is the one registered; else None."""
+    cat = Catalog(root)
+    if not cat.path.is_file():
+        return None
+    art = cat.artifact(key)
+    if art is None:
+        return None
+    try:
+        data = json.loads(Path(art["path"]).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("rows"), list) else None
+
+
+def store_evaluation(key: str, evaluated: dict[str, Any], *, run_id: str | None = None,
+                     root: str | os.PathLike | None = None) -> Path:
+    """Write the result (``pooling``, ``rows``, ``seconds``) under the data root and register it."""
+    cat = Catalog(root)
+    path = under_root(cat.root, "cache", "evaluations", f"{key}.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json({k: evaluated[k] for k in ("pooling", "rows", "seconds")}, path)
+    cat.register_artifact(key, "evaluation", path, hash_file(path), run_id=run_id)
+    return path
