@@ -28,6 +28,7 @@ LIMITS: dict[str, int] = {
     "seconds": 86_400,          # time limits (sql --timeout, serve --query-timeout)
     "wait_ms": 1000,            # serve --max-wait-ms: a look-up never waits longer for company
     "port": 65_535,
+    "rows": 10_000,             # rows a listing prints (runs --limit)
     # -- input files --------------------------------------------------------------------------------
     "nesting": 64,              # depth of nested lists/mappings in a JSON or YAML input (configs, sources, records)
     "yaml_aliases": 100,        # alias references (*name) in one YAML document
@@ -67,6 +68,7 @@ FLAG_LIMITS: dict[str, tuple[str, float]] = {
     "--timeout": ("seconds", 0.001),
     "--query-timeout": ("seconds", 0.001),
     "--port": ("port", 0),
+    "--limit": ("rows", 1),
 }
 
 # Settings of every read-only catalog connection a command opens for reading (DuckDB's defaults are

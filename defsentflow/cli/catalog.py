@@ -7,6 +7,7 @@ import argparse
 import os
 
 from defsentflow.cli.table import print_table
+from defsentflow.limits import LIMITS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -80,7 +81,7 @@ def _runs(args: argparse.Namespace) -> int:
     from defsentflow.storage import Catalog
     from defsentflow.storage.runs import shown
 
-    check_count(args.limit, "--limit", 10_000)
+    check_count(args.limit, "--limit", LIMITS["rows"])
     cat = Catalog(reader=True)
     if not cat.path.is_file():
         raise UserError(f"no catalog at {cat.path} (a run or an ingest creates it)")
