@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from defsentflow.evaluation.revdict import chance_mrr
+from defsentflow.evaluation.ranks import chance_mrr
 
 __all__ = ["ALPHA", "Check", "Judgement", "MIN_SEEDS", "Series", "chance_mrr", "digits", "judge", "mean_sd",
            "series_text"]

@@ -1,8 +1,11 @@
-"""The evaluation stage's one sequencer: resolve the model, evaluate it, file the scores, own the run.
+"""The evaluation stage's one sequencer: resolve the model, evaluate it (or reuse a finished
+identical evaluation), file the scores, own the run.
 
 :func:`run_evaluate` serves ``defsentflow eval`` (the library's own steps, called in a row) and the
 ``evaluate`` flow (the same steps wrapped as Prefect tasks, ``tasks/evaluation.py``), so both write
-the same ``runs``, ``stages`` and ``metrics`` rows.
+the same ``runs``, ``stages`` and ``metrics`` rows and reuse by the same key: an evaluation whose
+:func:`~defsentflow.evaluation.suite.evaluation_key` (model content, task inputs, settings, code
+version) finished before is filed again from the catalog's ``evaluations`` table, not recomputed.
 
 Example:
     >>> out = run_evaluate(EvaluateSection(model="minilm", tasks=("sts12",)), run_id="eval-1")
@@ -12,16 +15,18 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from defsentflow.evaluation.config import EvaluateSection
-from defsentflow.evaluation.suite import EvalResult, record_evaluation, resolve_model, run_evaluation
+from defsentflow.evaluation.suite import EvalResult, evaluation_key, record_evaluation, resolve_model, run_evaluation
 from defsentflow.storage import Catalog, hash_config
 
-__all__ = ["EvaluateSteps", "evaluate_step", "record_step", "resolve_step", "run_evaluate"]
+__all__ = ["EvaluateSteps", "evaluate_step", "finished_evaluation", "keep_evaluation", "record_step", "resolve_step",
+           "run_evaluate"]
 
 
 def resolve_step(section: EvaluateSection, run_id: str | None, root: str | None = None) -> dict[str, Any]:
@@ -51,6 +56,24 @@ def record_step(model: dict[str, Any], evaluated: dict[str, Any], run_id: str, r
     return n
 
 
+def finished_evaluation(catalog: Catalog, key: str) -> dict[str, Any] | None:
+    """The evaluation finished under ``key`` (as :func:`evaluate_step` returns it, ``cached`` True), or None."""
+    rows = catalog.query("SELECT pooling, rows FROM evaluations WHERE eval_key = ?", [key])
+    if not rows:
+        return None
+    found = json.loads(rows[0]["rows"]) if isinstance(rows[0]["rows"], str) else rows[0]["rows"]
+    result = EvalResult("", rows[0]["pooling"], tuple(found))
+    return {"pooling": result.pooling, "rows": list(result.rows), "seconds": {}, "average": result.average,
+            "cached": True}
+
+
+def keep_evaluation(catalog: Catalog, key: str, evaluated: dict[str, Any], run_id: str | None) -> None:
+    """Keep a computed evaluation under its key, for the next identical one."""
+    catalog.execute("INSERT OR REPLACE INTO evaluations (eval_key, pooling, rows, seconds, run_id) VALUES (?, ?, ?, ?, ?)",
+                    [key, evaluated["pooling"], json.dumps(evaluated["rows"], default=str),
+                     json.dumps(evaluated["seconds"]), run_id])
+
+
 @dataclass(frozen=True)
 class EvaluateSteps:
     """The stage's pieces: the library's functions here, Prefect tasks in the ``evaluate`` flow."""
@@ -65,8 +88,9 @@ LOCAL = EvaluateSteps()
 
 def run_evaluate(section: EvaluateSection, *, run_id: str | None = None, root: str | os.PathLike | None = None,
                  steps: EvaluateSteps = LOCAL) -> dict[str, Any]:
-    """Evaluate ``section.model``; with a ``run_id``, open an ``evaluate`` run, file the metric rows
-    under it and close it; without one, write nothing (``defsentflow eval --no-record``).
+    """Evaluate ``section.model``; with a ``run_id``, open an ``evaluate`` run, reuse a finished
+    identical evaluation or keep this one for the next, file the metric rows under it and close it;
+    without one, write nothing (``defsentflow eval --no-record``).
 
     Returns:
         ``run_id``, ``model_id``, ``path``, ``pooling``, ``rows``, ``average``, ``seconds`` (per
@@ -79,7 +103,12 @@ def run_evaluate(section: EvaluateSection, *, run_id: str | None = None, root: s
                   if run_id is not None else contextlib.nullcontext({}))
     with run_record as run:
         model = steps.resolve(section, run_id, root)
-        evaluated = steps.evaluate(section, model)
+        key = evaluation_key(section, model["path"]) if run_id is not None else None
+        evaluated = finished_evaluation(Catalog(root), key) if key is not None else None
+        if evaluated is None:
+            evaluated = steps.evaluate(section, model)
+            if key is not None:
+                keep_evaluation(Catalog(root), key, evaluated, run_id)
         n = steps.record(model, evaluated, run_id, root) if run_id is not None else 0
         run["note"] = f"{n} metric rows for {model['model_id']}"
     return {"run_id": run_id, **model, **evaluated, "recorded": n}

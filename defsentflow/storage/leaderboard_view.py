@@ -16,13 +16,14 @@ Example:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
 import duckdb
 
-from defsentflow.eval_tasks import EVAL_TASKS, metric_column
+from defsentflow.eval_tasks import EVAL_TASKS, FigureSettings, dictionary_task, metric_column
 
 __all__ = ["IDENTITY_COLUMNS", "leaderboard_select", "refresh_leaderboard_view", "selection_column"]
 
@@ -53,20 +54,23 @@ def selection_column(con: duckdb.DuckDBPyConnection, dev_columns: Sequence[str],
     """The dev column a run selected by (default: the newest PST run), and a sentence saying so.
 
     PST's ``stsb-dev`` is ``stsb_dev_spearman``; ``revdict-mrr`` the dev MRR in the run's
-    selection mode (``revdict_dev_unseen_<mode>_mrr``); another metric a dev column of its family.
-    Without a PST run: STS-B dev, else the first dev column.
+    selection mode, named with the settings PST scored it with (``revdict_dev_unseen_q1000_len64_cosine_mrr``);
+    another metric a dev column of its family. Without a PST run: STS-B dev, else the first dev column.
     """
-    sql = ("SELECT p.run_id, p.selection_metric, coalesce(json_extract_string(r.config, '$.pst.selection_revdict_mode'), "
-           "json_extract_string(r.config, '$.selection_revdict_mode')) FROM pst_runs AS p "
-           "LEFT JOIN runs AS r USING (run_id) ")
+    sql = ("SELECT p.run_id, p.selection_metric, coalesce(json_extract(r.config, '$.pst'), r.config)::VARCHAR "
+           "FROM pst_runs AS p LEFT JOIN runs AS r USING (run_id) ")
     rows = _rows(con, sql + ("WHERE p.run_id = ?" if run_id else "ORDER BY p.created_at DESC LIMIT 1"),
                  [run_id] if run_id else [])
     dev = list(dev_columns)
     stsb = metric_column("stsb-dev", "all", "spearman")
     if rows and rows[0][1]:
-        run, metric, mode = rows[0]
+        run, metric, config = rows[0]
         if metric.startswith("revdict"):
-            wanted = [metric_column("revdict-dev", mode or "cosine", "mrr")]
+            pst = json.loads(config) if config else {}
+            settings = FigureSettings(max_length=pst.get("max_length", 64), autocast=pst.get("autocast", "none"),
+                                      max_queries=pst.get("selection_max_queries", 2000))
+            task = dictionary_task("revdict", "dev", "unseen", settings)
+            wanted = [metric_column(task, pst.get("selection_revdict_mode") or "cosine", "mrr")]
         elif metric == "stsb-dev":
             wanted = [stsb]
         else:  # wordpred-dev-mrr: a dev column of the same family and metric
