@@ -264,13 +264,20 @@ def _q(value: object) -> str:
 
 def registry_ddl() -> str:
     """SQL that the catalog applies before its views (``storage.schema``): the table
-    ``eval_task_registry`` (one row per task, plus the STS average as kind ``average``) and the
-    macros that name figures exactly as :func:`metric_column` and :func:`split_group` do."""
+    ``eval_task_registry`` (one row per task, plus the STS average as kind ``average``), the macros
+    that name figures exactly as :func:`metric_column` and :func:`split_group` do, and the ones the
+    views read the registry through (``is_headline``, ``in_sts_average``, ``average_task``: rendered
+    as literals, a join per metric row costs more than the view's other work)."""
     rows = [(t.name, t.family, t.kind, t.split, t.main_metric, t.main_setting,
              PROTOCOLS[t.default_protocol].word if t.default_protocol else None, t.in_average) for t in _TABLE]
     rows.append((AVERAGE_TASK, AVERAGE_TASK, "average", "test", "spearman", "all", None, False))
     values = ",\n    ".join("(" + ", ".join(_q(v) for v in r) + ")" for r in rows)
     splits = ", ".join(_q(s) for s in SPLITS)
+    defaults = " ".join(f"WHEN {_q(f)} THEN {_q(PROTOCOLS[t.default_protocol].word)}"
+                        for f, t in _FAMILIES.items() if t.default_protocol)
+    headline = " ".join(f"WHEN {_q(f)} THEN metric = {_q(t.main_metric)}"
+                        + (f" AND setting = {_q(t.main_setting)}" if t.main_setting else "") for f, t in _FAMILIES.items())
+    average = ", ".join(_q(t) for t in AVERAGE_TASKS)
     sep = _q(VARIANT_SEP)
     return f"""-- Generated from defsentflow/eval_tasks.py (registry_ddl): the evaluation tasks' metadata and the
 -- figure-naming macros. Applied with the numbered DDL files (storage/schema.py); edit the Python, not this.
@@ -288,7 +295,7 @@ CREATE OR REPLACE MACRO task_split(task) AS
 CREATE OR REPLACE MACRO task_protocol(task) AS
     coalesce(nullif(array_to_string(list_filter(string_split(task_base(task), '-')[2:],
                                                 lambda w: w NOT IN ({splits})), '-'), ''),
-             (SELECT any_value(r.default_protocol) FROM eval_task_registry AS r WHERE r.family = task_family(task)));
+             CASE task_family(task) {defaults} END);
 CREATE OR REPLACE MACRO metric_column(task, setting, metric) AS
     regexp_replace(concat_ws('_', task_family(task), task_split(task), task_protocol(task),
                              replace(task_variant(task), {sep}, '_'), CASE WHEN setting = 'all' THEN NULL ELSE setting END,
@@ -296,4 +303,10 @@ CREATE OR REPLACE MACRO metric_column(task, setting, metric) AS
                    '[^A-Za-z0-9]+', '_', 'g');
 CREATE OR REPLACE MACRO split_group(task) AS
     CASE WHEN task_split(task) IN ('dev', 'train') THEN task_split(task) ELSE 'test' END;
+-- a metric row is its task's headline figure: its family's main metric (and setting); a family the
+-- registry does not know keeps every metric
+CREATE OR REPLACE MACRO is_headline(task, setting, metric) AS
+    CASE task_family(task) {headline} ELSE TRUE END;
+CREATE OR REPLACE MACRO in_sts_average(task) AS task_base(task) IN ({average});
+CREATE OR REPLACE MACRO average_task() AS {_q(AVERAGE_TASK)};
 """

@@ -145,13 +145,15 @@ class EvalSection(EvalConfig):
                             "selection_pooling, else its training pooling), for it and the untrained baseline")
     baselines: tuple[Literal["untrained", "sbert_wk", "surrogate"], ...] = ("untrained", "sbert_wk")
     seed_stats: bool = Field(
-        False, description="also evaluate every seed of the chosen PST combination: the report gives mean ± sd "
-                           "over them beside the selected seed (DefSent+ Table 2's statistic)")
+        False, description="also evaluate every seed of the chosen PST combination at every step (1st, 2nd, 3rd, "
+                           "3rd-ICA) with the evaluation's pooling and every also_poolings: the catalog's seed_stats, "
+                           "the report and the leaderboard give mean ± sd per step and pooling (DefSent+ Table 2)")
     best_trained: bool = Field(
         False, description="also evaluate the best trained PST candidate when the untrained encoder was selected")
     also_poolings: tuple[EvalPooling, ...] = Field(
-        (), description="further poolings for the selected encoder and the untrained baseline, filed as "
-                        "'<model id>+<pooling>' (DefSent+ Table 7 reports Prompt pooling beside CLS and Mean)")
+        (), description="further poolings (STS tasks) for the selected encoder and the untrained baseline, filed as "
+                        "'<model id>+<pooling>', and for every seed with seed_stats (DefSent+ Table 7's pooling per "
+                        "encoder: Prompt for BERT-base, BERT-large and RoBERTa-base, Mean for RoBERTa-large)")
 
     _baselines = field_validator("baselines", "also_poolings", mode="before")(_as_tuple)
 

@@ -29,7 +29,7 @@ CREATE TABLE IF NOT EXISTS entry_space_stats (
 -- STS columns are Spearman x 100 in the 'all' setting at the canonical settings; revdict columns are
 -- MRR in [0, 1], the newest of the task whatever its variant (a sweep's points share their eval
 -- settings; the leaderboard names each variant apart). avg_sts is the mean over the STS-average tasks
--- of the registry (eval_task_registry.in_average: sts12-16, stsb-test, sickr) present; n_avg says
+-- of the registry (in_sts_average, 039_eval_tasks: sts12-16, stsb-test, sickr) present; n_avg says
 -- how many that is, so a partial average is never mistaken for the 7-task one.
 CREATE OR REPLACE VIEW model_headline AS
 WITH latest AS (
@@ -49,9 +49,9 @@ WITH latest AS (
         max(l.value) FILTER (WHERE l.task = 'stsb-dev'  AND l.setting = 'all' AND l.metric = 'spearman') AS stsb_dev,
         max(l.value) FILTER (WHERE l.task = 'stsb-test' AND l.setting = 'all' AND l.metric = 'spearman') AS stsb_test,
         max(l.value) FILTER (WHERE l.task = 'sickr'     AND l.setting = 'all' AND l.metric = 'spearman') AS sickr,
-        avg(l.value) FILTER (WHERE l.task IN (SELECT task FROM eval_task_registry WHERE in_average)
+        avg(l.value) FILTER (WHERE in_sts_average(l.task) AND task_variant(l.task) IS NULL
                              AND l.setting = 'all' AND l.metric = 'spearman') AS avg_sts,
-        count(*) FILTER (WHERE l.task IN (SELECT task FROM eval_task_registry WHERE in_average)
+        count(*) FILTER (WHERE in_sts_average(l.task) AND task_variant(l.task) IS NULL
                          AND l.setting = 'all' AND l.metric = 'spearman') AS n_avg,
         arg_max(l.value, l.created_at) FILTER (WHERE task_base(l.task) = 'revdict' AND l.setting = 'head' AND l.metric = 'mrr') AS revdict_mrr,
         arg_max(l.value, l.created_at) FILTER (WHERE task_base(l.task) = 'revdict' AND l.setting = 'cosine' AND l.metric = 'mrr') AS revdict_mrr_cosine,

@@ -4,8 +4,9 @@
 -- CLI, the web page and the report run the same SELECT. Idempotent: applied when changed.
 
 -- The figure-naming macros (task_base, task_variant, task_family, task_split, task_protocol,
--- metric_column, split_group) and the table eval_task_registry are generated from the task registry,
--- defsentflow/eval_tasks.py (registry_ddl), and applied before this file as 039_eval_tasks.sql:
+-- metric_column, split_group), the registry's is_headline, in_sts_average and average_task, and the
+-- table eval_task_registry are generated from the task registry, defsentflow/eval_tasks.py
+-- (registry_ddl), and applied before this file as 039_eval_tasks.sql:
 -- 'sts12_test_spearman', 'stsb_dev_spearman', 'revdict_dev_unseen_hybrid_mrr',
 -- 'revdict_test_unseen_q500_splitcands_cosine_mrr' (tests/evaluation/test_leaderboard.py compares them).
 
@@ -16,18 +17,11 @@
 -- more figures per model and variant: the mean over the registry's STS-average tasks that it has
 -- (sts7_test_spearman, or sts7_test_<variant>_spearman) and how many (sts7_test_n).
 CREATE OR REPLACE VIEW model_scores AS
-WITH families AS (
-    SELECT family, any_value(main_metric) AS main_metric, any_value(main_setting) AS main_setting
-    FROM eval_task_registry GROUP BY family
-), tagged AS (
-    SELECT a.display_id, a.aliases, x.*, f.main_metric, f.main_setting
+WITH headline AS (
+    SELECT a.display_id, a.aliases, x.*
     FROM metrics AS x
     JOIN model_aliases AS a USING (model_id)
-    LEFT JOIN families AS f ON f.family = task_family(x.task)
-    WHERE NOT contains(x.task, '/') AND x.setting <> 'mean'
-), headline AS (
-    SELECT * EXCLUDE (main_metric, main_setting) FROM tagged
-    WHERE main_metric IS NULL OR (metric = main_metric AND (main_setting IS NULL OR setting = main_setting))
+    WHERE NOT contains(x.task, '/') AND x.setting <> 'mean' AND is_headline(x.task, x.setting, x.metric)
     QUALIFY row_number() OVER (PARTITION BY display_id, coalesce(pooling, ''), task, setting, metric
                                ORDER BY created_at DESC) = 1
 ), scores AS (
@@ -37,20 +31,29 @@ WITH families AS (
     FROM headline
 ), average AS (
     SELECT model_id, any_value(aliases) AS aliases, pooling,
-           concat_ws('+', (SELECT task FROM eval_task_registry WHERE kind = 'average'), task_variant(task)) AS task,
+           concat_ws('+', average_task(), task_variant(task)) AS task,
            avg(value) AS value, count(*) AS n, max(created_at) AS created_at
     FROM scores
-    WHERE task_base(task) IN (SELECT task FROM eval_task_registry WHERE in_average)
-      AND metric = 'spearman' AND setting = 'all'
+    WHERE in_sts_average(task) AND metric = 'spearman' AND setting = 'all'
     GROUP BY model_id, pooling, task_variant(task)
 )
 SELECT * FROM scores
 UNION ALL BY NAME
-SELECT model_id, aliases, pooling, task, 'all' AS setting, 'spearman' AS metric,
-       metric_column(task, 'all', 'spearman') AS "column", 'test' AS split, value, n, NULL AS run_id, created_at FROM average
-UNION ALL BY NAME
-SELECT model_id, aliases, pooling, task, 'all' AS setting, 'n' AS metric,
-       metric_column(task, 'all', 'n') AS "column", 'test' AS split, n AS value, n, NULL AS run_id, created_at FROM average;
+SELECT model_id, aliases, pooling, task, 'all' AS setting, metric, metric_column(task, 'all', metric) AS "column",
+       'test' AS split, value, n, NULL AS run_id, created_at
+FROM (SELECT * EXCLUDE (value), unnest(['spearman', 'n']) AS metric, unnest([value, n::DOUBLE]) AS value FROM average);
+
+-- The same shape for the seed statistics of PST runs (seed_stats, 090): one row per run, step and
+-- pooling ("pst-<run> 3rd-ICA (mean of 10 seeds)"), its figures means over the seeds and their sample
+-- sd in `sd`. The leaderboard adds these rows, with a `<column>_sd` beside each such figure.
+CREATE OR REPLACE VIEW seed_scores AS
+SELECT coalesce(r.model_id, 'pst-' || s.run_id) || ' ' || s.step_label || ' (mean of '
+           || max(s.n) OVER (PARTITION BY s.run_id, s.step_label) || ' seeds)' AS model_id,
+       [coalesce(r.model_id, 'pst-' || s.run_id) || ' ' || s.step_label] AS aliases,
+       s.pooling, s.task, s.setting, s.metric, metric_column(s.task, s.setting, s.metric) AS "column",
+       split_group(s.task) AS split, s.mean AS value, s.sd, s.n, s.run_id, CAST(NULL AS TIMESTAMP) AS created_at
+FROM seed_stats AS s LEFT JOIN pst_runs AS r USING (run_id)
+WHERE s.n >= 2;
 
 -- Until a metric is recorded: one row per model, no score column.
 CREATE OR REPLACE VIEW leaderboard AS

@@ -32,6 +32,7 @@ from defsentflow.training.config import check_negatives, drop_full_negatives
 __all__ = [
     "DEFAULT_GRID",
     "DefSentSection",
+    "FinalRule",
     "GridPoint",
     "PstSection",
     "IcaFit",
@@ -42,6 +43,7 @@ __all__ = [
 
 SelectionMetric = Literal["stsb-dev", "revdict-mrr"]
 SelectionRule = Literal["best_seed", "mean_over_seeds"]
+FinalRule = Literal["last", "best_dev"]
 TrainEntries = Literal["train_split", "all"]
 SelectionRevdictMode = Literal["head", "cosine"]
 
@@ -147,6 +149,9 @@ class PstSection(_TrainingCommon):
     selection_rule: SelectionRule = Field(
         "best_seed", description="best_seed: the best single candidate; mean_over_seeds: the grid point (and ICA "
                                  "choice) with the best mean over seeds, then its best seed")
+    final: FinalRule = Field(
+        "best_dev", description="the encoder PST returns: best_dev, the step with the best dev figure (the untrained "
+                                "encoder included); last, the last step's chosen candidate (the papers' final encoder)")
     selection: SelectionMetric = "stsb-dev"
     selection_pooling: EvalPooling | None = Field(None, description="None: each candidate's training pooling")
     selection_revdict_mode: SelectionRevdictMode = "cosine"
