@@ -86,6 +86,10 @@ class _TrainingCommon(ConfigSection):
     base_model: str = Field("minilm", description="path, Hugging Face id or 'minilm' (the bundled MiniLM)")
     dictionary: str = Field("sample", description="dictionary dataset name (or artifact key)")
     use_pooler: bool = True
+    untrained_pooler: Literal["mlm_dense", "random"] = Field(
+        "mlm_dense", description="a checkpoint whose pooler was never trained (a masked-LM-only BERT; RoBERTa): "
+                                 "start the pooler from the MLM head's dense layer with GELU, as DefSent+ does for "
+                                 "RoBERTa, or from random weights (warned)")
     batch_size: int | None = Field(None, ge=1, le=LIMITS["batch"],
                                    description="None: the paper's (DefSent 16; DefSent+ 32 on dataset variant a, "
                                                "16 on b and c)")
