@@ -96,7 +96,8 @@ class _TrainingCommon(ConfigSection):
     max_length: int = Field(64, ge=8, le=512)
     batching: Literal["random", "length"] = Field(
         "length", description="length: shuffled, then length-sorted within chunks of 50 batches (faster); random: "
-                              "random batches, as both papers' reference code (training.batching)")
+                              "random batches, as DefSent+'s reference code (DefSent's reads its file in order, a "
+                              "word's definitions together: training.batching)")
     max_train_entries: int | None = Field(None, ge=2, le=LIMITS["count"],
                                           description="deterministic subset of training entries")
     device: str = "auto"
@@ -109,7 +110,7 @@ class _TrainingCommon(ConfigSection):
     entry_batch_size: int = Field(128, ge=1, le=LIMITS["batch"])
     train_entries: TrainEntries = Field(
         "train_split", description="train_split: only the dictionary's train split (keeps reverse-dictionary "
-                                   "queries unseen); all: every split, as the papers train")
+                                   "queries unseen); all: every split, as DefSent+ trains (DefSent trains on its train split only)")
     ica_fit: IcaFit = IcaFit()
 
     @field_validator("negatives")
