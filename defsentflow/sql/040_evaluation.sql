@@ -25,7 +25,7 @@ CREATE TABLE IF NOT EXISTS entry_space_stats (
 
 -- model_headline: fixed columns for pst_progress and sweep_results (one row per model id as filed,
 -- not merged). The leaderboard (one row per model, a column per figure run) is 100_leaderboard.sql.
--- One row per (model id, pooling): the newest value of each headline metric, one column per task.
+-- One row per (model id, pooling): the newest value of each headline metric the two views read.
 -- STS columns are Spearman x 100 in the 'all' setting at the canonical settings; revdict columns are
 -- MRR in [0, 1], the newest of the task whatever its variant (a sweep's points share their eval
 -- settings; the leaderboard names each variant apart). avg_sts is the mean over the STS-average tasks
@@ -41,14 +41,7 @@ WITH latest AS (
     SELECT
         l.model_id,
         l.pooling,
-        max(l.value) FILTER (WHERE l.task = 'sts12'     AND l.setting = 'all' AND l.metric = 'spearman') AS sts12,
-        max(l.value) FILTER (WHERE l.task = 'sts13'     AND l.setting = 'all' AND l.metric = 'spearman') AS sts13,
-        max(l.value) FILTER (WHERE l.task = 'sts14'     AND l.setting = 'all' AND l.metric = 'spearman') AS sts14,
-        max(l.value) FILTER (WHERE l.task = 'sts15'     AND l.setting = 'all' AND l.metric = 'spearman') AS sts15,
-        max(l.value) FILTER (WHERE l.task = 'sts16'     AND l.setting = 'all' AND l.metric = 'spearman') AS sts16,
         max(l.value) FILTER (WHERE l.task = 'stsb-dev'  AND l.setting = 'all' AND l.metric = 'spearman') AS stsb_dev,
-        max(l.value) FILTER (WHERE l.task = 'stsb-test' AND l.setting = 'all' AND l.metric = 'spearman') AS stsb_test,
-        max(l.value) FILTER (WHERE l.task = 'sickr'     AND l.setting = 'all' AND l.metric = 'spearman') AS sickr,
         avg(l.value) FILTER (WHERE in_sts_average(l.task) AND task_variant(l.task) IS NULL
                              AND l.setting = 'all' AND l.metric = 'spearman') AS avg_sts,
         count(*) FILTER (WHERE in_sts_average(l.task) AND task_variant(l.task) IS NULL
@@ -67,7 +60,7 @@ SELECT
     w.pooling,
     m.method,
     m.base_model,
-    w.sts12, w.sts13, w.sts14, w.sts15, w.sts16, w.stsb_dev, w.stsb_test, w.sickr,
+    w.stsb_dev,
     CASE WHEN w.n_avg > 0 THEN w.avg_sts END AS avg_sts,
     w.n_avg,
     w.revdict_mrr,
