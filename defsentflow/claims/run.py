@@ -93,6 +93,8 @@ def measure_claims(claims: ClaimsConfig, plan: ArmPlan, runs: dict[str, str], ca
     fig = CatalogFigures(catalog)
     pooling = (claims.base.get("eval") or {}).get("pooling", "mean")
     wordpred_task = defsent_wordpred_task(claims.base)   # DefSent's Table 2 protocol: every definition
+    # the DefSent+ paper trains through the pooler: a control that does not says so on each PST claim
+    no_pooler = None if claims.base["pst"].get("use_pooler", True) else "DefSent+ arms without the pooler (pst.use_pooler: false)"
     found: list[tuple[str, int, dict[str, str], float | None, tuple[Series, ...], str | None, Judgement]] = []
     for i, claim in enumerate(spec.claims, 1):
         arms = {a: runs[a] for a in plan.needs.get(claim, []) if a in runs}
@@ -108,8 +110,9 @@ def measure_claims(claims: ClaimsConfig, plan: ArmPlan, runs: dict[str, str], ca
         checks = claim_checks(claim, plan, arms, fig, seeds=list(spec.seeds), entries=list(spec.entries),
                               series=series, pooling=pooling, wordpred_task=wordpred_task)
         missing = [a for a in plan.needs.get(claim, []) if a not in runs]
-        if missing:
-            note = "; ".join(x for x in (note, f"arms without a completed run: {', '.join(missing)}") if x)
+        pst_arms = any(not a.startswith(("defsent", "raw")) for a in plan.needs.get(claim, []))
+        note = "; ".join(x for x in (note, no_pooler if pst_arms else None,
+                                     f"arms without a completed run: {', '.join(missing)}" if missing else None) if x) or None
         found.append((claim, i, arms, secs, tuple(series), note, judge(series, checks)))
     judged = judge_family([f[-1] for f in found])
     return [ClaimRow(claim, i, series, j.holds, None if j.p is None else j.p < 0.05, j.verdict, j.effect, j.diff_sd,
