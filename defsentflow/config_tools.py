@@ -2,8 +2,8 @@
 evaluation, sweep): the base class, the type aliases of the choices sections and the library
 share, YAML reading, error formatting and path resolution.
 
-A leaf module (it imports nothing from the project but ``storage.paths``) so that each config
-module can use it.
+A leaf module (it imports nothing from the project but ``storage.paths`` and the task registry's
+choices, ``eval_tasks``) so that each config module can use it.
 """
 
 from __future__ import annotations
@@ -19,12 +19,13 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from defsentflow.eval_tasks import Protocol, TieRule
 from defsentflow.limits import LIMITS
 from defsentflow.storage.paths import repo_root
 
 __all__ = ["LIMITS", "MAX_NESTING", "MAX_YAML_ALIASES", "MAX_YAML_NODES", "AliasBound", "Seed", "YamlAliasError", "expanded_size",
            "Autocast", "CandidateSet", "CorpusFormat", "DictionarySplit", "EvalPooling", "Pooling", "RetrievalKind",
-           "RevdictMode", "RevdictProtocol", "SickSplit", "Similarity", "Method", "TrainPooling", "EntryEncoding", "ConfigSection", "format_errors", "load_yaml_text",
+           "RevdictMode", "RevdictProtocol", "SickSplit", "TieRule", "Similarity", "Method", "TrainPooling", "EntryEncoding", "ConfigSection", "format_errors", "load_yaml_text",
            "bundled_configs", "read_yaml_mapping", "require_distinct", "resolve_config", "resolve_data_dir", "resolve_path", "check_dotted_key", "dotted_overrides",
            "set_dotted"]
 
@@ -34,10 +35,9 @@ Pooling = Literal["cls", "mean", "max", "prompt", "sbert_wk"]  # how a sentence 
 EvalPooling = Literal["cls", "mean", "max", "prompt"]  # a trained model's poolings (sbert_wk is a baseline)
 DictionarySplit = Literal["train", "dev", "test"]
 RevdictMode = Literal["head", "cosine", "hybrid"]  # reverse-dictionary scoring (see evaluation.revdict)
-# which definitions are queries: unseen (text never trained on), all-definitions (every definition of the
-# split: word prediction, DefSent's Table 2), multi-definition (entries with >= 2 definitions: the reverse
-# dictionary's leave-one-out needs a second one) -- see evaluation.revdict
-RevdictProtocol = Literal["unseen", "all-definitions", "multi-definition"]
+# which definitions are queries, one meaning for every dictionary task: the registry's PROTOCOLS
+# (defsentflow/eval_tasks.py, evaluation/protocols.py); the rank of a tied gold entry: its TieRule
+RevdictProtocol = Protocol
 CandidateSet = Literal["all", "split"]  # reverse-dictionary candidates: every entry, or the split's
 SickSplit = Literal["auto", "test", "trial", "train"]
 CorpusFormat = Literal["auto", "text", "jsonl", "parquet"]

@@ -1,102 +1,312 @@
-"""The one table of evaluation tasks: each STS task's name, files, split and metric, and the one
-naming scheme of every figure (``<family>_<split>[_<protocol>][_<mode>]_<metric>``).
+"""The one registry of evaluation tasks' metadata, and the one naming scheme of every figure.
 
-The evaluation config, the STS readers, the STS average, the leaderboard and the CLI read this
-table; the catalog's ``metric_column`` macro (``sql/100_leaderboard.sql``) writes the same names
-(a test compares the two on every task here).
+Each task is declared once, as mteb declares a task with its ``TaskMetadata``: its name, kind, the
+splits it reads, its main metric (the leaderboard's figure), the query protocols and candidate
+sets it serves, its files and whether it is one of the seven tasks of the STS average. The
+evaluation config, the STS readers, the runnable tasks (:mod:`defsentflow.evaluation.tasks`), the
+leaderboard and the CLI read this table, and so does the catalog: :func:`registry_ddl` renders it
+(and the naming macros) as SQL that the catalog applies with its DDL files, so the SQL views read
+the STS average's members and each family's main metric from here, never from a copy.
+
+A figure's name carries every setting that changes its value:
+``<family>_<split>[_<protocol>][_<variant>...][_<mode>]_<metric>``. The recorded task name is
+``<family>[-<split>][-<protocol word>][+<variant token>...]``: a variant token says that one of
+the settings of :class:`FigureSettings` had a value other than its canonical one (``q500``: at
+most 500 queries; ``splitcands``: the split's entries as candidates; ``tiesmid``: mid ranks for
+ties; ``len64``: 64 tokens; ``bf16``), so an evaluation with other settings adds a column instead
+of overwriting one.
 
 Example:
     >>> STS_TASKS["stsb-dev"].split, STS_TASKS["stsb-dev"].files
     ('dev', ('sts/STSBenchmark/sts-dev.csv',))
     >>> metric_column("revdict-dev", "hybrid", "mrr"), metric_column("sts12", "all", "spearman")
     ('revdict_dev_unseen_hybrid_mrr', 'sts12_test_spearman')
+    >>> dictionary_task("revdict", "test", "unseen", FigureSettings(max_queries=500, candidates="split"))
+    'revdict+q500+splitcands'
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple
 
-__all__ = ["AVERAGE_COLUMN", "AVERAGE_TASKS", "DEFAULT_TASKS", "DICTIONARY_TASKS", "EVAL_TASKS", "STS_TASKS",
-           "StsTaskSpec", "metric_column", "split_group", "task_parts"]
+__all__ = ["AVERAGE_COLUMN", "AVERAGE_TASK", "AVERAGE_TASKS", "CANONICAL", "DEFAULT_TASKS", "DICTIONARY_TASKS",
+           "EVAL_TASKS", "PROTOCOLS", "SPLITS", "STS_TASKS", "TASKS", "TIE_RULES", "FigureSettings", "Protocol",
+           "ProtocolSpec", "TaskMetadata", "TaskParts", "TieRule", "VARIANT_SEP", "dictionary_task", "metric_column", "registry_ddl",
+           "split_group", "task_parts", "with_variant"]
 
 Split = Literal["train", "dev", "trial", "test"]
+SPLITS: tuple[str, ...] = ("train", "dev", "trial", "test")
+# which definitions are queries (see ProtocolSpec and defsentflow/evaluation/protocols.py)
+Protocol = Literal["unseen", "all-definitions", "multi-definition"]
+# how a gold entry tied with others is ranked: after every entry with an equal score (the papers'
+# reference ranks an all-equal row last in effect), in the middle of them, or before them
+TieRule = Literal["pessimistic", "mid", "optimistic"]
+TIE_RULES: tuple[str, ...] = ("pessimistic", "mid", "optimistic")
+VARIANT_SEP = "+"
 
 
 @dataclass(frozen=True)
-class StsTaskSpec:
-    """One STS task: its name, files under the data directory, split and headline metric."""
+class ProtocolSpec:
+    """Which definitions of a split are queries; one meaning for every dictionary task."""
 
     name: str
-    files: tuple[str, ...]          # relative to the data directory (a SemEval year: its folder)
-    split: Split
-    metric: str = "spearman"        # Spearman x 100 of cosine similarity vs gold, 'all' setting
-    default: bool = False           # evaluated when no task list is given
-    in_average: bool = False        # one of the seven tasks of the STS average (SentEval 'all')
-    subsets: tuple[str, ...] = ()   # a SemEval year's subsets (SentEval's, STS13 without SMT)
+    word: str               # in task names (``revdict-dev-multidef``); the default protocol's is left out
+    unseen_only: bool       # drop a definition whose text the model trained on (counted as excluded)
+    min_definitions: int    # the entry's definitions in the query split (leave-one-out needs 2)
+    capped: bool            # at most ``max_queries`` queries (a deterministic sample)
+    description: str
+
+
+PROTOCOLS: dict[str, ProtocolSpec] = {p.name: p for p in (
+    ProtocolSpec("unseen", "unseen", True, 2, True,
+                 "definitions of the split whose text the model never trained on, of entries with at least two "
+                 "definitions in the split, in a fixed hash order, the first max_queries"),
+    ProtocolSpec("multi-definition", "multidef", False, 2, False,
+                 "every definition of the split of an entry with at least two definitions in the split, seen or not"),
+    ProtocolSpec("all-definitions", "alldefs", False, 1, False,
+                 "every definition of the split, seen or not (DefSent's Table 2)"),
+)}
+
+
+@dataclass(frozen=True)
+class FigureSettings:
+    """The settings besides the model, pooling, task, split, protocol and mode that change a figure's
+    value, at their canonical values. A figure computed with another value carries a variant token
+    (:meth:`tokens`); pooling is a column of every metric row, the mode its ``setting``."""
+
+    max_length: int = 256               # tokens per text
+    autocast: str = "none"              # mixed precision
+    max_queries: int | None = 2000      # a capped protocol's sample size (None: every query)
+    candidates: str = "all"             # the reverse dictionary's candidate entries: all | split
+    ties: TieRule = "pessimistic"       # dictionary tasks' rank of a tied gold entry
+
+    def tokens(self, kind: str, protocol: str | None = None, *, candidates: bool = False) -> tuple[str, ...]:
+        """The variant tokens of a figure of ``kind`` (``sts`` or ``dictionary``) under ``protocol``;
+        ``candidates``: the task has a candidate-set choice (the reverse dictionary)."""
+        out = []
+        if kind == "dictionary":
+            if protocol is not None and PROTOCOLS[protocol].capped and self.max_queries != CANONICAL.max_queries:
+                out.append(f"q{self.max_queries or 'all'}")
+            if candidates and self.candidates != CANONICAL.candidates:
+                out.append(f"{self.candidates}cands")
+            if self.ties != CANONICAL.ties:
+                out.append({"mid": "tiesmid", "optimistic": "tiesopt"}[self.ties])
+        if self.max_length != CANONICAL.max_length:
+            out.append(f"len{self.max_length}")
+        if self.autocast != CANONICAL.autocast:
+            out.append(self.autocast)
+        return tuple(out)
+
+
+CANONICAL = FigureSettings()
+
+
+@dataclass(frozen=True)
+class TaskMetadata:
+    """One evaluation task: what it reads, how its figures are named and which one leads.
+
+    Example:
+        >>> TASKS["revdict"].main_metric, TASKS["revdict"].protocols
+        ('mrr', ('unseen', 'multi-definition'))
+    """
+
+    name: str
+    kind: Literal["sts", "dictionary"]
+    splits: tuple[Split, ...]       # STS: the one split its files are; dictionary: the query splits it can read
+    main_metric: str                # the leaderboard's figure of the task
+    main_setting: str | None = "all"  # STS: the 'all' setting; None: every setting (a dictionary task's modes)
+    protocols: tuple[str, ...] = ()   # dictionary: the query protocols it serves, the default first
+    candidates: tuple[str, ...] = ()  # the candidate sets it can rank (the reverse dictionary: all, split)
+    files: tuple[str, ...] = ()       # STS: relative to the data directory (a SemEval year: its folder)
+    default: bool = False             # evaluated when no task list is given
+    in_average: bool = False          # one of the seven tasks of the STS average (SentEval's 'all')
+    subsets: tuple[str, ...] = field(default=())  # a SemEval year's subsets (SentEval's, STS13 without SMT)
+    description: str = ""
+
+    @property
+    def family(self) -> str:
+        return self.name.split("-")[0]
+
+    @property
+    def split(self) -> str:
+        """An STS task's split (a dictionary task: its reported split, test)."""
+        return self.splits[0] if self.kind == "sts" else "test"
+
+    @property
+    def metric(self) -> str:
+        return self.main_metric
+
+    @property
+    def default_protocol(self) -> str | None:
+        return self.protocols[0] if self.protocols else None
 
     @property
     def column(self) -> str:
-        """The figure's name in the leaderboard and the catalog's ``model_scores``."""
-        return metric_column(self.name, "all", self.metric)
+        """The main figure's name in the leaderboard (STS: the 'all' setting)."""
+        return metric_column(self.name, self.main_setting or "all", self.main_metric)
 
 
-def _year(n: int, subsets: tuple[str, ...]) -> StsTaskSpec:
-    return StsTaskSpec(f"sts{n}", (f"sts/STS{n}-en-test",), "test", default=True, in_average=True, subsets=subsets)
+def _year(n: int, subsets: tuple[str, ...]) -> TaskMetadata:
+    return TaskMetadata(f"sts{n}", "sts", ("test",), "spearman", files=(f"sts/STS{n}-en-test",), default=True,
+                        in_average=True, subsets=subsets)
+
+
+def _sts(name: str, split: Split, *files: str, default: bool = False, in_average: bool = False) -> TaskMetadata:
+    return TaskMetadata(name, "sts", (split,), "spearman", files=files, default=default, in_average=in_average)
 
 
 _SICK = "sick/SICK_{}.txt"
-_TABLE: tuple[StsTaskSpec, ...] = (
+_TABLE: tuple[TaskMetadata, ...] = (
     _year(12, ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews")),
     _year(13, ("FNWN", "headlines", "OnWN")),
     _year(14, ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news")),
     _year(15, ("answers-forums", "answers-students", "belief", "headlines", "images")),
     _year(16, ("answer-answer", "headlines", "plagiarism", "postediting", "question-question")),
-    StsTaskSpec("stsb-train", ("sts/STSBenchmark/sts-train.csv",), "train"),
-    StsTaskSpec("stsb-dev", ("sts/STSBenchmark/sts-dev.csv",), "dev", default=True),
-    StsTaskSpec("stsb-test", ("sts/STSBenchmark/sts-test.csv",), "test", in_average=True),
+    _sts("stsb-train", "train", "sts/STSBenchmark/sts-train.csv"),
+    _sts("stsb-dev", "dev", "sts/STSBenchmark/sts-dev.csv", default=True),
+    _sts("stsb-test", "test", "sts/STSBenchmark/sts-test.csv", in_average=True),
     # sickr: SICK-R test; where the test file is absent, the trial file, reported as sickr-trial
-    StsTaskSpec("sickr", (_SICK.format("test_annotated"), _SICK.format("trial")), "test", default=True,
-                in_average=True),
-    StsTaskSpec("sickr-test", (_SICK.format("test_annotated"),), "test"),
-    StsTaskSpec("sickr-trial", (_SICK.format("trial"),), "trial"),
-    StsTaskSpec("sickr-train", (_SICK.format("train"),), "train"),
+    _sts("sickr", "test", _SICK.format("test_annotated"), _SICK.format("trial"), default=True, in_average=True),
+    _sts("sickr-test", "test", _SICK.format("test_annotated")),
+    _sts("sickr-trial", "trial", _SICK.format("trial")),
+    _sts("sickr-train", "train", _SICK.format("train")),
+    TaskMetadata("revdict", "dictionary", ("dev", "test"), "mrr", None, ("unseen", "multi-definition"),
+                 ("all", "split"), description="reverse dictionary: rank every candidate entry for a definition "
+                                               "(leave-one-out entry vectors; modes head, cosine, hybrid)"),
+    TaskMetadata("wordpred", "dictionary", ("dev", "test"), "mrr", None,
+                 ("unseen", "multi-definition", "all-definitions"),
+                 description="word prediction: the model's frozen head predicts the defined word (DefSent)"),
 )
-STS_TASKS: dict[str, StsTaskSpec] = {t.name: t for t in _TABLE}
-DICTIONARY_TASKS: tuple[str, ...] = ("revdict", "wordpred")
-EVAL_TASKS: tuple[str, ...] = (*STS_TASKS, *DICTIONARY_TASKS)
+TASKS: dict[str, TaskMetadata] = {t.name: t for t in _TABLE}
+STS_TASKS: dict[str, TaskMetadata] = {t.name: t for t in _TABLE if t.kind == "sts"}
+DICTIONARY_TASKS: tuple[str, ...] = tuple(t.name for t in _TABLE if t.kind == "dictionary")
+EVAL_TASKS: tuple[str, ...] = tuple(TASKS)
 DEFAULT_TASKS: tuple[str, ...] = tuple(t.name for t in _TABLE if t.default)
 AVERAGE_TASKS: tuple[str, ...] = tuple(t.name for t in _TABLE if t.in_average)
-AVERAGE_COLUMN = "sts7_test_spearman"   # the mean over the AVERAGE_TASKS present; sts7_test_n: how many
+AVERAGE_TASK = "sts7"                   # the mean over the AVERAGE_TASKS present; sts7_test_n: how many
+AVERAGE_COLUMN = "sts7_test_spearman"
+_FAMILIES: dict[str, TaskMetadata] = {}
+for _t in _TABLE:
+    _FAMILIES.setdefault(_t.family, _t)
 
-_SPLITS = ("train", "dev", "trial", "test")
+
+# -- names --------------------------------------------------------------------------------------------
+def with_variant(task: str, tokens: Sequence[str]) -> str:
+    """``task`` with its variant tokens: ``sts12`` + ``("len64",)`` -> ``sts12+len64``."""
+    return VARIANT_SEP.join([task, *tokens])
 
 
-def task_parts(task: str) -> tuple[str, str, str | None]:
-    """``(family, split, protocol)`` of a recorded task name.
+def dictionary_task(family: str, split: str, protocol: str = "unseen",
+                    settings: FigureSettings = CANONICAL) -> str:
+    """The recorded task name of a dictionary figure: ``revdict`` (test, unseen, canonical settings),
+    ``revdict-dev`` (the selection figure), ``wordpred-alldefs`` (every definition: DefSent's Table 2),
+    ``revdict-dev-multidef+len64`` ..."""
+    meta = TASKS[family]
+    if protocol not in meta.protocols:
+        raise ValueError(f"{family}: protocol must be one of {meta.protocols}, got {protocol!r}")
+    words = [family] + ([] if split == "test" else [split])
+    if protocol != meta.default_protocol:
+        words.append(PROTOCOLS[protocol].word)
+    return with_variant("-".join(words), settings.tokens("dictionary", protocol, candidates=bool(meta.candidates)))
 
-    ``revdict-dev-papers`` -> ``('revdict', 'dev', 'papers')``; a dictionary task without a protocol
-    is the ``unseen`` one; a task without a split word is a test task.
+
+class TaskParts(NamedTuple):
+    family: str
+    split: str
+    protocol: str | None
+    variant: tuple[str, ...]
+
+
+def task_parts(task: str) -> TaskParts:
+    """``(family, split, protocol, variant)`` of a recorded task name.
+
+    ``revdict-dev-multidef+q500`` -> ``('revdict', 'dev', 'multidef', ('q500',))``; a task of a
+    family with protocols that names none has its default (``unseen``); a task without a split
+    word is a test task.
     """
-    family, *rest = task.split("-")
-    split = next((w for w in rest if w in _SPLITS), "test")
-    extra = [w for w in rest if w not in _SPLITS]
-    protocol = "-".join(extra) if extra else ("unseen" if family in DICTIONARY_TASKS else None)
-    return family, split, protocol
+    base, *variant = task.split(VARIANT_SEP)
+    family, *rest = base.split("-")
+    split = next((w for w in rest if w in SPLITS), "test")
+    extra = [w for w in rest if w not in SPLITS]
+    meta = _FAMILIES.get(family)
+    protocol = "-".join(extra) if extra else (PROTOCOLS[meta.default_protocol].word
+                                              if meta is not None and meta.default_protocol else None)
+    return TaskParts(family, split, protocol, tuple(variant))
 
 
 def metric_column(task: str, setting: str, metric: str) -> str:
-    """The name of one figure: ``<family>_<split>[_<protocol>][_<mode>]_<metric>``.
+    """The name of one figure: ``<family>_<split>[_<protocol>][_<variant>...][_<mode>]_<metric>``.
 
     ``setting`` is the reverse-dictionary mode (head, cosine, hybrid); STS's ``all`` is left out.
     """
-    family, split, protocol = task_parts(task)
-    parts = [family, split, protocol, None if setting == "all" else setting, metric]
+    family, split, protocol, variant = task_parts(task)
+    parts = [family, split, protocol, *variant, None if setting == "all" else setting, metric]
     return re.sub(r"[^A-Za-z0-9]+", "_", "_".join(p for p in parts if p))
 
 
 def split_group(task: str) -> Literal["dev", "train", "test"]:
     """Which figures a choice may read: ``dev``; ``train``; everything else is reported (``test``)."""
-    split = task_parts(task)[1]
+    split = task_parts(task).split
     return split if split in ("dev", "train") else "test"  # type: ignore[return-value]
+
+
+# -- the same, for the catalog ---------------------------------------------------------------------------
+def _q(value: object) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def registry_ddl() -> str:
+    """SQL that the catalog applies before its views (``storage.schema``): the table
+    ``eval_task_registry`` (one row per task, plus the STS average as kind ``average``), the macros
+    that name figures exactly as :func:`metric_column` and :func:`split_group` do, and the ones the
+    views read the registry through (``is_headline``, ``in_sts_average``, ``average_task``: rendered
+    as literals, a join per metric row costs more than the view's other work)."""
+    rows = [(t.name, t.family, t.kind, t.split, t.main_metric, t.main_setting,
+             PROTOCOLS[t.default_protocol].word if t.default_protocol else None, t.in_average) for t in _TABLE]
+    rows.append((AVERAGE_TASK, AVERAGE_TASK, "average", "test", "spearman", "all", None, False))
+    values = ",\n    ".join("(" + ", ".join(_q(v) for v in r) + ")" for r in rows)
+    splits = ", ".join(_q(s) for s in SPLITS)
+    defaults = " ".join(f"WHEN {_q(f)} THEN {_q(PROTOCOLS[t.default_protocol].word)}"
+                        for f, t in _FAMILIES.items() if t.default_protocol)
+    headline = " ".join(f"WHEN {_q(f)} THEN metric = {_q(t.main_metric)}"
+                        + (f" AND setting = {_q(t.main_setting)}" if t.main_setting else "") for f, t in _FAMILIES.items())
+    average = ", ".join(_q(t) for t in AVERAGE_TASKS)
+    sep = _q(VARIANT_SEP)
+    return f"""-- Generated from defsentflow/eval_tasks.py (registry_ddl): the evaluation tasks' metadata and the
+-- figure-naming macros. Applied with the numbered DDL files (storage/schema.py); edit the Python, not this.
+CREATE OR REPLACE TABLE eval_task_registry (
+    task VARCHAR PRIMARY KEY, family VARCHAR NOT NULL, kind VARCHAR NOT NULL, split VARCHAR NOT NULL,
+    main_metric VARCHAR NOT NULL, main_setting VARCHAR, default_protocol VARCHAR, in_average BOOLEAN NOT NULL
+);
+INSERT INTO eval_task_registry VALUES
+    {values};
+CREATE OR REPLACE MACRO task_base(task) AS split_part(task, {sep}, 1);
+CREATE OR REPLACE MACRO task_variant(task) AS nullif(array_to_string(string_split(task, {sep})[2:], {sep}), '');
+CREATE OR REPLACE MACRO task_family(task) AS split_part(task_base(task), '-', 1);
+CREATE OR REPLACE MACRO task_split(task) AS
+    coalesce(list_filter(string_split(task_base(task), '-')[2:], lambda w: w IN ({splits}))[1], 'test');
+CREATE OR REPLACE MACRO task_protocol(task) AS
+    coalesce(nullif(array_to_string(list_filter(string_split(task_base(task), '-')[2:],
+                                                lambda w: w NOT IN ({splits})), '-'), ''),
+             CASE task_family(task) {defaults} END);
+CREATE OR REPLACE MACRO metric_column(task, setting, metric) AS
+    regexp_replace(concat_ws('_', task_family(task), task_split(task), task_protocol(task),
+                             replace(task_variant(task), {sep}, '_'), CASE WHEN setting = 'all' THEN NULL ELSE setting END,
+                             metric),
+                   '[^A-Za-z0-9]+', '_', 'g');
+CREATE OR REPLACE MACRO split_group(task) AS
+    CASE WHEN task_split(task) IN ('dev', 'train') THEN task_split(task) ELSE 'test' END;
+-- a metric row is its task's headline figure: its family's main metric (and setting); a family the
+-- registry does not know keeps every metric
+CREATE OR REPLACE MACRO is_headline(task, setting, metric) AS
+    CASE task_family(task) {headline} ELSE TRUE END;
+CREATE OR REPLACE MACRO in_sts_average(task) AS task_base(task) IN ({average});
+CREATE OR REPLACE MACRO average_task() AS {_q(AVERAGE_TASK)};
+"""

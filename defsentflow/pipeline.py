@@ -109,14 +109,17 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
     pipeline_only = {"baselines", "best_trained", "seed_stats", "pooling", "also_poolings"}
     common = {**ev.model_dump(mode="json", exclude=pipeline_only), "tasks": tasks,
               "data_dir": str(data_dir) if data_dir else None, "dictionary": cfg.dictionary.name}
-    sts_only = [t for t in tasks if t not in DICTIONARY_TASKS]  # the dictionary tasks keep the training pooling
+    sts_only = [t for t in tasks if t not in DICTIONARY_TASKS]  # further poolings: STS (Table 7)
     pooling = ev.pooling or selected_pooling(cfg, selected["model_dir"])
     plan = [{**common, "model": selected["model_dir"], "model_id": selected["model_id"], "pooling": pooling}]
     if ev.best_trained and trained:
         plan.append({**common, "model": trained["model_dir"], "model_id": trained["model_id"],
                      "pooling": ev.pooling or selected_pooling(cfg, trained["model_dir"])})
-    if ev.seed_stats:  # every seed of the chosen combination (report.seed_stats), the selected one's pooling
-        plan += [{**common, "model": m["model_dir"], "model_id": m["model_id"], "pooling": pooling} for m in seeds or []]
+    if ev.seed_stats:  # every seed of the chosen combination at every step (report.seed_stats), every pooling
+        for m in seeds or []:
+            plan.append({**common, "model": m["model_dir"], "model_id": m["model_id"], "pooling": pooling})
+            plan += [{**common, "tasks": sts_only, "model": m["model_dir"], "model_id": m["model_id"], "pooling": extra}
+                     for extra in ev.also_poolings if extra != pooling]
     base = base_model
     base_id = baseline_model_id(base)
     if "untrained" in ev.baselines:
@@ -230,14 +233,16 @@ def training_section(config: dict[str, Any], surrogate: dict[str, Any] | None,
 
 
 def chosen_combination_seeds(result: Any) -> list[dict[str, Any]]:
-    """Every seed's candidate of the winner's combination at the winner's step (a ``PstResult``);
-    [] when the untrained encoder won."""
-    win = result.winner
-    if win.step < 1:
+    """Every seed's candidate of the chosen combination at every step >= 1 (a ``PstResult``): the
+    models DefSent+ Table 2 reports per step (1st, 2nd, 3rd, 3rd-ICA) as mean ± sd over seeds. The
+    combination is step 1's chosen candidate's (pooling, entry encoding); later steps keep it, the
+    ICA step adds its ICA candidates. [] when no step was trained."""
+    first = next((s for s in result.steps if s.step == 1), None)
+    if first is None:
         return []
-    step = next(s for s in result.steps if s.step == win.step)
-    return [{"model_dir": c.model_dir, "model_id": c.model_id, "seed": c.seed}
-            for c in step.candidates if c.group == win.group]
+    combo = (first.best.pooling, first.best.entry_encoding)
+    return [{"model_dir": c.model_dir, "model_id": c.model_id, "seed": c.seed, "step": c.step, "ica": c.ica}
+            for s in result.steps if s.step >= 1 for c in s.candidates if (c.pooling, c.entry_encoding) == combo]
 
 
 def best_trained(result: Any) -> dict[str, Any] | None:

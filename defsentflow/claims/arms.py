@@ -14,8 +14,9 @@ dictionary, PST's step 1 of every run with the same seed and entries). Per train
 * ``raw p``: the pipeline on the raw encoder pretrained with seed ``p`` (one small PST step), for
   claims about the raw encoder itself.
 
-A claim whose arms cannot exist (a raw-encoder claim on a base without a ``pretrain:`` section) is
-"not testable" with the reason, instead of failing the run.
+A claim whose arms cannot exist (a raw-encoder claim on a base without a ``pretrain:`` section),
+or that the control cannot test (SBERT-WK on an encoder too shallow for the paper's layer window),
+is "cannot be tested here" with the reason, instead of failing the run or measuring something else.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from defsentflow.claims.config import ClaimsConfig
+from defsentflow.eval_tasks import CANONICAL, FigureSettings, dictionary_task
 from defsentflow.sweep import Sweep, SweepFile, SweepPoint, expand_sweep, point_id_of
 
-__all__ = ["ArmPlan", "arm_name", "plan_arms"]
+__all__ = ["SBERT_WK_FIRST_LAYER", "ArmPlan", "arm_name", "defsent_wordpred_task", "plan_arms", "sbert_wk_untestable"]
 
 
 def arm_name(kind: str, seed: int, n: int | None = None) -> str:
@@ -50,7 +52,33 @@ class ArmPlan:
 
 
 _PST_EVAL = {"eval.tasks": ["stsb-dev"], "eval.baselines": ["untrained", "sbert_wk"], "report": False}
-_DEFSENT_EVAL = {"eval.tasks": ["stsb-dev", "wordpred"], "eval.baselines": ["untrained"], "report": False}
+# DefSent's Table 2 protocol: every dev / test definition whose word is a target (all-definitions)
+_DEFSENT_EVAL = {"eval.tasks": ["stsb-dev", "wordpred"], "eval.revdict_protocols": ["all-definitions"],
+                 "eval.baselines": ["untrained"], "report": False}
+
+
+def defsent_wordpred_task(base: dict[str, Any]) -> str:
+    """The task the DefSent arms' word prediction is filed under: test, all-definitions, the base's
+    evaluation settings (the registry's name for them)."""
+    ev = base.get("eval") or {}
+    settings = FigureSettings(max_length=ev.get("max_length", CANONICAL.max_length),
+                              autocast=ev.get("autocast", CANONICAL.autocast), ties=ev.get("ties", CANONICAL.ties))
+    return dictionary_task("wordpred", "test", "all-definitions", settings)
+
+
+# SBERT-WK (Wang & Kuo 2020) fuses the hidden states from layer 4 up (encoders/sbert_wk.py's layer_start)
+SBERT_WK_FIRST_LAYER = 4
+
+
+def sbert_wk_untestable(base: dict[str, Any]) -> str | None:
+    """Why the control cannot test SBERT-WK, or None: its raw encoder must leave the paper's window
+    (hidden states from layer 4 up, at least three of them) to fuse."""
+    layers = ((base.get("pretrain") or {}).get("architecture") or {}).get("layers")
+    if layers is not None and layers + 1 - 3 < SBERT_WK_FIRST_LAYER:
+        return (f"SBERT-WK fuses hidden states from layer {SBERT_WK_FIRST_LAYER} up (Wang & Kuo 2020); this "
+                f"control's encoder has {layers} layers, so it would fuse hidden states 0-{layers} instead: not the "
+                f"method (needs an encoder of {SBERT_WK_FIRST_LAYER + 2} layers or more)")
+    return None
 
 
 def _plain(claims: ClaimsConfig) -> dict[str, Any]:
@@ -105,6 +133,8 @@ def plan_arms(claims: ClaimsConfig, *, origin: str = "<claims>") -> ArmPlan:
                                                                "pst.max_train_entries": n, **_PST_EVAL})
         if claim == "sbert_wk_beats_mean" and base_pretrain_seed is None:
             untestable[claim] = "the base config has no pretrain: section (no raw encoder)"
+        elif claim == "sbert_wk_beats_mean" and sbert_wk_untestable(claims.base):
+            untestable[claim] = sbert_wk_untestable(claims.base)
         elif claim == "sbert_wk_beats_mean":
             for p in spec.pretrain_seeds:
                 if p == base_pretrain_seed:

@@ -103,7 +103,8 @@ def _per_seed(seeds: list[int], read: Callable[[int], float | None]) -> dict[int
 
 def claim_series(claim: str, plan: ArmPlan, runs: dict[str, str], fig: CatalogFigures, *,
                  seeds: list[int], steps: int, entries: list[int], ica_step: int | None,
-                 pretrain_seeds: list[int], statistic: str, pooling: str = "mean") -> tuple[list[Series], str | None]:
+                 pretrain_seeds: list[int], statistic: str, pooling: str = "mean",
+                 wordpred_task: str = "wordpred-alldefs") -> tuple[list[Series], str | None]:
     """The series of one claim (in the paper's increasing order) and a note, from the arms' runs."""
     def run(kind: str, s: int, n: int | None = None) -> str | None:
         return runs.get(arm_name(kind, s, n))
@@ -161,7 +162,7 @@ def claim_series(claim: str, plan: ArmPlan, runs: dict[str, str], fig: CatalogFi
                 return None
             ids = fig.raw_model_ids(rid)
             model = fig.defsent_model(rid) if trained else (ids[0] if ids else None)
-            return fig.metric(model, "wordpred", "mrr@10", pooling=pooling)
+            return fig.metric(model, wordpred_task, "mrr@10", pooling=pooling)
         return [Series("raw encoder", _per_seed(seeds, lambda s: wordpred(False, s))),
                 Series("DefSent", _per_seed(seeds, lambda s: wordpred(True, s)))], \
             "the raw encoder is the same for every seed"
@@ -173,7 +174,8 @@ def _mean(values: dict[int, float]) -> float | None:
 
 
 def claim_checks(claim: str, plan: ArmPlan, runs: dict[str, str], fig: CatalogFigures, *, seeds: list[int],
-                 entries: list[int], series: list[Series], pooling: str = "mean") -> list[Check]:
+                 entries: list[int], series: list[Series], pooling: str = "mean",
+                 wordpred_task: str = "wordpred-alldefs") -> list[Check]:
     """The functional-baseline checks of a claim's arms (:class:`~defsentflow.claims.judge.Check`): a
     PST arm's step-1 STS-B dev above the untrained encoder's (step 0) and above 0 (chance for a
     Spearman); a DefSent model's word-prediction MRR@10 above chance over the head's candidates and
@@ -192,7 +194,7 @@ def claim_checks(claim: str, plan: ArmPlan, runs: dict[str, str], fig: CatalogFi
             rid = run("defsent", s)
             ids = fig.raw_model_ids(rid) if rid else None
             model = (fig.defsent_model(rid) if trained else (ids[0] if ids else None)) if rid else None
-            return fig.metric(model, "wordpred", metric, pooling=pooling)
+            return fig.metric(model, wordpred_task, metric, pooling=pooling)
         return Check("DefSent: word-prediction MRR@10", _mean(_per_seed(seeds, lambda s: read(s, "mrr@10"))),
                      chance=_mean(_per_seed(seeds, lambda s: read(s, "chance_mrr@10"))),
                      untrained=_mean(_per_seed(seeds, lambda s: read(s, "mrr@10", trained=False))))

@@ -7,12 +7,20 @@ in the order the paper says is increasing. The test is stated once for every cla
 * **p**: the one-sided paired t-test of "effect > 0" (``scipy.stats.ttest_rel``, ``alternative=
   "greater"``, n - 1 degrees of freedom: with 3 seeds the 5% critical t is 2.92, not 2);
 * **ci_low, ci_high**: the two-sided 90% t interval of the effect, whose lower end is the one-sided
-  95% bound: the claim holds exactly when ``ci_low > 0``.
+  95% bound;
+* **p_holm**: ``p`` adjusted by Holm's step-down method over the claims a run tests (:func:`holm`),
+  so the chance that any of them is called "holds" wrongly stays under alpha (eight one-sided tests
+  at 0.05 without it: up to 0.34).
 
-Verdicts are only ``holds`` (p < alpha), ``does not hold`` (p >= alpha: the test does not support
-the claim; the effect and its interval say by how much) and ``inconclusive (<reason>)``: fewer
-than ``min_seeds`` paired seeds, an arm not functional (:class:`Check`: not above chance, or not
-above the untrained encoder on its own metric), or a series without figures.
+Verdicts, one rule for every claim:
+
+* ``holds``: the Holm-adjusted p is below alpha;
+* ``contradicted``: the effect's 90% interval lies wholly on the wrong side (``ci_high < 0``);
+* ``not supported``: neither (the test does not support the claim; the effect and its interval say
+  by how much);
+* ``cannot be tested here (<reason>)``: fewer than ``min_seeds`` paired seeds, an arm not functional
+  (:class:`Check`: not above chance, or not above the untrained encoder on its own metric), a series
+  without figures, or a control that cannot test the claim (its reason).
 
 Example:
     >>> r = judge([Series("DefSent", {0: 50.0, 1: 51.0, 2: 50.5}), Series("DefSent+", {0: 55.0, 1: 55.5, 2: 56.5})])
@@ -23,16 +31,19 @@ Example:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
-from defsentflow.evaluation.revdict import chance_mrr
+from defsentflow.evaluation.ranks import chance_mrr
 
-__all__ = ["ALPHA", "Check", "Judgement", "MIN_SEEDS", "Series", "chance_mrr", "digits", "judge", "mean_sd",
-           "series_text"]
+__all__ = ["ALPHA", "CANNOT", "Check", "Judgement", "MIN_SEEDS", "Series", "VERDICTS", "chance_mrr", "digits", "holm",
+           "judge", "judge_family", "mean_sd", "series_text"]
 
 ALPHA = 0.05
 MIN_SEEDS = 3
+CANNOT = "cannot be tested here"
+VERDICTS = ("holds", "not supported", "contradicted", CANNOT)
 
 
 @dataclass(frozen=True)
@@ -84,17 +95,22 @@ class Check:
 
 @dataclass(frozen=True)
 class Judgement:
-    verdict: str                # holds | does not hold | inconclusive (<reason>)
+    verdict: str                # holds | not supported | contradicted | cannot be tested here (<reason>)
     effect: float | None        # mean paired difference, last minus first series
     ci_low: float | None        # two-sided 90% t interval of the effect (lower end: one-sided 95% bound)
     ci_high: float | None
     p: float | None             # one-sided paired t-test of effect > 0
     diff_sd: float | None
     n: int                      # seeds paired between the first and the last series
+    p_holm: float | None = None  # p adjusted over the claims tested together (holm); None: not tested
+
+    @property
+    def tested(self) -> bool:
+        return not self.verdict.startswith(CANNOT)
 
     @property
     def holds(self) -> bool | None:
-        return None if self.verdict.startswith("inconclusive") else self.verdict == "holds"
+        return self.verdict == "holds" if self.tested else None
 
 
 def digits(scale: float | None) -> int:
@@ -138,13 +154,14 @@ def judge(series: list[Series], checks: list[Check] | tuple[Check, ...] = (), *,
     n = len(diffs)
 
     def out(verdict: str, lo: float | None = None, hi: float | None = None, p: float | None = None) -> Judgement:
-        return Judgement(verdict, effect, lo, hi, p, sd, n)
+        # alone, a claim's p is its own family's adjusted p (judge_family adjusts over several)
+        return Judgement(verdict, effect, lo, hi, p, sd, n, None if verdict.startswith(CANNOT) else p)
 
     empty = [s.label for s in series if not s.values]
     if empty:
-        return out(f"inconclusive (no figures for {', '.join(empty)})")
+        return out(f"{CANNOT} (no figures for {', '.join(empty)})")
     if n < min_seeds:
-        return out(f"inconclusive (too few seeds: {n} paired, the test needs {min_seeds})")
+        return out(f"{CANNOT} (too few seeds: {n} paired, the test needs {min_seeds})")
     if sd == 0.0:  # every seed moved by the same amount: the t statistic is undefined
         lo = hi = effect
         p = 0.0 if effect > 0 else 1.0
@@ -154,5 +171,41 @@ def judge(series: list[Series], checks: list[Check] | tuple[Check, ...] = (), *,
         lo, hi = effect - half, effect + half
     failed = [f for f in (c.failure() for c in checks) if f]
     if failed:
-        return out(f"inconclusive (baseline not functional: {'; '.join(failed)})", lo, hi, p)
-    return out("holds" if p < alpha else "does not hold", lo, hi, p)
+        return out(f"{CANNOT} (an arm is not functional: {'; '.join(failed)})", lo, hi, p)
+    return out(_verdict(p, hi, alpha), lo, hi, p)
+
+
+def _verdict(p: float, ci_high: float, alpha: float) -> str:
+    if ci_high < 0:
+        return "contradicted"
+    return "holds" if p < alpha else "not supported"
+
+
+def holm(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment of the p values given (None: not tested, left None): the k-th
+    smallest of m is multiplied by m - k + 1, then made non-decreasing, capped at 1.
+
+    Example:
+        >>> holm([0.01, 0.04, None, 0.03])
+        [0.03, 0.06, None, 0.06]
+    """
+    tested = sorted((p, i) for i, p in enumerate(pvalues) if p is not None)
+    m, running = len(tested), 0.0
+    out: list[float | None] = [None] * len(pvalues)
+    for k, (p, i) in enumerate(tested):
+        running = max(running, min(1.0, (m - k) * p))
+        out[i] = round(running, 12)
+    return out
+
+
+def judge_family(judgements: Sequence[Judgement], *, alpha: float = ALPHA) -> list[Judgement]:
+    """The claims of one run judged together: Holm-adjusted p over those tested, and each tested
+    claim's verdict from it (module docstring); a claim that cannot be tested keeps its reason."""
+    adjusted = holm([j.p if j.tested else None for j in judgements])
+    out = []
+    for j, ph in zip(judgements, adjusted):
+        if ph is None or j.ci_high is None:
+            out.append(replace(j, p_holm=None))
+        else:
+            out.append(replace(j, p_holm=ph, verdict=_verdict(ph, j.ci_high, alpha)))
+    return out

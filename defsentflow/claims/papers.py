@@ -53,5 +53,6 @@ CLAIMS: dict[str, ClaimText] = {
     "defsent_raises_wordpred": ClaimText(
         "DefSent training raises word prediction",
         "trained > pre-trained on word prediction MRR / top-k (DefSent Table 2)",
-        "word prediction MRR@10 as DefSent's get_mrr (test definitions never trained on, MLM head)"),
+        "word prediction MRR@10 as DefSent's get_mrr over every test definition whose word is one vocabulary "
+        "token (all-definitions, DefSent's Table 2 protocol; the MLM head)"),
 }

@@ -19,10 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from defsentflow.claims.arms import ArmPlan, plan_arms
+from defsentflow.claims.arms import ArmPlan, defsent_wordpred_task, plan_arms
 from defsentflow.claims.config import ClaimsConfig
 from defsentflow.claims.figures import CatalogFigures, claim_checks, claim_series
-from defsentflow.claims.judge import Series, judge, series_text
+from defsentflow.claims.judge import CANNOT, Judgement, Series, judge, judge_family, series_text
 from defsentflow.claims.papers import CLAIMS
 from defsentflow.fanout import FanOut, sequential
 from defsentflow.storage import Catalog, hash_config
@@ -52,6 +52,7 @@ class ClaimRow:
     ci_low: float | None = None   # two-sided 90% t interval of the effect (claims.judge)
     ci_high: float | None = None
     p: float | None = None        # one-sided paired t-test
+    p_holm: float | None = None   # p adjusted (Holm) over the claims this run tests
 
     @property
     def statement(self) -> str:
@@ -86,31 +87,37 @@ class ClaimsOutcome:
 
 def measure_claims(claims: ClaimsConfig, plan: ArmPlan, runs: dict[str, str], catalog: Any,
                    seconds: dict[str, float] | None = None) -> list[ClaimRow]:
-    """Judge every claim of the file from its arms' runs (arm name -> pipeline run id)."""
+    """Judge every claim of the file from its arms' runs (arm name -> pipeline run id), together:
+    the p of the claims tested is Holm-adjusted over them (:func:`~defsentflow.claims.judge.judge_family`)."""
     spec = claims.spec
     fig = CatalogFigures(catalog)
     pooling = (claims.base.get("eval") or {}).get("pooling", "mean")
-    out = []
+    wordpred_task = defsent_wordpred_task(claims.base)   # DefSent's Table 2 protocol: every definition
+    # the DefSent+ paper trains through the pooler: a control that does not says so on each PST claim
+    no_pooler = None if claims.base["pst"].get("use_pooler", True) else "DefSent+ arms without the pooler (pst.use_pooler: false)"
+    found: list[tuple[str, int, dict[str, str], float | None, tuple[Series, ...], str | None, Judgement]] = []
     for i, claim in enumerate(spec.claims, 1):
         arms = {a: runs[a] for a in plan.needs.get(claim, []) if a in runs}
         secs = sum((seconds or {}).get(a, 0.0) for a in arms) if seconds else None
         if claim in plan.untestable:
-            out.append(ClaimRow(claim, i, (), None, None, "inconclusive (not measured here)", None, None, 0,
-                                f"not testable here: {plan.untestable[claim]}", arms, secs))
+            reason = f"{CANNOT} ({plan.untestable[claim]})"
+            found.append((claim, i, arms, secs, (), None, Judgement(reason, None, None, None, None, None, 0)))
             continue
         series, note = claim_series(claim, plan, arms, fig, seeds=list(spec.seeds), steps=spec.steps,
                                     entries=list(spec.entries), ica_step=spec.ica_step,
                                     pretrain_seeds=list(spec.pretrain_seeds), statistic=spec.isotropy_statistic,
-                                    pooling=pooling)
+                                    pooling=pooling, wordpred_task=wordpred_task)
         checks = claim_checks(claim, plan, arms, fig, seeds=list(spec.seeds), entries=list(spec.entries),
-                              series=series, pooling=pooling)
-        j = judge(series, checks)
+                              series=series, pooling=pooling, wordpred_task=wordpred_task)
         missing = [a for a in plan.needs.get(claim, []) if a not in runs]
-        if missing:
-            note = "; ".join(x for x in (note, f"arms without a completed run: {', '.join(missing)}") if x)
-        out.append(ClaimRow(claim, i, tuple(series), j.holds, None if j.p is None else j.p < 0.05, j.verdict,
-                            j.effect, j.diff_sd, j.n, note, arms, secs, j.ci_low, j.ci_high, j.p))
-    return out
+        pst_arms = any(not a.startswith(("defsent", "raw")) for a in plan.needs.get(claim, []))
+        note = "; ".join(x for x in (note, no_pooler if pst_arms else None,
+                                     f"arms without a completed run: {', '.join(missing)}" if missing else None) if x) or None
+        found.append((claim, i, arms, secs, tuple(series), note, judge(series, checks)))
+    judged = judge_family([f[-1] for f in found])
+    return [ClaimRow(claim, i, series, j.holds, None if j.p is None else j.p < 0.05, j.verdict, j.effect, j.diff_sd,
+                     j.n, note, arms, secs, j.ci_low, j.ci_high, j.p, j.p_holm)
+            for (claim, i, arms, secs, series, note, _), j in zip(found, judged)]
 
 
 def record_claims(run_id: str, name: str, rows: Sequence[ClaimRow], catalog: Any) -> None:
@@ -120,12 +127,12 @@ def record_claims(run_id: str, name: str, rows: Sequence[ClaimRow], catalog: Any
         for r in rows:
             con.execute(
                 "INSERT INTO claim_results (claims_run_id, name, position, claim, statement, paper, metric, series, "
-                "measured, seeds, n, diff_mean, diff_sd, holds, clear, verdict, note, arms, seconds, ci_low, ci_high, p) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "measured, seeds, n, diff_mean, diff_sd, holds, clear, verdict, note, arms, seconds, ci_low, ci_high, p, "
+                "p_holm) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [run_id, name, r.position, r.claim, r.statement, r.paper, r.metric,
                  json.dumps([s.to_dict() for s in r.series]), r.measured, json.dumps(r.seeds), r.n, r.diff_mean,
                  r.diff_sd, r.holds, r.clear, r.verdict, r.note, json.dumps(r.arms), r.seconds, r.ci_low, r.ci_high,
-                 r.p])
+                 r.p, r.p_holm])
 
 
 def claim_rows(catalog: Any, *, run_id: str | None = None, name: str | None = None) -> list[dict[str, Any]]:

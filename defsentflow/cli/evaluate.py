@@ -7,7 +7,7 @@ import os
 import uuid
 from pathlib import Path
 
-from defsentflow.eval_tasks import DEFAULT_TASKS, EVAL_TASKS
+from defsentflow.eval_tasks import CANONICAL, DEFAULT_TASKS, EVAL_TASKS, PROTOCOLS, TIE_RULES
 
 _DEFAULT_TASKS = ",".join(DEFAULT_TASKS)
 
@@ -28,18 +28,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--revdict-splits", default="dev,test",
                    help="revdict/wordpred query splits, comma-separated (default: dev,test; dev is for selection)")
     p.add_argument("--revdict-protocols", default="unseen",
-                   help="unseen (queries whose text the model never trained on), all-definitions (wordpred: every "
-                        "definition of the split, DefSent's Table 2), multi-definition (revdict: every definition of "
-                        "an entry with at least two), comma-separated (default: unseen)")
-    p.add_argument("--revdict-candidates", choices=["all", "split"], default="all",
+                   help="revdict/wordpred query protocols, comma-separated (default: unseen): "
+                        + "; ".join(f"{p.name}: {p.description}" for p in PROTOCOLS.values())
+                        + " (all-definitions: wordpred only)")
+    p.add_argument("--revdict-candidates", choices=["all", "split"], default=CANONICAL.candidates,
                    help="revdict candidates: every entry of the dictionary, or only the query split's (default: all)")
-    p.add_argument("--revdict-max-queries", type=int, default=2000, help="at most this many revdict queries")
+    p.add_argument("--revdict-max-queries", type=int, default=CANONICAL.max_queries,
+                   help=f"the unseen protocol's sample size (default {CANONICAL.max_queries})")
+    p.add_argument("--ties", choices=TIE_RULES, default=CANONICAL.ties,
+                   help="revdict/wordpred: the rank of a gold entry tied with others (default: pessimistic, after "
+                        "them; a figure with another rule is named apart)")
     p.add_argument("--revdict-modes", default="head,cosine",
                    help="comma-separated revdict modes: head, cosine, hybrid (default: head,cosine)")
     p.add_argument("--sick-split", choices=["auto", "test", "trial", "train"], default="auto",
                    help="file read for sickr (auto: test if present, else trial)")
     p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--max-length", type=int, default=256, help="tokens per sentence (default 256)")
+    p.add_argument("--max-length", type=int, default=CANONICAL.max_length,
+                   help=f"tokens per text, every task (default {CANONICAL.max_length})")
     p.add_argument("--autocast", choices=["none", "bf16", "fp16"], default="none")
     p.add_argument("--device", default="auto")
     p.add_argument("--model-id", default=None, help="catalog id for the results (default: resolved from MODEL)")
@@ -80,6 +85,7 @@ def _eval(args: argparse.Namespace) -> int:
     from defsentflow.cli import UserError
     from defsentflow.cli.table import print_table
     from defsentflow.config_tools import format_errors
+    from defsentflow.eval_tasks import STS_TASKS
     from defsentflow.evaluation.stage import run_evaluate
 
     try:
@@ -87,7 +93,7 @@ def _eval(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         raise UserError(format_errors(exc)) from None
     data_dir = Path(section.resolved_data_dir())
-    if any(t not in ("revdict", "wordpred") for t in section.tasks) and not data_dir.is_dir():
+    if any(t in STS_TASKS for t in section.tasks) and not data_dir.is_dir():
         raise UserError(f"data directory not found: {data_dir} (pass --data-dir)")
     from defsentflow.encoders.lookup import find_model
 
@@ -108,6 +114,8 @@ def _eval(args: argparse.Namespace) -> int:
         print(f"\n{avg['label']}: {avg['value']:.2f}")
     timing = ", ".join(f"{k} {v:.1f}s" for k, v in result["seconds"].items())
     print(f"model {result['model_id']} ({result['pooling']} pooling): {seconds:.1f}s in all ({timing})")
+    if result.get("cached"):
+        print("reused a finished identical evaluation (same model content, task inputs, settings and code version)")
     if run_id is not None:
         print(f"recorded {result['recorded']} metric rows for {result['model_id']} (run {run_id})")
     return 0

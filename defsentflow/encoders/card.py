@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from defsentflow.encoders.loading import resolve_model_path
+from defsentflow.eval_tasks import AVERAGE_TASK, DICTIONARY_TASKS, task_parts
 
 __all__ = ["CITATIONS", "DATA_LICENCES", "base_licence", "base_name", "card_header", "markdown_table", "metric_rows",
            "model_card", "model_index", "source_licences"]
@@ -86,18 +87,15 @@ def base_name(base: str | None) -> str | None:
 
 
 def _split_protocol(task: str, setting: str) -> tuple[str, str]:
-    """(split, protocol) of a catalog metric row, for the card's table."""
-    if task.startswith("revdict") or task.startswith("wordpred"):
-        parts = task.split("-")
-        split = "dev" if "dev" in parts else "test"
-        proto = "papers" if "papers" in parts else "unseen"
-        return split, f"{parts[0]} {proto} queries, {setting} mode"
-    if task == "stsb-dev":
-        return "dev", f"STS-B dev, {setting} pairs"
-    if task.startswith("sickr-"):
-        return task.split("-", 1)[1], f"SICK-R {task.split('-', 1)[1]}, {setting} pairs"
-    if task == "avg":
-        return "test", "mean of the STS tasks (Spearman x100)"
+    """(split, protocol) of a catalog metric row, for the card's table (the task registry's parse)."""
+    parts = task_parts(task)
+    variant = f" ({', '.join(parts.variant)})" if parts.variant else ""
+    if parts.family in DICTIONARY_TASKS:
+        return parts.split, f"{parts.family} {parts.protocol} queries, {setting} mode{variant}"
+    if parts.family == AVERAGE_TASK:
+        return "test", f"mean of the STS tasks (Spearman x100){variant}"
+    if parts.family in ("stsb", "sickr") and parts.split != "test":
+        return parts.split, f"{'STS-B' if parts.family == 'stsb' else 'SICK-R'} {parts.split}, {setting} pairs{variant}"
     return "test", f"{task}, {setting} pairs (Spearman x100)"
 
 

@@ -14,8 +14,10 @@ __all__ = ["Pooling", "POOLINGS", "PROMPT_TEMPLATE", "validate_pooling", "pool",
 
 POOLINGS: tuple[str, ...] = get_args(Pooling)
 
-# PromptBERT's template; the sentence replaces {sentence}, the tokenizer's mask token {mask}.
-PROMPT_TEMPLATE = 'This sentence : "{sentence}" means {mask} .'
+# PromptBERT's template as DefSent+'s reference writes it (defsentplus/model.py, trailing space
+# included: RoBERTa's byte-level BPE reads it as a token, BERT's WordPiece drops it); the sentence
+# replaces {sentence}, the tokenizer's mask token {mask}.
+PROMPT_TEMPLATE = 'This sentence : "{sentence}" means {mask} . '
 
 
 def validate_pooling(pooling: str) -> Pooling:

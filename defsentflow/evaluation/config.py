@@ -31,7 +31,7 @@ from defsentflow.config_tools import (
     RevdictProtocol,
     SickSplit,
 )
-from defsentflow.eval_tasks import DEFAULT_TASKS, DICTIONARY_TASKS, EVAL_TASKS
+from defsentflow.eval_tasks import CANONICAL, DEFAULT_TASKS, DICTIONARY_TASKS, EVAL_TASKS, PROTOCOLS, TASKS, TieRule
 from defsentflow.storage import repo_root
 
 __all__ = ["DICTIONARY_TASKS", "EVAL_TASKS", "EvalConfig", "EvalSection", "EvaluateSection", "default_data_dir",
@@ -73,7 +73,7 @@ class EvalConfig(ConfigSection):
     data_dir: str | None = Field(None, description="STS/SICK data; None: ../shared/data (default_data_dir)")
     pooling: Pooling | None = Field(None, description="None: the model's training pooling (defsentflow.json), else mean")
     batch_size: int = Field(128, ge=1, le=LIMITS["batch"])
-    max_length: int = Field(256, ge=1, le=LIMITS["tokens"])
+    max_length: int = Field(CANONICAL.max_length, ge=1, le=LIMITS["tokens"], description="tokens per text, every task")
     autocast: Autocast = "none"
     sick_split: SickSplit = "auto"
     per_subset: bool = False
@@ -83,15 +83,17 @@ class EvalConfig(ConfigSection):
         description="reverse-dictionary / word-prediction query splits: dev figures are for selection, test for reporting")
     revdict_protocols: tuple[RevdictProtocol, ...] = Field(
         ("unseen",), min_length=1,
-        description="unseen: queries whose text the model never trained on; all-definitions (wordpred): every "
-                    "definition of the split (DefSent's Table 2); multi-definition (revdict): every definition of an "
-                    "entry with at least two")
-    revdict_max_queries: int | None = Field(2000, ge=1, le=LIMITS["count"])
+        description="; ".join(f"{p.name}: {p.description}" for p in PROTOCOLS.values())
+                    + " (all-definitions: word prediction only)")
+    revdict_max_queries: int | None = Field(CANONICAL.max_queries, ge=1, le=LIMITS["count"],
+                                            description="the unseen protocol's sample size (the others take every query)")
     revdict_candidates: CandidateSet = Field(
         "all", description="reverse-dictionary candidates: every entry of the dictionary, or only the split's")
     revdict_modes: tuple[RevdictMode, ...] = Field(
         ("head", "cosine"), min_length=1,
         description="reverse-dictionary modes; hybrid adds the headword's own vector to each entry")
+    ties: TieRule = Field(CANONICAL.ties, description="the rank of a gold entry tied with others (word prediction, "
+                                                      "reverse dictionary): after them, in the middle, or before them")
     device: str = "auto"
     cache: bool = Field(False, description="keep definition vectors in the data root's embedding cache")
 
@@ -111,11 +113,10 @@ class EvalConfig(ConfigSection):
         needs = [t for t in DICTIONARY_TASKS if t in self.tasks]
         if needs and not self.dictionary:
             raise ValueError(f"task {needs[0]!r} needs a dictionary dataset (--dictionary NAME)")
-        served = {"revdict": ("unseen", "multi-definition"), "wordpred": ("unseen", "all-definitions")}
         for p in self.revdict_protocols:
-            if needs and not any(p in served[t] for t in needs):
-                raise ValueError(f"revdict_protocols: {p!r} applies to no requested task "
-                                 f"(revdict: unseen, multi-definition; wordpred: unseen, all-definitions)")
+            if needs and not any(p in TASKS[t].protocols for t in needs):
+                served = "; ".join(f"{t}: {', '.join(TASKS[t].protocols)}" for t in needs)
+                raise ValueError(f"revdict_protocols: {p!r} applies to no requested task ({served})")
 
     def resolved_data_dir(self) -> str:
         """``data_dir``, or :func:`default_data_dir` when unset."""
@@ -144,13 +145,15 @@ class EvalSection(EvalConfig):
                             "selection_pooling, else its training pooling), for it and the untrained baseline")
     baselines: tuple[Literal["untrained", "sbert_wk", "surrogate"], ...] = ("untrained", "sbert_wk")
     seed_stats: bool = Field(
-        False, description="also evaluate every seed of the chosen PST combination: the report gives mean ± sd "
-                           "over them beside the selected seed (DefSent+ Table 2's statistic)")
+        False, description="also evaluate every seed of the chosen PST combination at every step (1st, 2nd, 3rd, "
+                           "3rd-ICA) with the evaluation's pooling and every also_poolings: the catalog's seed_stats, "
+                           "the report and the leaderboard give mean ± sd per step and pooling (DefSent+ Table 2)")
     best_trained: bool = Field(
         False, description="also evaluate the best trained PST candidate when the untrained encoder was selected")
     also_poolings: tuple[EvalPooling, ...] = Field(
-        (), description="further poolings for the selected encoder and the untrained baseline, filed as "
-                        "'<model id>+<pooling>' (DefSent+ Table 7 reports Prompt pooling beside CLS and Mean)")
+        (), description="further poolings (STS tasks) for the selected encoder and the untrained baseline, filed as "
+                        "'<model id>+<pooling>', and for every seed with seed_stats (DefSent+ Table 7's pooling per "
+                        "encoder: Prompt for BERT-base, BERT-large and RoBERTa-base, Mean for RoBERTa-large)")
 
     _baselines = field_validator("baselines", "also_poolings", mode="before")(_as_tuple)
 

@@ -19,28 +19,18 @@ import os
 from pathlib import Path
 from typing import Any
 
-from defsentflow.dictionary import resolve_dictionary
-from defsentflow.encoders.loading import model_content_hash
-from defsentflow.eval_tasks import DICTIONARY_TASKS
 from defsentflow.evaluation.config import EvaluateSection
-from defsentflow.evaluation.suite import evaluation_inputs_hash
-from defsentflow.storage import Catalog, code_version, combine_hashes, hash_config, hash_file, under_root, write_json
+from defsentflow.evaluation.suite import evaluation_key as suite_evaluation_key
+from defsentflow.storage import Catalog, hash_file, under_root, write_json
 
 __all__ = ["evaluation_key", "store_evaluation", "stored_evaluation"]
 
-# Settings that change no figure: where the files are (their content is in the key), the id the
-# scores are filed under, and whether definition vectors are kept in the embedding cache.
-_NOT_IN_KEY = {"model", "model_id", "data_dir", "cache"}
-
-
 def evaluation_key(section: EvaluateSection, model_path: str | os.PathLike,
                    root: str | os.PathLike | None = None) -> str:
-    """The content key of evaluating ``model_path`` with ``section``'s settings."""
-    parts = ["evaluation", model_content_hash(model_path), hash_config(section.model_dump(mode="json", exclude=_NOT_IN_KEY)),
-             evaluation_inputs_hash(section), code_version()]
-    if section.dictionary and any(t in DICTIONARY_TASKS for t in section.tasks):
-        parts.append(resolve_dictionary(section.dictionary, root)[0])  # the dataset's content, not its name
-    return combine_hashes(parts)
+    """The content key of evaluating ``model_path`` with ``section``'s settings: the registry's key
+    (:func:`defsentflow.evaluation.suite.evaluation_key`: model content, every task's declared inputs,
+    the settings that change a figure, the code version)."""
+    return suite_evaluation_key(section, model_path)
 
 
 def stored_evaluation(key: str, root: str | os.PathLike | None = None) -> dict[str, Any] | None:

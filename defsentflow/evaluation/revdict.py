@@ -22,25 +22,21 @@ Two modes are reported for every model by default, a third on request:
   what a candidate *is*, so this uses no held-out text; it helps most where an entry's other
   definitions are other senses of the word.
 
-Two query protocols:
-
-* ``unseen`` (the default, task ``revdict`` / ``revdict-<split>``): a query is a definition whose
-  text (whitespace-normalised as for de-duplication, and case-folded) occurs in no definition the
-  model was trained on, in any split and under any entry. A synset's gloss is shared by all its
-  lemmas, so with a split by entry the same gloss can be trained under one lemma and queried under
-  another; those queries are excluded and counted (``n_excluded``).
-* ``multi-definition`` (task ``revdict-multidef`` / ``revdict-<split>-multidef``): every definition
-  of the split whose entry has at least two definitions (on OEWN test: 8,433 of 18,768 definitions),
-  seen in training or not. Neither paper evaluates a reverse dictionary this way (DefSent's Table 2
-  is word prediction over every test definition, :mod:`defsentflow.evaluation.wordpred`'s
-  ``all-definitions``; DefSent+ leaves the reverse dictionary to future work, its Sec. 7).
-
-``all-definitions`` is word prediction's protocol only: leave-one-out needs a second definition.
+Queries follow a protocol of :mod:`defsentflow.evaluation.protocols`, one meaning for word
+prediction too: ``unseen`` (the default, task ``revdict`` / ``revdict-<split>``: definitions whose
+text the model never trained on, at most ``max_queries``; a synset's gloss is shared by all its
+lemmas, so with a split by entry the same gloss can be trained under one lemma and queried under
+another: those are excluded and counted, ``n_excluded``) or ``multi-definition`` (task
+``revdict-multidef``: every definition of an entry with at least two, seen or not, no cap). Neither
+paper evaluates a reverse dictionary (DefSent's Table 2 is word prediction over every test
+definition, :mod:`defsentflow.evaluation.wordpred`'s ``all-definitions``; DefSent+ leaves the
+reverse dictionary to future work, its Sec. 7). ``all-definitions`` is word prediction's only:
+leave-one-out needs a second definition.
 
 Figures: ``mrr`` over the full ranking, ``mrr@10`` as DefSent's reference ``get_mrr`` (def2word.py)
-computes it (1/rank for a rank within the top 10, else 0), and top-1/3/10 accuracy.
-
-Ties are ranked optimistically: rank = 1 + the number of candidates scoring strictly higher.
+computes it (1/rank for a rank within the top 10, else 0), top-1/3/10 accuracy and ``n_tied``, the
+queries whose own entry tied with another (:mod:`defsentflow.evaluation.ranks`: pessimistic ranks
+by default). Figure names carry every setting that changes them (:mod:`defsentflow.eval_tasks`).
 """
 
 from __future__ import annotations
@@ -56,22 +52,24 @@ import pyarrow as pa
 
 from defsentflow.config_tools import CandidateSet, RevdictMode, RevdictProtocol
 from defsentflow.dictionary import tables
-from defsentflow.dictionary.validate import normalize_text
 from defsentflow.encoders import encode_texts, load_encoder, validate_pooling
 from defsentflow.encoders.finite import NonFiniteError, require_finite
 from defsentflow.encoders.loading import resolve_model_path
 from defsentflow.encoders.model_record import resolved_record
-from defsentflow.storage.hashing import hash_text
+from defsentflow.eval_tasks import CANONICAL, TASKS, FigureSettings, TieRule, dictionary_task
+from defsentflow.evaluation.protocols import normalize_definition, select_queries, trained_texts
+from defsentflow.evaluation.ranks import gold_ranks, rank_metrics, validate_ties
 from defsentflow.training.entry_matrix import EntryMatrix
 from defsentflow.training.heads import sentence_head_vectors
 from defsentflow.training.ica import IcaTransform
 
 __all__ = [
     "CandidateSet",
-    "chance_mrr",
     "Protocol",
+    "REVDICT_PROTOCOLS",
     "RevdictMode",
     "RevdictQueries",
+    "candidate_set",
     "entry_sums",
     "evaluate_revdict_runs",
     "normalize_definition",
@@ -80,7 +78,6 @@ __all__ = [
     "evaluate_revdict",
     "model_meta",
     "prepare_queries",
-    "rank_metrics",
     "revdict_metric_rows",
     "revdict_ranks",
     "revdict_task",
@@ -88,12 +85,9 @@ __all__ = [
 ]
 
 Protocol = RevdictProtocol
-PROTOCOLS: tuple[str, ...] = get_args(Protocol)
-REVDICT_PROTOCOLS: tuple[str, ...] = ("unseen", "multi-definition")
-PROTOCOL_SUFFIX: dict[str, str] = {"unseen": "", "all-definitions": "-alldefs", "multi-definition": "-multidef"}
+REVDICT_PROTOCOLS: tuple[str, ...] = TASKS["revdict"].protocols
 ALL_MODES: tuple[str, ...] = get_args(RevdictMode)
 MODES: tuple[str, ...] = ("head", "cosine")  # the default
-TOP_K: tuple[int, ...] = (1, 3, 10)
 
 
 # -- the ranking core (pure numpy) --------------------------------------------------------------
@@ -119,7 +113,8 @@ def headword_text(entry: str) -> str:
 
 def revdict_ranks(query_vecs: np.ndarray, query_rows: np.ndarray, def_vecs: np.ndarray, def_entry: np.ndarray,
                   n_entries: int, *, cosine: bool, transform: Callable[[np.ndarray], np.ndarray] | None = None,
-                  entry_vecs: np.ndarray | None = None, chunk: int = 512) -> np.ndarray:
+                  entry_vecs: np.ndarray | None = None, ties: TieRule = "pessimistic", chunk: int = 512,
+                  with_ties: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Rank of each query's own entry among all entries, leave-one-out.
 
     Args:
@@ -132,14 +127,17 @@ def revdict_ranks(query_vecs: np.ndarray, query_rows: np.ndarray, def_vecs: np.n
         transform: an affine map applied to entry mean vectors (ICA), or None.
         entry_vecs: ``[n_entries, H]`` vectors of the entries themselves (``hybrid``): each entry's
             vector becomes unit(mean) + unit(entry vector); needs ``cosine``.
+        ties: how an own entry tied with others is ranked (:mod:`defsentflow.evaluation.ranks`).
+        with_ties: also return how many other entries tied with each query's own entry.
 
     Returns:
-        ``[Q]`` int64 ranks, 1 = the own entry scored highest.
+        ``[Q]`` float64 ranks, 1 = the own entry scored highest (and the tie counts, ``with_ties``).
     """
     for what, vecs in (("query", query_vecs), ("definition", def_vecs), ("entry", entry_vecs)):
         if vecs is not None and not np.isfinite(vecs).all():  # NaN scores would still give finite ranks
             raise NonFiniteError(f"reverse dictionary: finite-value check failed: the {what} vectors hold NaN or "
                                  "infinity; the model files may be corrupt (`defsentflow verify`)")
+    validate_ties(ties)
     query_rows = np.asarray(query_rows, dtype=np.int64)
     def_entry = np.asarray(def_entry, dtype=np.int64)
     sums, counts = entry_sums(def_vecs, def_entry, n_entries)
@@ -158,35 +156,15 @@ def revdict_ranks(query_vecs: np.ndarray, query_rows: np.ndarray, def_vecs: np.n
             raise ValueError("entry_vecs (hybrid mode) needs cosine=True")
         words = _unit(np.asarray(entry_vecs, dtype=np.float64))
         means, loo = _unit(means + words), _unit(loo + words[own])
-    ranks = np.empty(len(q), dtype=np.int64)
+    ranks = np.empty(len(q), dtype=np.float64)
+    tied = np.empty(len(q), dtype=np.int64)
     for start in range(0, len(q), chunk):
         sl = slice(start, start + chunk)
         scores = q[sl] @ means.T
         own_score = np.einsum("ij,ij->i", q[sl], loo[sl])
         scores[np.arange(scores.shape[0]), own[sl]] = own_score
-        ranks[sl] = 1 + (scores > own_score[:, None]).sum(axis=1)
-    return ranks
-
-
-def chance_mrr(n_candidates: int, at: int | None = None) -> float:
-    """The expected MRR of a uniformly random ranking of ``n_candidates``: H_N / N (``at=10``: MRR@10,
-    H_min(10, N) / N)."""
-    if n_candidates < 1:
-        raise ValueError(f"n_candidates must be >= 1, got {n_candidates}")
-    top = n_candidates if at is None else min(at, n_candidates)
-    return sum(1.0 / k for k in range(1, top + 1)) / n_candidates
-
-
-def rank_metrics(ranks: np.ndarray) -> dict[str, float]:
-    """Figures (fractions in [0, 1]) from 1-based ranks: ``mrr`` over the full ranking, ``mrr@10``
-    (a rank above 10 counts 0: DefSent's reference ``get_mrr`` sums 1/rank over the top-10 list
-    and divides by every query; its tables print it x 100) and top-k accuracy."""
-    ranks = np.asarray(ranks, dtype=np.float64)
-    if ranks.size == 0:
-        return {"mrr": float("nan"), "mrr@10": float("nan"), **{f"top{k}": float("nan") for k in TOP_K}}
-    recip = 1.0 / ranks
-    return {"mrr": float(np.mean(recip)), "mrr@10": float(np.mean(np.where(ranks <= 10, recip, 0.0))),
-            **{f"top{k}": float(np.mean(ranks <= k)) for k in TOP_K}}
+        ranks[sl], tied[sl] = gold_ranks(scores, own[sl], ties, own=own_score)
+    return (ranks, tied) if with_ties else ranks
 
 
 # -- data -------------------------------------------------------------------------------------------
@@ -207,67 +185,56 @@ class RevdictQueries:
         return [self.definitions[i] for i in self.query_rows]
 
 
-def query_order_key(entry: str, definition: str) -> str:
-    return hash_text(f"{entry}\x1f{definition}")
-
-
-def normalize_definition(text: str) -> str:
-    """A definition as the ``unseen`` protocol compares it: de-duplication's whitespace
-    normalisation, then case-folded (stricter than de-duplication: more queries count as seen)."""
-    return normalize_text(text).casefold()
-
-
-def trained_texts(table: pa.Table, train_splits: Sequence[str] = ("train",)) -> set[str]:
-    """Normalised texts of every definition in ``train_splits``, under any entry."""
-    splits = table.column("split").to_pylist()
-    keep = set(train_splits)
-    return {normalize_definition(d) for d, s in zip(table.column("definition").to_pylist(), splits) if s in keep}
-
-
 def _readable(row_split: str, query_split: str) -> bool:
     """Whether a figure on ``query_split`` may read a row of ``row_split``: a figure on any split
     but test (a selection figure) never reads the test split, not even as candidates."""
     return query_split == "test" or row_split != "test"
 
 
-def prepare_queries(table: pa.Table, *, split: str = "test", candidates: CandidateSet = "all",
-                    max_queries: int | None = 2000, exclude: set[str] | None = None) -> RevdictQueries:
-    """Choose candidate entries and up to ``max_queries`` query definitions, deterministically.
-
-    Candidates are the entries of every split (``all``) or of ``split`` alone; for a split other
-    than test (a selection figure) ``all`` leaves out the test split, so no choice reads test data.
-    Queries are definitions of ``split`` whose entry has at least two definitions, taken in the
-    order of a hash of (entry, definition), so the same dictionary always gives the same queries
-    and adding entries moves few of them. A definition whose :func:`normalize_definition` text is
-    in ``exclude`` (what the model was trained on, :func:`trained_texts`) is never a query; those
-    are counted in ``n_excluded`` (before ``max_queries`` applies).
-    """
-    if candidates not in get_args(CandidateSet):
-        raise ValueError(f"candidates must be one of {get_args(CandidateSet)}, got {candidates!r}")
+def _columns(table: pa.Table) -> tuple[list[str], list[str], list[str]]:
     for col in ("entry", "definition", "split"):
         if col not in table.column_names:
             raise ValueError(f"dictionary table has no {col!r} column (columns: {table.column_names})")
-    entry = table.column("entry").to_pylist()
-    definition = table.column("definition").to_pylist()
-    splits = table.column("split").to_pylist()
+    return (table.column("entry").to_pylist(), table.column("definition").to_pylist(),
+            table.column("split").to_pylist())
+
+
+def _candidates(table: pa.Table, split: str, candidates: CandidateSet) -> tuple[list[int], RevdictQueries]:
+    if candidates not in get_args(CandidateSet):
+        raise ValueError(f"candidates must be one of {get_args(CandidateSet)}, got {candidates!r}")
+    entry, definition, splits = _columns(table)
     rows = [i for i, s in enumerate(splits) if s == split or (candidates == "all" and _readable(s, split))]
     names = sorted({entry[i] for i in rows})
     index = {e: k for k, e in enumerate(names)}
-    defs = [definition[i] for i in rows]
     def_entry = np.fromiter((index[entry[i]] for i in rows), dtype=np.int64, count=len(rows))
-    counts = np.bincount(def_entry, minlength=len(names))
-    eligible = [j for j, i in enumerate(rows) if splits[i] == split and counts[def_entry[j]] >= 2]
-    n_excluded = 0
-    if exclude:
-        unseen = [j for j in eligible if normalize_definition(defs[j]) not in exclude]
-        n_excluded = len(eligible) - len(unseen)
-        eligible = unseen
-    eligible.sort(key=lambda j: query_order_key(names[def_entry[j]], defs[j]))
-    if max_queries is not None:
-        eligible = eligible[:max_queries]
-    return RevdictQueries(entries=names, definitions=defs, def_entry=def_entry,
-                          query_rows=np.array(sorted(eligible), dtype=np.int64), split=split, candidates=candidates,
-                          n_excluded=n_excluded)
+    return rows, RevdictQueries(entries=names, definitions=[definition[i] for i in rows], def_entry=def_entry,
+                                query_rows=np.zeros(0, dtype=np.int64), split=split, candidates=candidates)
+
+
+def candidate_set(table: pa.Table, *, split: str = "test", candidates: CandidateSet = "all") -> RevdictQueries:
+    """The candidate entries and their definitions for a figure on ``split``, with no query: every
+    entry of every split (``all``; for a split other than test, a selection figure, the test split is
+    left out, so no choice reads test data) or of ``split`` alone."""
+    return _candidates(table, split, candidates)[1]
+
+
+def prepare_queries(table: pa.Table, *, split: str = "test", protocol: str = "unseen", candidates: CandidateSet = "all",
+                    max_queries: int | None = 2000, exclude: set[str] | None = None) -> RevdictQueries:
+    """The candidate set (:func:`candidate_set`) and the query rows of ``split`` under ``protocol``
+    (:func:`defsentflow.evaluation.protocols.select_queries`; ``unseen`` needs ``exclude``, the
+    normalised texts the model trained on, and takes at most ``max_queries``)."""
+    if protocol not in REVDICT_PROTOCOLS:
+        raise ValueError(f"reverse-dictionary protocols are {REVDICT_PROTOCOLS}, got {protocol!r}"
+                         + (" (all-definitions is word prediction's: leave-one-out needs an entry's second definition)"
+                            if protocol == "all-definitions" else ""))
+    rows, data = _candidates(table, split, candidates)
+    entry, definition, splits = _columns(table)
+    chosen = select_queries(entry, definition, splits, split=split, protocol=protocol, exclude=exclude,
+                            max_queries=max_queries)
+    position = {i: j for j, i in enumerate(rows)}
+    return RevdictQueries(entries=data.entries, definitions=data.definitions, def_entry=data.def_entry,
+                          query_rows=np.array(sorted(position[i] for i in chosen.rows), dtype=np.int64), split=split,
+                          candidates=candidates, n_excluded=chosen.n_excluded)
 
 
 # -- model metadata -----------------------------------------------------------------------------------
@@ -326,17 +293,18 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
                           entry_encoder: str | os.PathLike | None = None, entry_encoding: str | None = None,
                           ica: bool | None = None, normalize_logits: bool | None = None,
                           train_splits: Sequence[str] | None = None,
-                          max_queries: int | None = 2000, batch_size: int = 128, max_length: int = 64,
-                          autocast: str = "none", device: str = "auto", cache: bool = False,
-                          task: str | None = None, root: str | os.PathLike | None = None) -> list[dict[str, Any]]:
+                          max_queries: int | None = CANONICAL.max_queries, batch_size: int = 128,
+                          max_length: int = CANONICAL.max_length, autocast: str = "none", device: str = "auto",
+                          cache: bool = False, ties: TieRule = "pessimistic",
+                          root: str | os.PathLike | None = None) -> list[dict[str, Any]]:
     """Reverse-dictionary figures of ``model`` for each ``(split, protocol)`` of ``runs``.
 
     Definition vectors are encoded once and shared by the runs. Settings left as None come from
     the model's ``defsentflow.json`` (written at training time), else: mean pooling, the pooler
     when the model has one, the model itself as entry encoder, AMP for mean pooling and AC for
-    CLS pooling, no ICA, trained on the ``train`` split. ``pooling`` is the cosine mode's; the
-    head mode always uses the training-time pooling when the model records one (the head's
-    input). A model trained with ICA is scored in the ICA space fitted at training time.
+    CLS pooling, no ICA, trained on the ``train`` split. ``pooling`` (default: the training pooling)
+    is every mode's: the cosine modes' queries and entries, and the head mode's input. A model
+    trained with ICA is scored in the ICA space fitted at training time.
 
     Args:
         model: model directory, Hugging Face id or ``minilm``.
@@ -346,15 +314,16 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
         candidates: ``all`` entries of the dataset, or only the entries of the split.
         train_splits: the splits the model was trained on (default: the model's record, else
             ``train``); the ``unseen`` protocol excludes queries whose text occurs in them.
-        max_queries: at most this many queries per run (deterministic choice).
+        max_queries: at most this many ``unseen`` queries per run (deterministic choice).
+        max_length, autocast: how every text is encoded.
         cache: cache definition vectors in the data root's embedding cache.
-        task: metric task name (one run only); default see :func:`revdict_task`.
+        ties: the rank of an own entry tied with others (``pessimistic``, ``mid``, ``optimistic``).
         root: data root holding the dictionary (default ``$DEFSENTFLOW_HOME`` or ``./storage``).
 
     Returns:
-        One dict per run: ``{"split", "protocol", "candidates", "n_queries", "n_excluded",
-        "n_candidates", "n_definitions", "pooling", "modes": {mode: {"mrr", "top1", "top3",
-        "top10"}}, "rows": [metric rows for the catalog]}``.
+        One dict per run: ``{"split", "protocol", "candidates", "task", "ties", "n_queries",
+        "n_excluded", "n_candidates", "n_definitions", "pooling", "modes": {mode: {"mrr", "mrr@10",
+        "top1", "top3", "top10", "n_tied"}}, "rows": [metric rows for the catalog]}``.
     """
     bad = [m for m in modes if m not in ALL_MODES]
     if bad or not modes:
@@ -364,21 +333,22 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
         raise ValueError(f"reverse-dictionary protocols must be among {REVDICT_PROTOCOLS}, got {[p for _, p in runs]}"
                          + (" (all-definitions is word prediction's: leave-one-out needs an entry's second definition)"
                             if "all-definitions" in bad else ""))
-    if task is not None and len(runs) != 1:
-        raise ValueError("task names one run; give one (split, protocol) with it")
+    validate_ties(ties)
     meta = model_meta(model)
     pooling = validate_pooling(pooling or meta.get("pooling") or "mean")
+    settings = FigureSettings(max_length=max_length, autocast=autocast, max_queries=max_queries,
+                              candidates=candidates, ties=ties)
 
     table = tables.load_dictionary_table(dictionary, root=root)
     train_splits = tuple(train_splits or meta.get("train_splits") or ("train",))
     seen = trained_texts(table, train_splits) if any(p == "unseen" for _, p in runs) else None
     datasets = []
     for split, protocol in runs:
-        data = prepare_queries(table, split=split, candidates=candidates, max_queries=max_queries,
+        data = prepare_queries(table, split=split, protocol=protocol, candidates=candidates, max_queries=max_queries,
                                exclude=seen if protocol == "unseen" else None)
         if len(data.query_rows) == 0:
             why = (f" ({data.n_excluded} excluded: the model trained on their text in {list(train_splits)})"
-                   if data.n_excluded else " (entries need >= 2 definitions)")
+                   if data.n_excluded else " (entries need >= 2 definitions in the split)")
             raise ValueError(f"no reverse-dictionary queries in split {split!r} under protocol {protocol!r}{why}")
         datasets.append((protocol, data))
 
@@ -393,24 +363,27 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
             require_finite(own_vecs[key], model=str(model), what="definition vectors")
         return own_vecs[key]
 
+    def ranked(*args: Any, **kwargs: Any) -> dict[str, float]:
+        return rank_metrics(*revdict_ranks(*args, ties=ties, with_ties=True, **kwargs))
+
     head: dict[str, Any] = {}
     if "head" in modes:
         use_pooler = meta.get("use_pooler", _has_pooler(enc)) if use_pooler is None else use_pooler
         entry_encoder = entry_encoder or meta.get("entry_encoder")
-        head_pooling = validate_pooling(meta.get("pooling") or pooling)
-        entry_encoding = entry_encoding or meta.get("entry_encoding") or ("ac" if head_pooling == "cls" else "amp")
+        entry_encoding = entry_encoding or meta.get("entry_encoding") or ("ac" if pooling == "cls" else "amp")
         if entry_encoding not in ("ac", "amp"):
             raise ValueError(f"entry_encoding must be 'ac' or 'amp', got {entry_encoding!r}")
         ica = bool(meta.get("ica", False)) if ica is None else ica
         normalize_logits = bool(meta.get("normalize_logits", False)) if normalize_logits is None else normalize_logits
-        head = dict(use_pooler=use_pooler, head_pooling=head_pooling, entry_encoding=entry_encoding,
+        head = dict(use_pooler=use_pooler, entry_encoding=entry_encoding,
                     transform=load_ica(meta) if ica else None, normalize_logits=normalize_logits,
                     ent=enc if entry_encoder is None else load_encoder(entry_encoder, device=device))
     words_cache: dict[tuple, np.ndarray] = {}
     results = []
     for protocol, data in datasets:
         result: dict[str, Any] = {
-            "split": data.split, "protocol": protocol, "candidates": candidates,
+            "split": data.split, "protocol": protocol, "candidates": candidates, "ties": ties,
+            "task": dictionary_task("revdict", data.split, protocol, settings),
             "n_queries": int(len(data.query_rows)), "n_excluded": int(data.n_excluded),
             "n_candidates": len(data.entries), "n_definitions": len(data.definitions), "pooling": pooling,
             "train_splits": list(train_splits), "modes": {},
@@ -418,45 +391,41 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
         n = len(data.entries)
         if "cosine" in modes:
             vecs = vectors_of(enc, pooling, data)
-            result["modes"]["cosine"] = rank_metrics(
-                revdict_ranks(vecs[data.query_rows], data.query_rows, vecs, data.def_entry, n, cosine=True))
+            result["modes"]["cosine"] = ranked(vecs[data.query_rows], data.query_rows, vecs, data.def_entry, n,
+                                               cosine=True)
         if "hybrid" in modes:
             vecs = vectors_of(enc, pooling, data)
             wkey = _candidate_rows(data)
             if wkey not in words_cache:
                 words_cache[wkey] = encode_texts(enc, [headword_text(e) for e in data.entries], pooling=pooling,
                                                  desc="revdict headwords", **kw)
-            result["modes"]["hybrid"] = rank_metrics(
-                revdict_ranks(vecs[data.query_rows], data.query_rows, vecs, data.def_entry, n, cosine=True,
-                              entry_vecs=words_cache[wkey]))
+            result["modes"]["hybrid"] = ranked(vecs[data.query_rows], data.query_rows, vecs, data.def_entry, n,
+                                               cosine=True, entry_vecs=words_cache[wkey])
         if head:
             def_vecs = vectors_of(head["ent"], "cls" if head["entry_encoding"] == "ac" else "mean", data)
-            queries = sentence_head_vectors(enc.path, data.query_texts, head["head_pooling"], head["use_pooler"],
+            queries = sentence_head_vectors(enc.path, data.query_texts, pooling, head["use_pooler"],
                                             batch_size=batch_size, max_length=max_length, autocast=autocast,
                                             device=device)
-            result["modes"]["head"] = rank_metrics(
-                revdict_ranks(np.asarray(queries), data.query_rows, def_vecs, data.def_entry, n,
-                              cosine=head["normalize_logits"], transform=head["transform"]))
+            result["modes"]["head"] = ranked(np.asarray(queries), data.query_rows, def_vecs, data.def_entry, n,
+                                             cosine=head["normalize_logits"], transform=head["transform"])
             result.update(entry_encoder=str(entry_encoder or model), entry_encoding=head["entry_encoding"],
-                          use_pooler=head["use_pooler"], ica=head["transform"] is not None,
-                          head_pooling=head["head_pooling"])
-        result["rows"] = revdict_metric_rows(result, task=task)
+                          use_pooler=head["use_pooler"], ica=head["transform"] is not None)
+        result["rows"] = revdict_metric_rows(result)
         results.append(result)
     return results
 
 
-def revdict_task(split: str, protocol: str = "unseen") -> str:
-    """The catalog task of a reverse-dictionary figure: ``revdict`` (test, unseen queries),
-    ``revdict-dev`` (dev, unseen: the selection figure), ``revdict-multidef`` /
-    ``revdict-dev-multidef`` (every definition of an entry with at least two, seen or not)."""
-    base = "revdict" if split == "test" else f"revdict-{split}"
-    return base + PROTOCOL_SUFFIX[protocol]
+def revdict_task(split: str, protocol: str = "unseen", settings: FigureSettings = CANONICAL) -> str:
+    """The catalog task of a reverse-dictionary figure: ``revdict`` (test, unseen queries, canonical
+    settings), ``revdict-dev`` (dev, unseen: the selection figure), ``revdict-multidef`` (every
+    definition of an entry with at least two, seen or not), ``revdict+q500+splitcands`` (500
+    queries, the split's entries as candidates): :func:`defsentflow.eval_tasks.dictionary_task`."""
+    return dictionary_task("revdict", split, protocol, settings)
 
 
-def revdict_metric_rows(result: dict[str, Any], *, task: str | None = None) -> list[dict[str, Any]]:
-    """Catalog metric rows (see :func:`revdict_task`), setting = mode; ``n`` queries used and
-    ``n_excluded`` queries left out as seen in training."""
-    task = task or revdict_task(result["split"], result.get("protocol", "unseen"))
-    return [{"task": task, "setting": mode, "metric": metric, "value": value, "n": result["n_queries"],
+def revdict_metric_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Catalog metric rows of one run's result, task ``result["task"]``, setting = mode; ``n`` queries
+    used and ``n_excluded`` queries left out as seen in training."""
+    return [{"task": result["task"], "setting": mode, "metric": metric, "value": value, "n": result["n_queries"],
              "n_excluded": result.get("n_excluded", 0), "pooling": result["pooling"]}
             for mode, metrics in result["modes"].items() for metric, value in metrics.items()]

@@ -1,8 +1,11 @@
-"""The evaluation stage's one sequencer: resolve the model, evaluate it, file the scores, own the run.
+"""The evaluation stage's one sequencer: resolve the model, evaluate it (or reuse a finished
+identical evaluation), file the scores, own the run.
 
 :func:`run_evaluate` serves ``defsentflow eval`` (the library's own steps, called in a row) and the
 ``evaluate`` flow (the same steps wrapped as Prefect tasks, ``tasks/evaluation.py``), so both write
-the same ``runs``, ``stages`` and ``metrics`` rows.
+the same ``runs``, ``stages`` and ``metrics`` rows and reuse by the same key: an evaluation whose
+:func:`~defsentflow.evaluation.suite.evaluation_key` (model content, task inputs, settings, code
+version) finished before is filed again from the catalog's ``evaluations`` table, not recomputed.
 
 Example:
     >>> out = run_evaluate(EvaluateSection(model="minilm", tasks=("sts12",)), run_id="eval-1")
@@ -86,8 +89,9 @@ LOCAL = EvaluateSteps()
 
 def run_evaluate(section: EvaluateSection, *, run_id: str | None = None, root: str | os.PathLike | None = None,
                  steps: EvaluateSteps = LOCAL) -> dict[str, Any]:
-    """Evaluate ``section.model``; with a ``run_id``, open an ``evaluate`` run, file the metric rows
-    under it and close it; without one, write nothing (``defsentflow eval --no-record``).
+    """Evaluate ``section.model``; with a ``run_id``, open an ``evaluate`` run, reuse a finished
+    identical evaluation or keep this one for the next, file the metric rows under it and close it;
+    without one, write nothing (``defsentflow eval --no-record``).
 
     Returns:
         ``run_id``, ``model_id``, ``path``, ``pooling``, ``rows``, ``average``, ``seconds`` (per

@@ -21,7 +21,7 @@ import numpy as np
 
 from defsentflow.encoders import LoadedEncoder, encode_texts, load_encoder, validate_pooling
 from defsentflow.encoders.finite import require_finite
-from defsentflow.eval_tasks import AVERAGE_TASKS
+from defsentflow.eval_tasks import AVERAGE_TASK, AVERAGE_TASKS, VARIANT_SEP, FigureSettings, with_variant
 from defsentflow.evaluation.metrics import paired_cosine, spearman
 from defsentflow.evaluation.sts_data import SickSplit, StsTask, load_task, validate_tasks
 
@@ -32,24 +32,26 @@ SEVEN_TASKS: tuple[str, ...] = AVERAGE_TASKS
 
 
 def spearman_rows(task: StsTask, sims: Sequence[np.ndarray], *, pooling: str | None = None,
-                  per_subset: bool = False) -> list[dict[str, Any]]:
-    """Metric rows for one task given the cosine similarities of each subset's pairs."""
+                  per_subset: bool = False, variant: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Metric rows for one task given the cosine similarities of each subset's pairs; ``variant``:
+    the tokens of its non-canonical settings (:class:`~defsentflow.eval_tasks.FigureSettings`)."""
     gold = [s.scores for s in task.subsets]
-    rows = [{"task": task.name, "setting": "all", "metric": "spearman",
+    name = with_variant(task.name, variant)
+    rows = [{"task": name, "setting": "all", "metric": "spearman",
              "value": 100.0 * spearman(np.concatenate(sims), np.concatenate(gold)), "n": task.n,
              "pooling": pooling, "source": ", ".join(task.sources)}]
     per = [100.0 * spearman(s, g) for s, g in zip(sims, gold)]
     if len(task.subsets) > 1:
-        rows.append({"task": task.name, "setting": "mean", "metric": "spearman", "value": float(np.mean(per)),
+        rows.append({"task": name, "setting": "mean", "metric": "spearman", "value": float(np.mean(per)),
                      "n": task.n, "pooling": pooling, "source": rows[0]["source"]})
         if per_subset:
-            rows += [{"task": f"{task.name}/{s.name}", "setting": "all", "metric": "spearman", "value": v,
+            rows += [{"task": f"{name}/{s.name}", "setting": "all", "metric": "spearman", "value": v,
                       "n": len(s), "pooling": pooling, "source": s.source} for s, v in zip(task.subsets, per)]
     return rows
 
 
 def score_tasks(tasks: Sequence[StsTask], embed: Callable[[list[str]], np.ndarray], *,
-                pooling: str | None = None, per_subset: bool = False) -> list[dict[str, Any]]:
+                pooling: str | None = None, per_subset: bool = False, variant: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Embed every sentence of ``tasks`` with ONE call of ``embed`` and score each task."""
     texts: list[str] = []
     spans = []
@@ -70,25 +72,31 @@ def score_tasks(tasks: Sequence[StsTask], embed: Callable[[list[str]], np.ndarra
             start, n = spans[k]
             k += 1
             sims.append(paired_cosine(vecs[start:start + n], vecs[start + n:start + 2 * n]))
-        rows += spearman_rows(t, sims, pooling=pooling, per_subset=per_subset)
+        rows += spearman_rows(t, sims, pooling=pooling, per_subset=per_subset, variant=variant)
     return rows
 
 
 def average_row(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The 7-task average of the ``all`` Spearman rows, or the average over those present, labelled.
 
-    Returns a row with ``task="avg"``, ``n`` the number of tasks averaged and ``label`` saying
-    which (``"avg (7 tasks)"`` or ``"avg of 5/7: sts12,sts13,..."``); None when none is present.
+    Returns a row with ``task`` the average's (``sts7``, with the rows' variant tokens), ``n`` the
+    number of tasks averaged and ``label`` saying which (``"avg (7 tasks)"`` or ``"avg of 5/7:
+    sts12,sts13,..."``); None when none is present.
     """
-    values = {r["task"]: r["value"] for r in rows if r["setting"] == "all" and r["metric"] == "spearman"}
+    values, variant = {}, ()
+    for r in rows:
+        base, *tokens = r["task"].split(VARIANT_SEP)
+        if r["setting"] == "all" and r["metric"] == "spearman" and base in SEVEN_TASKS:
+            values[base], variant = r["value"], tuple(tokens)
     present = [t for t in SEVEN_TASKS if t in values]
     if not present:
         return None
     label = "avg (7 tasks)" if len(present) == len(SEVEN_TASKS) else \
         f"avg of {len(present)}/{len(SEVEN_TASKS)}: {','.join(present)}"
     pooling = next((r.get("pooling") for r in rows), None)
-    return {"task": "avg", "setting": "all", "metric": "spearman", "value": float(np.mean([values[t] for t in present])),
-            "n": len(present), "pooling": pooling, "label": label}
+    return {"task": with_variant(AVERAGE_TASK, variant), "setting": "all", "metric": "spearman",
+            "value": float(np.mean([values[t] for t in present])), "n": len(present), "pooling": pooling,
+            "label": label + (f" ({', '.join(variant)})" if variant else "")}
 
 
 def evaluate_sts(encoder: Any, tasks: Sequence[str] | str, *, data_dir: str | os.PathLike, pooling: str = "mean",
@@ -104,7 +112,8 @@ def evaluate_sts(encoder: Any, tasks: Sequence[str] | str, *, data_dir: str | os
         pooling: ``cls``, ``mean``, ``max``, ``prompt`` or ``sbert_wk``.
         max_length: tokens per sentence (256, all-MiniLM-L6-v2's sentence-transformers setting;
             the longest STS12-16 / STS-B dev sentence has 93 WordPiece tokens, so any value from
-            128 up gives the same scores).
+            128 up gives the same scores). Another value, or an autocast, is named in the rows'
+            task (``sts12+len64``): a figure's name carries every setting that changes it.
         sick_split: which SICK file ``sickr`` reads (``auto``: test if present, else trial; the
             row is then named ``sickr-trial``).
         per_subset: also return one row per subset (``task="sts12/MSRpar"``).
@@ -128,4 +137,5 @@ def evaluate_sts(encoder: Any, tasks: Sequence[str] | str, *, data_dir: str | os
                        what="sentence vectors")
         return vecs
 
-    return score_tasks(loaded, embed, pooling=pooling, per_subset=per_subset)
+    variant = FigureSettings(max_length=max_length, autocast=autocast).tokens("sts")
+    return score_tasks(loaded, embed, pooling=pooling, per_subset=per_subset, variant=variant)

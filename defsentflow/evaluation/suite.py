@@ -1,9 +1,10 @@
-"""The evaluation suite: STS tasks and the reverse dictionary for one model, recorded in the catalog.
+"""The evaluation suite: the requested tasks for one model, recorded in the catalog.
 
 This is what ``defsentflow eval`` and the ``evaluate`` flow run, for an
-:class:`~defsentflow.evaluation.config.EvalConfig`. STS tasks share one encoding
-pass (:func:`~defsentflow.evaluation.sts.evaluate_sts`); ``revdict`` calls
-:func:`defsentflow.evaluation.revdict.evaluate_revdict` and needs a dictionary dataset.
+:class:`~defsentflow.evaluation.config.EvalConfig`: a loop over the task registry's evaluators
+(:data:`defsentflow.evaluation.tasks.EVALUATORS`: STS tasks in one encoding pass, the reverse
+dictionary and word prediction, which need a dictionary dataset). :func:`evaluation_key` names a
+finished evaluation by content, so an identical one is reused (:mod:`defsentflow.evaluation.stage`).
 """
 
 from __future__ import annotations
@@ -15,27 +16,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from defsentflow.encoders import validate_pooling
+from defsentflow.encoders import model_content_hash, validate_pooling
 from defsentflow.encoders.finite import NonFiniteError
 from defsentflow.encoders.loading import resolve_model_path
 from defsentflow.encoders.lookup import UnknownModelError, find_model
 from defsentflow.encoders.model_record import record_of
 from defsentflow.evaluation.config import (
-    DICTIONARY_TASKS,
     EVAL_TASKS,
     EvalConfig,
     EvaluateSection,
     default_data_dir,
     validate_eval_tasks,
 )
-from defsentflow.evaluation.revdict import REVDICT_PROTOCOLS
-from defsentflow.evaluation.sts import average_row, evaluate_sts
-from defsentflow.evaluation.sts_data import task_files
-from defsentflow.evaluation.wordpred import WORDPRED_PROTOCOLS, evaluate_wordpred
-from defsentflow.storage import combine_hashes, hash_file
+from defsentflow.evaluation.sts import average_row
+from defsentflow.evaluation.tasks import EVALUATORS
+from defsentflow.storage import code_version, combine_hashes, hash_config
 
 __all__ = ["EVAL_TASKS", "EvalConfig", "EvalResult", "EvaluateSection", "default_data_dir", "default_pooling",
-           "evaluation_inputs_hash", "known_model", "record_evaluation", "resolve_model", "run_evaluation", "validate_eval_tasks"]
+           "evaluation_inputs_hash", "evaluation_key", "known_model", "record_evaluation", "resolve_model",
+           "run_evaluation", "validate_eval_tasks"]
+
+# Fields of an evaluation config that change no figure: where it runs, how it is cached, the id the
+# scores are filed under; the data folder is named by the content of the files it holds.
+_NOT_SETTINGS = frozenset({"model", "model_id", "device", "cache", "data_dir"})
 
 
 @dataclass(frozen=True)
@@ -61,57 +64,34 @@ def default_pooling(model: str | os.PathLike) -> str:
 
 
 def run_evaluation(model: str | os.PathLike, config: EvalConfig) -> EvalResult:
-    """Evaluate ``model`` on ``config.tasks``; nothing is written (see :func:`record_evaluation`)."""
+    """Evaluate ``model`` on ``config.tasks``, one evaluator of the registry after the other, every
+    task with the evaluation's pooling and max length; nothing is written (see :func:`record_evaluation`)."""
     pooling = validate_pooling(config.pooling or default_pooling(model))
     rows: list[dict[str, Any]] = []
     seconds: dict[str, float] = {}
-    sts = [t for t in config.tasks if t not in DICTIONARY_TASKS]
-    if sts:
-        t0 = time.perf_counter()
-        rows += evaluate_sts(str(model), sts, data_dir=config.resolved_data_dir(), pooling=pooling, batch_size=config.batch_size,
-                             autocast=config.autocast, max_length=config.max_length, sick_split=config.sick_split,
-                             per_subset=config.per_subset, cache=config.cache, device=config.device)
-        seconds["sts"] = time.perf_counter() - t0
-    runs = [(split, protocol) for split in config.revdict_splits for protocol in config.revdict_protocols]
-
-    revdict_runs = [r for r in runs if r[1] in REVDICT_PROTOCOLS]   # all-definitions is word prediction's
-    if "revdict" in config.tasks and revdict_runs:
-        from defsentflow.evaluation.revdict import (
-            evaluate_revdict_runs,  # lazy: looked up at call time, so tests can replace it on its own module
-        )
-
-        t0 = time.perf_counter()
-        for res in evaluate_revdict_runs(str(model), config.dictionary, runs=revdict_runs, pooling=pooling,
-                                         candidates=config.revdict_candidates, modes=config.revdict_modes,
-                                         max_queries=config.revdict_max_queries, batch_size=config.batch_size,
-                                         autocast=config.autocast, device=config.device, cache=config.cache):
-            rows += res["rows"]
-        seconds["revdict"] = time.perf_counter() - t0
-    if "wordpred" in config.tasks:
-        t0 = time.perf_counter()
-        for split, protocol in [r for r in runs if r[1] in WORDPRED_PROTOCOLS]:
-            res = evaluate_wordpred(str(model), config.dictionary, split=split, protocol=protocol,
-                                    max_queries=config.revdict_max_queries, batch_size=config.batch_size,
-                                    autocast=config.autocast, device=config.device)
-            rows += res["rows"]
-        seconds["wordpred"] = time.perf_counter() - t0
+    for evaluator in EVALUATORS:
+        if evaluator.tasks(config):
+            t0 = time.perf_counter()
+            rows += evaluator.run(str(model), config, pooling)
+            seconds[evaluator.name] = time.perf_counter() - t0
     return EvalResult(str(model), pooling, tuple(rows), seconds)
 
 
 def evaluation_inputs_hash(config: EvalConfig) -> str:
-    """Content hash of every evaluation file the config's STS tasks read, plus the revdict dictionary name.
+    """Content hash of every input the config's tasks read: each STS file (a missing one hashed as
+    missing, so adding a held-back split later changes the hash) and the dictionary dataset's key."""
+    return combine_hashes([part for evaluator in EVALUATORS if evaluator.tasks(config)
+                           for part in evaluator.inputs(config)])
 
-    A missing file is hashed as missing, so adding a held-back split later changes the hash.
-    """
-    parts = []
-    for task in config.tasks:
-        if task in DICTIONARY_TASKS:
-            parts.append(f"{task}:{config.dictionary}:{','.join(config.revdict_splits)}:"
-                         f"{','.join(config.revdict_protocols)}:{config.revdict_candidates}")
-            continue
-        for f in task_files(config.resolved_data_dir(), task, sick_split=config.sick_split):
-            parts.append(f"{task}:{f.name}:{hash_file(f) if f.is_file() else 'missing'}")
-    return combine_hashes(parts)
+
+def evaluation_key(config: EvalConfig, model_path: str | os.PathLike) -> str:
+    """The content key of one evaluation: the model's content, the inputs' content, every setting
+    that changes a figure (the pooling resolved as :func:`run_evaluation` resolves it) and the code
+    version. An evaluation finished under the same key has the same figures."""
+    settings = {k: v for k, v in config.model_dump(mode="json").items() if k not in _NOT_SETTINGS}
+    settings["pooling"] = config.pooling or default_pooling(model_path)
+    return combine_hashes(["evaluation", model_content_hash(model_path), evaluation_inputs_hash(config),
+                           hash_config(settings), code_version()])
 
 
 def resolve_model(catalog: Any, model: str) -> tuple[str, str]:

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
+from defsentflow.eval_tasks import DICTIONARY_TASKS
 from defsentflow.evaluation.sts_data import SICK_FILES, TASKS, available_tasks, sick_root, task_files
 from defsentflow.storage import Catalog
 
@@ -24,9 +25,6 @@ __all__ = ["TaskStatus", "record_run_tasks", "runnable_tasks", "task_statuses"]
 log = logging.getLogger(__name__)
 
 Status = Literal["evaluated", "fallback", "skipped"]
-
-# Tasks that read the run's dictionary, not the STS data folder.
-_DICTIONARY_TASKS = ("revdict", "wordpred")
 
 
 @dataclass(frozen=True)
@@ -44,10 +42,10 @@ def task_statuses(tasks: Sequence[str], data_dir: str | os.PathLike | None) -> l
     present = set(available_tasks(data_dir)) if data_dir else set()
     out = []
     for task in dict.fromkeys(tasks):
-        if task in _DICTIONARY_TASKS:
+        if task in DICTIONARY_TASKS:
             out.append(TaskStatus(task, "evaluated", None, task))
         elif task not in TASKS:
-            out.append(TaskStatus(task, "skipped", f"unknown task; valid: {', '.join((*TASKS, *_DICTIONARY_TASKS))}"))
+            out.append(TaskStatus(task, "skipped", f"unknown task; valid: {', '.join((*TASKS, *DICTIONARY_TASKS))}"))
         elif not data_dir:
             out.append(TaskStatus(task, "skipped", "no evaluation data folder (eval.data_dir) was found"))
         elif task in present:

@@ -9,18 +9,23 @@ trained with one) and scored by the frozen prediction head:
 * DefSent+'s trained entry matrix (``entry_matrix``) over its rows, for entries that have a row.
 
 A model trained here names its head in ``defsentflow.json`` (``decoder``, ``base_model``,
-``entry_matrix``); any other model is scored through its own word-prediction layer. Queries
-are ``unseen`` (:mod:`defsentflow.evaluation.revdict`: no definition whose text the model trained
-on; at most ``max_queries``) or ``all-definitions`` (every definition of the split whose word is a
-target, no cap: DefSent's Table 2 protocol). Figures are DefSent's, as its reference ``get_mrr``
-and top-k count (def2word.py): ``mrr@10`` (1/rank within the top 10, else 0, over every query) and
-top-1/3/10 accuracy; ``mrr`` is the full-ranking MRR (never lower). Ties are ranked optimistically
-(the reference takes ``torch.topk``'s order, which is unspecified for exact ties).
+``entry_matrix``); any other model is scored through its own word-prediction layer. The query
+vector is pooled with the evaluation's pooling (default: the training pooling, else mean) and
+encoded with its max length. Queries follow a protocol of :mod:`defsentflow.evaluation.protocols`,
+the reverse dictionary's too: ``unseen`` (no definition whose text the model trained on, at most
+``max_queries``), ``multi-definition`` or ``all-definitions`` (every definition of the split:
+DefSent's Table 2 protocol); those whose word the head cannot predict are dropped and counted
+(``n_untargeted``). Figures are DefSent's, as its reference ``get_mrr`` and top-k count
+(def2word.py): ``mrr@10`` (1/rank within the top 10, else 0, over every query) and top-1/3/10
+accuracy; ``mrr`` is the full-ranking MRR (never lower); ``n_tied``: queries whose word tied with
+another candidate. Ties are ranked pessimistically by default (:mod:`defsentflow.evaluation.ranks`:
+the reference takes ``torch.topk``'s order, which puts an all-equal row's word outside the top 10).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -29,58 +34,42 @@ import pyarrow as pa
 from defsentflow.dictionary import tables
 from defsentflow.encoders import validate_pooling
 from defsentflow.encoders.loading import pick_device, resolve_model_path
-from defsentflow.evaluation.revdict import (
-    PROTOCOL_SUFFIX,
-    Protocol,
-    chance_mrr,
-    model_meta,
-    normalize_definition,
-    query_order_key,
-    rank_metrics,
-    trained_texts,
-)
+from defsentflow.eval_tasks import CANONICAL, TASKS, FigureSettings, TieRule, dictionary_task
+from defsentflow.evaluation.protocols import select_queries, trained_texts
+from defsentflow.evaluation.ranks import chance_mrr, gold_ranks, rank_metrics, validate_ties
+from defsentflow.evaluation.revdict import Protocol, model_meta
 from defsentflow.training.entry_matrix import EntryMatrix
 from defsentflow.training.heads import sentence_head_vectors
 from defsentflow.training.targets import single_token_targets
 
 __all__ = ["WORDPRED_PROTOCOLS", "evaluate_wordpred", "head_ranks", "wordpred_task"]
 
-WORDPRED_PROTOCOLS: tuple[str, ...] = ("unseen", "all-definitions")
+WORDPRED_PROTOCOLS: tuple[str, ...] = TASKS["wordpred"].protocols
 
 
-def wordpred_task(split: str, protocol: str = "unseen") -> str:
-    """``wordpred`` (test, unseen), ``wordpred-dev`` (selection), ``-alldefs`` for every definition
-    (``wordpred-alldefs``: DefSent's Table 2 protocol)."""
-    base = "wordpred" if split == "test" else f"wordpred-{split}"
-    return base + PROTOCOL_SUFFIX[protocol]
+def wordpred_task(split: str, protocol: str = "unseen", settings: FigureSettings = CANONICAL) -> str:
+    """``wordpred`` (test, unseen), ``wordpred-dev`` (selection), ``wordpred-alldefs`` (every
+    definition: DefSent's Table 2 protocol), with the variant tokens of non-canonical settings."""
+    return dictionary_task("wordpred", split, protocol, settings)
 
 
-def head_ranks(scores: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """1-based rank of each row's target column in ``scores`` ``[Q, C]`` (ties optimistic)."""
-    own = scores[np.arange(len(targets)), targets]
-    return 1 + (scores > own[:, None]).sum(axis=1)
+def head_ranks(scores: np.ndarray, targets: np.ndarray, ties: TieRule = "pessimistic") -> np.ndarray:
+    """1-based rank of each row's target column in ``scores`` ``[Q, C]`` under ``ties``."""
+    return gold_ranks(scores, targets, ties)[0]
 
 
-def _queries(table: pa.Table, split: str, targets_of: dict[str, int], exclude: set[str] | None,
+def _queries(table: pa.Table, split: str, protocol: str, targets_of: dict[str, int], exclude: set[str] | None,
              max_queries: int | None) -> tuple[list[str], np.ndarray, int, int]:
-    """Query texts of ``split`` whose entry has a target, their targets, how many were excluded as
-    seen in training and how many had no target."""
+    """The protocol's queries of ``split`` whose word has a target, their targets, how many were
+    excluded as seen in training and how many had no target."""
     entry = table.column("entry").to_pylist()
     definition = table.column("definition").to_pylist()
-    splits = table.column("split").to_pylist()
-    rows = [i for i, s in enumerate(splits) if s == split]
-    with_target = [i for i in rows if entry[i] in targets_of]
-    n_untargeted = len(rows) - len(with_target)
-    n_excluded = 0
-    if exclude:
-        unseen = [i for i in with_target if normalize_definition(definition[i]) not in exclude]
-        n_excluded = len(with_target) - len(unseen)
-        with_target = unseen
-    with_target.sort(key=lambda i: query_order_key(entry[i], definition[i]))
-    if max_queries is not None:
-        with_target = with_target[:max_queries]
+    chosen = select_queries(entry, definition, table.column("split").to_pylist(), split=split, protocol=protocol,
+                            exclude=exclude, max_queries=max_queries)
+    with_target = [i for i in chosen.rows if entry[i] in targets_of]
     texts = [definition[i] for i in with_target]
-    return texts, np.array([targets_of[entry[i]] for i in with_target], dtype=np.int64), n_excluded, n_untargeted
+    return (texts, np.array([targets_of[entry[i]] for i in with_target], dtype=np.int64), chosen.n_excluded,
+            len(chosen.rows) - len(with_target))
 
 
 def _word_head(source: str, device: Any) -> tuple[Any, dict[str, int], str]:
@@ -94,10 +83,21 @@ def _word_head(source: str, device: Any) -> tuple[Any, dict[str, int], str]:
     return prepared.word_head, prepared.encoder.tokenizer, str(prepared.decoder)
 
 
+def read_entry_matrix(model: str | os.PathLike, meta: dict[str, Any]) -> tuple[np.ndarray, list[str]]:
+    """The DefSent+ entry matrix a model was trained against (``[n_entries, H]`` float32) and its
+    entries' names, through the one entry-matrix reader (:meth:`EntryMatrix.load`)."""
+    try:
+        em = EntryMatrix.load(str(meta.get("entry_matrix") or ""))
+    except FileNotFoundError as exc:
+        raise ValueError(f"{model}: the model's entry matrix is missing ({exc})") from None
+    return np.asarray(em.matrix, dtype=np.float32), em.entries
+
+
 def evaluate_wordpred(model: str | os.PathLike, dictionary: str | pa.Table, *, split: str = "test",
                       protocol: Protocol = "unseen", pooling: str | None = None, use_pooler: bool | None = None,
-                      train_splits: list[str] | None = None, max_queries: int | None = 2000, batch_size: int = 128,
-                      max_length: int = 64, autocast: str = "none", device: str = "auto",
+                      train_splits: list[str] | None = None, max_queries: int | None = CANONICAL.max_queries,
+                      batch_size: int = 128, max_length: int = CANONICAL.max_length, autocast: str = "none",
+                      device: str = "auto", ties: TieRule = "pessimistic",
                       root: str | os.PathLike | None = None) -> dict[str, Any]:
     """MRR and top-1/3/10 of predicting each query definition's word through the model's frozen head.
 
@@ -105,16 +105,18 @@ def evaluate_wordpred(model: str | os.PathLike, dictionary: str | pa.Table, *, s
         model: model directory, Hugging Face id or ``minilm``.
         dictionary: dataset name/key or a table with entry, definition and split columns.
         split: the split whose definitions are queries (``dev`` for selection).
-        protocol: ``unseen`` (no query text the model trained on, at most ``max_queries``) or
-            ``all-definitions`` (every definition of the split with a target; ``max_queries`` ignored).
+        protocol: ``unseen`` (no query text the model trained on, at most ``max_queries``),
+            ``multi-definition`` or ``all-definitions`` (no cap): :mod:`defsentflow.evaluation.protocols`.
         pooling, use_pooler: the sentence vector fed to the head (default: the model's training
             settings from ``defsentflow.json``, else mean pooling without the pooler).
         train_splits: the splits the model trained on (default: its record, else ``train``).
+        max_length, autocast: how every query is encoded.
+        ties: the rank of a word tied with other candidates (``pessimistic``, ``mid``, ``optimistic``).
 
     Returns:
-        ``{"split", "protocol", "head", "n_queries", "n_excluded", "n_untargeted", "n_candidates",
-        "metrics": {"mrr", "mrr@10", "top1", "top3", "top10", "chance_mrr", "chance_mrr@10"},
-        "rows": [metric rows]}``.
+        ``{"split", "protocol", "task", "ties", "head", "n_queries", "n_excluded", "n_untargeted",
+        "n_candidates", "metrics": {"mrr", "mrr@10", "top1", "top3", "top10", "n_tied", "chance_mrr",
+        "chance_mrr@10"}, "rows": [metric rows]}``.
 
     Raises:
         ValueError: no query has a target (e.g. a DefSent+ matrix of train-split entries and a
@@ -124,23 +126,20 @@ def evaluate_wordpred(model: str | os.PathLike, dictionary: str | pa.Table, *, s
 
     if protocol not in WORDPRED_PROTOCOLS:
         raise ValueError(f"word-prediction protocol must be one of {WORDPRED_PROTOCOLS}, got {protocol!r}")
-    if protocol == "all-definitions":
-        max_queries = None
+    validate_ties(ties)
     meta = model_meta(model)
     pooling = validate_pooling(pooling or meta.get("pooling") or "mean")
     use_pooler = bool(meta.get("use_pooler", False)) if use_pooler is None else use_pooler
+    settings = FigureSettings(max_length=max_length, autocast=autocast, max_queries=max_queries, ties=ties)
 
     table = tables.load_dictionary_table(dictionary, root=root)
     train_splits = list(train_splits or meta.get("train_splits") or ["train"])
     exclude = trained_texts(table, train_splits) if protocol == "unseen" else None
     dev = pick_device(device)
     entries = sorted(set(table.column("entry").to_pylist()))
+    score: Callable[[torch.Tensor], torch.Tensor]
     if meta.get("decoder") == "entry_matrix":
-        try:
-            em = EntryMatrix.load(str(meta.get("entry_matrix") or ""))
-        except FileNotFoundError as exc:
-            raise ValueError(f"{model}: the model's entry matrix is missing ({exc})") from None
-        matrix, names = np.asarray(em.matrix, dtype=np.float32), em.entries
+        matrix, names = read_entry_matrix(model, meta)
         targets_of = {e: i for i, e in enumerate(names)}
         head_kind, n_candidates = "entry_matrix", len(names)
         normalize = bool(meta.get("normalize_logits", False))
@@ -161,25 +160,28 @@ def evaluate_wordpred(model: str | os.PathLike, dictionary: str | pa.Table, *, s
         def score(h: torch.Tensor) -> torch.Tensor:
             return head(h)
 
-    texts, targets, n_excluded, n_untargeted = _queries(table, split, targets_of, exclude, max_queries)
+    texts, targets, n_excluded, n_untargeted = _queries(table, split, protocol, targets_of, exclude, max_queries)
     if not texts:
         raise ValueError(f"no word-prediction queries in split {split!r} under protocol {protocol!r}: "
                          f"{n_untargeted} definitions have no target in the {head_kind} head, {n_excluded} were "
                          f"seen in training")
     vecs = sentence_head_vectors(resolve_model_path(model), texts, pooling, use_pooler, batch_size=batch_size,
                                  max_length=max_length, autocast=autocast, device=device)
-    ranks = []
+    ranks, tied = [], []
     with torch.inference_mode():
         for start in range(0, len(texts), 256):
             h = torch.from_numpy(np.ascontiguousarray(vecs[start:start + 256])).to(dev)
-            ranks.append(head_ranks(score(h).float().cpu().numpy(), targets[start:start + 256]))
-    metrics = rank_metrics(np.concatenate(ranks))
+            r, t = gold_ranks(score(h).float().cpu().numpy(), targets[start:start + 256], ties)
+            ranks.append(r)
+            tied.append(t)
+    metrics = rank_metrics(np.concatenate(ranks), np.concatenate(tied))
     # what a uniformly random ranking of the head's candidates scores (H_N / N; MRR@10: H_10 / N)
     metrics.update({"chance_mrr": chance_mrr(n_candidates), "chance_mrr@10": chance_mrr(n_candidates, at=10)})
-    result = {"split": split, "protocol": protocol, "head": head_kind, "pooling": pooling, "use_pooler": use_pooler,
-              "n_queries": len(texts), "n_excluded": n_excluded, "n_untargeted": n_untargeted,
-              "n_candidates": n_candidates, "train_splits": train_splits, "metrics": metrics}
-    task = wordpred_task(split, protocol)
+    task = wordpred_task(split, protocol, settings)
+    result = {"split": split, "protocol": protocol, "task": task, "ties": ties, "head": head_kind, "pooling": pooling,
+              "use_pooler": use_pooler, "n_queries": len(texts), "n_excluded": n_excluded,
+              "n_untargeted": n_untargeted, "n_candidates": n_candidates, "train_splits": train_splits,
+              "metrics": metrics}
     result["rows"] = [{"task": task, "setting": head_kind, "metric": k, "value": v, "n": len(texts),
                        "n_excluded": n_excluded, "pooling": pooling} for k, v in metrics.items()]
     return result

@@ -3,8 +3,8 @@
 ``claims_table`` gives the columns the CLI prints and the report writes: the claim, the paper's
 figure or direction, the measured figure (mean ± sd over seeds per arm), the stated test's
 ``effect`` (mean paired difference, last minus first arm), ``ci_low`` / ``ci_high`` (its two-sided
-90% t interval: the lower end is the one-sided 95% bound), ``p`` (one-sided paired t-test), the
-``verdict`` (:mod:`defsentflow.claims.judge`) and the time of the runs it reads. ``plot_claims`` draws one panel per measured claim:
+90% t interval: the lower end is the one-sided 95% bound), ``p`` (one-sided paired t-test) and
+``p_holm`` (Holm-adjusted over the claims of the run), the ``verdict`` (:mod:`defsentflow.claims.judge`) and the time of the runs it reads. ``plot_claims`` draws one panel per measured claim:
 each seed's figure per arm, with the arm's mean and sd. ``claims_section`` is the run report's
 "Claims" section, present for a claims run (``defsentflow report <claims run id>``).
 """
@@ -22,12 +22,14 @@ from defsentflow.entryspace.figures import new_figure, save_figure
 
 __all__ = ["CLAIM_COLUMNS", "claims_section", "claims_table", "plot_claims"]
 
-CLAIM_COLUMNS = ("claim", "paper", "measured (mean ± sd over seeds)", "n", "effect", "ci_low", "ci_high", "p", "verdict",
-                 "minutes")
+CLAIM_COLUMNS = ("claim", "paper", "measured (mean ± sd over seeds)", "n", "effect", "ci_low", "ci_high", "p",
+                 "p (Holm)", "verdict", "minutes")
 CLAIMS_TEST = ("effect: the mean over seeds of the paired difference, last minus first arm; ci_low, ci_high: its "
                "two-sided 90% t interval (the lower end is the one-sided 95% bound); p: the one-sided paired t-test "
-               "of effect > 0 (n - 1 degrees of freedom). Verdict: holds (p < 0.05), does not hold (p >= 0.05), or "
-               "inconclusive (too few seeds, an arm not above chance or the untrained encoder on its own metric).")
+               "of effect > 0 (n - 1 degrees of freedom); p (Holm): p adjusted by Holm's method over the claims "
+               "tested together. Verdict: holds (Holm-adjusted p < 0.05), contradicted (the interval wholly below 0), "
+               "not supported (neither), or cannot be tested here (too few seeds, an arm not above chance or the "
+               "untrained encoder on its own metric, or a control that cannot test the claim, with the reason).")
 
 
 def _series(row: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -58,7 +60,8 @@ def claims_table(rows: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, ...], li
             measured = f"{measured} ({r['note']})" if measured else r["note"]
         minutes = None if r.get("seconds") is None else round(float(r["seconds"]) / 60.0, 1)
         out.append((r["statement"], r["paper"], measured, r.get("n"), _fig(r, "effect" if "effect" in r else "diff_mean"),
-                    _fig(r, "ci_low"), _fig(r, "ci_high"), _p(r.get("p")), r.get("verdict"), minutes))
+                    _fig(r, "ci_low"), _fig(r, "ci_high"), _p(r.get("p")), _p(r.get("p_holm")), r.get("verdict"),
+                    minutes))
     return CLAIM_COLUMNS, out
 
 

@@ -21,7 +21,8 @@ from defsentflow.eval_tasks import AVERAGE_TASKS, metric_column
 from defsentflow.storage.leaderboard_view import leaderboard_select
 from defsentflow.storage.leaderboard_view import selection_column as select
 
-__all__ = ["Leaderboard", "STS7", "format_delta", "format_number", "load_leaderboard", "selection_column"]
+__all__ = ["Leaderboard", "STS7", "format_delta", "format_mean_sd", "format_number", "load_leaderboard",
+           "selection_column"]
 
 # The columns of the seven tasks of the STS average (SentEval's 'all' setting), from the task table.
 STS7 = tuple(metric_column(t, "all", "spearman") for t in AVERAGE_TASKS)
@@ -47,6 +48,14 @@ def format_number(v: Any) -> str:
             return f"{v:.2f}"
         return f"{v:,.0f}"
     return str(v)
+
+
+def format_mean_sd(mean: float | None, sd: float | None) -> str:
+    """``72.31 ± 0.40``: a mean over seeds and its sd, both to the decimals of the mean's scale."""
+    if mean is None:
+        return ""
+    decimals = 2 if abs(mean) > 1.5 else 4
+    return f"{mean:.{decimals}f}" + ("" if sd is None else f" ± {sd:.{decimals}f}")
 
 
 def format_delta(before: float | None, after: float | None) -> str:
@@ -84,12 +93,15 @@ class Leaderboard:
         return replace(self, rows=rows, columns=cols)
 
     def table(self, extra: Sequence[str] = ()) -> tuple[list[str], list[list[Any]]]:
-        """Header and rows for printing: identity columns, ``extra``, the score columns, other ids."""
+        """Header and rows for printing: identity columns, ``extra``, the score columns (a mean over
+        seeds as ``mean ± sd``), other ids."""
         cols = [*self.IDENTITY, *extra, *self.columns, "also_known_as"]
         out = []
         for r in self.rows:
             other = [a for a in r["aliases"] if a != r["model_id"]]
-            out.append([*(r.get(c) for c in cols[:-1]), ", ".join(other)])
+            cells = [format_mean_sd(r.get(c), r[c + "_sd"]) if r.get(c + "_sd") is not None else r.get(c)
+                     for c in cols[:-1]]
+            out.append([*cells, ", ".join(other)])
         return cols, out
 
     def to_dict(self) -> dict[str, Any]:
@@ -126,6 +138,6 @@ def load_leaderboard(catalog: Any, *, run_id: str | None = None) -> Leaderboard:
         r["aliases"] = sorted([r["model_id"], *(a for a in (r.pop("also_known_as") or "").split(", ") if a)])
         if not any(r.get(c) is not None for c in columns):
             continue  # a model with no figure (placeholder rows of the view)
-        rows.append({k: (float(v) if k in columns and v is not None and not k.endswith("_n") else v)
-                     for k, v in r.items()})
+        rows.append({k: (float(v) if (k in columns or k.endswith("_sd")) and v is not None and not k.endswith("_n")
+                         else v) for k, v in r.items()})
     return Leaderboard(columns, tuple(rows), sort_by, note, splits)

@@ -1,10 +1,12 @@
-"""Table 2's statistic: the chosen PST combination's figures as mean ± sd over its seeds.
+"""Table 2's statistic: PST's chosen combination at every step, as mean ± sd over its seeds.
 
-DefSent+ (Liu 2024, Table 2) reports each setting as the mean ± sd over its ten runs. With
-``eval.seed_stats: true`` the pipeline (:func:`defsentflow.pipeline.chosen_combination_seeds`) evaluates every seed's model of the chosen combination
-(the winner's step, pooling, entry encoding and ICA choice) on every evaluation task, with the
-pooling the winner is evaluated with; this section of the run report gives, per task, that mean ±
-sd beside the selected (best) seed's figure.
+DefSent+ (Liu 2024, Table 2) reports each step (1st, 2nd, 3rd, 3rd-ICA) as the mean ± sd over
+its ten runs, and Table 7 encodes STS with one pooling per encoder (Prompt for three of four).
+With ``eval.seed_stats: true`` the pipeline (:func:`defsentflow.pipeline.chosen_combination_seeds`)
+evaluates every seed's model of the chosen combination at every step with the evaluation's pooling
+and every ``eval.also_poolings``; the catalog's ``seed_stats`` view (``sql/090_seed_stats.sql``)
+aggregates them, and this section of the run report prints one table per pooling: a row per step,
+a column per task, ``mean ± sd``.
 """
 
 from __future__ import annotations
@@ -12,47 +14,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
+from defsentflow.eval_tasks import AVERAGE_TASK, EVAL_TASKS, task_parts
+from defsentflow.report.leaderboard import format_mean_sd
 
 __all__ = ["seed_stats_rows", "seed_stats_section"]
 
-
-def _headline(r: dict[str, Any]) -> bool:
-    if "/" in r["task"]:
-        return False  # per-subset rows
-    if r["metric"] == "spearman":
-        return r["setting"] == "all"
-    return r["metric"] in ("mrr", "mrr@10", "top1", "top10")
+_ORDER = [*EVAL_TASKS, AVERAGE_TASK]
 
 
 def seed_stats_rows(rows: Callable[..., list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Per (task, setting, metric): mean, sd (sample), n over the chosen combination's seeds, and the
-    selected seed's figure; [] when fewer than two seeds were evaluated."""
-    win = rows("SELECT s.step, s.seed, s.model_id, s.pooling, s.entry_encoding, coalesce(s.ica, false) AS ica "
-               "FROM pst_runs AS r JOIN pst_steps AS s ON s.run_id = r.run_id AND s.model_id = r.winner_model_id "
-               "AND s.step = r.winner_step WHERE r.run_id = $run_id AND r.winner_step >= 1 LIMIT 1")
-    if not win:
-        return []
-    w = win[0]
-    seeds = rows("SELECT seed, model_id FROM pst_steps WHERE run_id = $run_id AND step = $step AND pooling = $pooling "
-                 "AND entry_encoding IS NOT DISTINCT FROM $enc AND coalesce(ica, false) = $ica",
-                 step=w["step"], pooling=w["pooling"], enc=w["entry_encoding"], ica=w["ica"])
-    ids = {r["model_id"]: r["seed"] for r in seeds}
-    figures = [r for r in rows("SELECT model_id, task, setting, metric, arg_max(value, created_at) AS value "
-                               "FROM metrics WHERE run_id = $run_id AND list_contains($ids, model_id) GROUP BY ALL",
-                               ids=list(ids)) if _headline(r)]
-    groups: dict[tuple[str, str, str], dict[str, float]] = {}
-    for r in figures:
-        groups.setdefault((r["task"], r["setting"], r["metric"]), {})[r["model_id"]] = float(r["value"])
-    out = []
-    for (task, setting, metric), by_model in sorted(groups.items()):
-        values = list(by_model.values())
-        if len(values) < 2:
-            continue
-        out.append({"task": task, "setting": setting, "metric": metric, "mean": float(np.mean(values)),
-                    "sd": float(np.std(values, ddof=1)), "n": len(values), "best_seed": w["seed"],
-                    "best": by_model.get(w["model_id"])})
-    return out
+    """The run's ``seed_stats`` rows of two or more seeds: step, step_label, ica, pooling, task,
+    setting, metric, mean, sd, n, seeds; [] when the run evaluated no seeds."""
+    found = rows("SELECT step, step_label, ica, pooling, task, setting, metric, mean, sd, n, seeds FROM seed_stats "
+                 "WHERE run_id = $run_id AND n >= 2 ORDER BY step, ica, pooling, task, setting, metric")
+    return [dict(r) for r in found]
+
+
+def _task_key(task: str) -> tuple:
+    base = task.split("+")[0]
+    return (_ORDER.index(base) if base in _ORDER else len(_ORDER), task)
 
 
 def seed_stats_section(rows: Callable[..., list[dict[str, Any]]], markdown_table: Callable[..., str]) -> list[str]:
@@ -60,14 +40,25 @@ def seed_stats_section(rows: Callable[..., list[dict[str, Any]]], markdown_table
     found = seed_stats_rows(rows)
     if not found:
         return []
-
-    def fmt(v: float | None, metric: str) -> str:
-        return "" if v is None else f"{v:.2f}" if metric == "spearman" else f"{v:.4f}"
-
-    table = [[r["task"], r["setting"], r["metric"], f"{fmt(r['mean'], r['metric'])} ± {fmt(r['sd'], r['metric'])}",
-              r["n"], fmt(r["best"], r["metric"])] for r in found]
-    return ["## Mean over seeds (the chosen combination)", "",
-            "Every seed of the combination PST chose (its step, pooling, entry encoding and ICA choice), evaluated "
-            "with the selected model's pooling: mean ± sd (sample) over the seeds, DefSent+ Table 2's statistic, "
-            f"beside the selected seed (seed {found[0]['best_seed']}). STS: Spearman x 100.", "",
-            markdown_table(["task", "setting", "metric", "mean ± sd", "seeds", "selected seed"], table), ""]
+    win = rows("SELECT winner_step, winner_model_id, reason FROM pst_runs WHERE run_id = $run_id")
+    lines = ["## Mean over seeds per step and pooling (DefSent+ Table 2)", "",
+             "Every seed of the combination PST chose (step 1's pooling and entry encoding, which later steps keep; "
+             "the ICA step's ICA candidates as their own row), evaluated with each reported pooling: mean ± sd "
+             "(sample) over the seeds. STS: Spearman x 100; the average (sts7) is each seed's mean over the STS-"
+             "average tasks it has, then its mean over seeds."]
+    if win:
+        lines += ["", f"The encoder PST returned: step {win[0]['winner_step']} ({win[0]['reason']})."]
+    lines.append("")
+    for pooling in dict.fromkeys(r["pooling"] for r in found):
+        group = [r for r in found if r["pooling"] == pooling]
+        figures = sorted({(r["task"], r["setting"], r["metric"]) for r in group}, key=lambda f: (_task_key(f[0]), f[1:]))
+        header = ["step", "seeds", *[f"{t}" if m == "spearman" else f"{t} {s} {m}" for t, s, m in figures]]
+        table = []
+        for label in dict.fromkeys(r["step_label"] for r in group):
+            at = {(r["task"], r["setting"], r["metric"]): r for r in group if r["step_label"] == label}
+            n = max(r["n"] for r in at.values())
+            table.append([label, n, *(format_mean_sd(at[f]["mean"], at[f]["sd"]) if f in at else "" for f in figures)])
+        lines += [f"### Pooling: {pooling or 'n/a'}", "", markdown_table(header, table), ""]
+        if any(task_parts(t).variant for t, _, _ in figures):
+            lines += ["A task with a `+` carries its non-canonical settings in its name (defsentflow/eval_tasks.py).", ""]
+    return lines

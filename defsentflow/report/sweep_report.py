@@ -62,7 +62,7 @@ def _baseline(cat: Any, results: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     def mrr(task: str, mode: str) -> float | None:
         got = cat.query("SELECT arg_max(value, created_at) AS mrr FROM metrics WHERE model_id = ? "
-                        "AND coalesce(pooling, '') = ? AND task = ? AND setting = ? AND metric = 'mrr'", [*key, task, mode])
+                        "AND coalesce(pooling, '') = ? AND task_base(task) = ? AND setting = ? AND metric = 'mrr'", [*key, task, mode])
         return got[0]["mrr"] if got else None
 
     return {**rows[0], "revdict_mrr_hybrid": mrr("revdict", "hybrid"), "revdict_dev_mrr_cosine": mrr("revdict-dev", "cosine"),

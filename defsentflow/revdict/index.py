@@ -36,7 +36,7 @@ from defsentflow.dictionary import tables
 from defsentflow.dictionary.tables import dictionary_content_hash
 from defsentflow.encoders import encode_texts, load_encoder, model_content_hash, resolve_model_path, validate_pooling
 from defsentflow.encoders.finite import require_finite, require_search_scores
-from defsentflow.evaluation.revdict import entry_sums, headword_text, load_ica, model_meta, prepare_queries
+from defsentflow.evaluation.revdict import candidate_set, entry_sums, headword_text, load_ica, model_meta
 from defsentflow.revdict.ann import INDEX_KINDS, make_index, set_search_breadth, tune_nprobe
 from defsentflow.storage import (
     Catalog,
@@ -91,7 +91,7 @@ def measured_modes(model: str | os.PathLike, root: str | os.PathLike | None = No
     cat = Catalog(root)
     rows = cat.query(  # models.path is stored relative to the data root (Catalog.rel)
         "SELECT m.setting, arg_max(m.value, m.created_at) AS mrr FROM metrics AS m "
-        "WHERE m.task = 'revdict-dev' AND m.metric = 'mrr' AND m.model_id IN "
+        "WHERE task_base(m.task) = 'revdict-dev' AND m.metric = 'mrr' AND m.model_id IN "
         "(SELECT model_id FROM models WHERE path = ? OR model_id = ?) GROUP BY m.setting", [cat.rel(path), str(model)])
     return {r["setting"]: float(r["mrr"]) for r in rows if r["setting"] in _MODES}
 
@@ -272,7 +272,7 @@ def _entry_matrix(spec: _Spec, table: pa.Table, *, batch_size: int,
                   device: str) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """Entries, their mean definition vectors (before ICA and normalisation), definition counts and a
     seeded sample of definition vectors (the queries an approximate index is tuned on)."""
-    data = prepare_queries(table, split="test", candidates="all", max_queries=0)
+    data = candidate_set(table, split="test", candidates="all")
     vecs = _encode_definitions(spec, data.definitions, batch_size=batch_size, device=device)
     sums, counts = entry_sums(vecs, data.def_entry, len(data.entries))
     sample = np.random.default_rng(0).choice(len(vecs), size=min(len(vecs), TUNING_QUERIES), replace=False)

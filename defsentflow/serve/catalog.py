@@ -106,7 +106,7 @@ class ServeCatalog:
         # which index of a model to serve is a choice: it reads dev figures only
         mrr = {(r["model_id"], r["setting"]): r["mrr"] for r in self.query(
             "SELECT s.model_id, s.setting, s.value AS mrr FROM model_scores AS s "
-            "WHERE s.task = 'revdict-dev' AND s.metric = 'mrr'")}
+            "WHERE task_base(s.task) = 'revdict-dev' AND s.metric = 'mrr' ORDER BY s.created_at")}
         out = []
         for r in rows:
             cfg = json.loads(r["config"]) if isinstance(r["config"], str) else (r["config"] or {})

@@ -25,9 +25,11 @@ CREATE TABLE IF NOT EXISTS entry_space_stats (
 
 -- model_headline: fixed columns for pst_progress and sweep_results (one row per model id as filed,
 -- not merged). The leaderboard (one row per model, a column per figure run) is 100_leaderboard.sql.
--- One row per (model id, pooling): the newest value of each headline metric, one column per task.
--- STS columns are Spearman x 100 in the 'all' setting; revdict columns are MRR in [0, 1].
--- avg_sts is the mean over the 7-task columns present (sts12-16, stsb_test, sickr); n_avg says
+-- One row per (model id, pooling): the newest value of each headline metric the two views read.
+-- STS columns are Spearman x 100 in the 'all' setting at the canonical settings; revdict columns are
+-- MRR in [0, 1], the newest of the task whatever its variant (a sweep's points share their eval
+-- settings; the leaderboard names each variant apart). avg_sts is the mean over the STS-average tasks
+-- of the registry (in_sts_average, 039_eval_tasks: sts12-16, stsb-test, sickr) present; n_avg says
 -- how many that is, so a partial average is never mistaken for the 7-task one.
 CREATE OR REPLACE VIEW model_headline AS
 WITH latest AS (
@@ -39,19 +41,16 @@ WITH latest AS (
     SELECT
         l.model_id,
         l.pooling,
-        max(l.value) FILTER (WHERE l.task = 'sts12'     AND l.setting = 'all' AND l.metric = 'spearman') AS sts12,
-        max(l.value) FILTER (WHERE l.task = 'sts13'     AND l.setting = 'all' AND l.metric = 'spearman') AS sts13,
-        max(l.value) FILTER (WHERE l.task = 'sts14'     AND l.setting = 'all' AND l.metric = 'spearman') AS sts14,
-        max(l.value) FILTER (WHERE l.task = 'sts15'     AND l.setting = 'all' AND l.metric = 'spearman') AS sts15,
-        max(l.value) FILTER (WHERE l.task = 'sts16'     AND l.setting = 'all' AND l.metric = 'spearman') AS sts16,
         max(l.value) FILTER (WHERE l.task = 'stsb-dev'  AND l.setting = 'all' AND l.metric = 'spearman') AS stsb_dev,
-        max(l.value) FILTER (WHERE l.task = 'stsb-test' AND l.setting = 'all' AND l.metric = 'spearman') AS stsb_test,
-        max(l.value) FILTER (WHERE l.task = 'sickr'     AND l.setting = 'all' AND l.metric = 'spearman') AS sickr,
-        max(l.value) FILTER (WHERE l.task = 'revdict'   AND l.setting = 'head'   AND l.metric = 'mrr') AS revdict_mrr,
-        max(l.value) FILTER (WHERE l.task = 'revdict'   AND l.setting = 'cosine' AND l.metric = 'mrr') AS revdict_mrr_cosine,
-        max(l.value) FILTER (WHERE l.task = 'revdict'   AND l.setting = 'hybrid' AND l.metric = 'mrr') AS revdict_mrr_hybrid,
+        avg(l.value) FILTER (WHERE in_sts_average(l.task) AND task_variant(l.task) IS NULL
+                             AND l.setting = 'all' AND l.metric = 'spearman') AS avg_sts,
+        count(*) FILTER (WHERE in_sts_average(l.task) AND task_variant(l.task) IS NULL
+                         AND l.setting = 'all' AND l.metric = 'spearman') AS n_avg,
+        arg_max(l.value, l.created_at) FILTER (WHERE task_base(l.task) = 'revdict' AND l.setting = 'head' AND l.metric = 'mrr') AS revdict_mrr,
+        arg_max(l.value, l.created_at) FILTER (WHERE task_base(l.task) = 'revdict' AND l.setting = 'cosine' AND l.metric = 'mrr') AS revdict_mrr_cosine,
+        arg_max(l.value, l.created_at) FILTER (WHERE task_base(l.task) = 'revdict' AND l.setting = 'hybrid' AND l.metric = 'mrr') AS revdict_mrr_hybrid,
         -- PST's selection score when it selected by reverse dictionary (dev split, its mode)
-        max(l.value) FILTER (WHERE l.task = 'revdict-dev' AND l.metric = 'mrr') AS revdict_dev_mrr,
+        arg_max(l.value, l.created_at) FILTER (WHERE task_base(l.task) = 'revdict-dev' AND l.metric = 'mrr') AS revdict_dev_mrr,
         max(l.created_at) AS evaluated_at
     FROM latest AS l
     GROUP BY l.model_id, l.pooling
@@ -61,11 +60,9 @@ SELECT
     w.pooling,
     m.method,
     m.base_model,
-    w.sts12, w.sts13, w.sts14, w.sts15, w.sts16, w.stsb_dev, w.stsb_test, w.sickr,
-    (coalesce(w.sts12, 0) + coalesce(w.sts13, 0) + coalesce(w.sts14, 0) + coalesce(w.sts15, 0)
-        + coalesce(w.sts16, 0) + coalesce(w.stsb_test, 0) + coalesce(w.sickr, 0))
-        / nullif(n.n_avg, 0) AS avg_sts,
-    n.n_avg,
+    w.stsb_dev,
+    CASE WHEN w.n_avg > 0 THEN w.avg_sts END AS avg_sts,
+    w.n_avg,
     w.revdict_mrr,
     w.revdict_mrr_cosine,
     w.revdict_mrr_hybrid,
@@ -73,11 +70,6 @@ SELECT
     m.run_id,
     w.evaluated_at
 FROM wide AS w
-CROSS JOIN LATERAL (
-    SELECT (w.sts12 IS NOT NULL)::INTEGER + (w.sts13 IS NOT NULL)::INTEGER + (w.sts14 IS NOT NULL)::INTEGER
-         + (w.sts15 IS NOT NULL)::INTEGER + (w.sts16 IS NOT NULL)::INTEGER
-         + (w.stsb_test IS NOT NULL)::INTEGER + (w.sickr IS NOT NULL)::INTEGER AS n_avg
-) AS n
 LEFT JOIN models AS m ON m.model_id = w.model_id;
 
 -- Per PST run and step: every candidate with its selection score, the geometry of the entry

@@ -41,7 +41,7 @@ WITH trained AS (
     SELECT run_id, max(selection_score) AS selection_score FROM pst_steps WHERE step = 0 GROUP BY run_id
 ), hybrid AS (       -- model_headline has head and cosine; hybrid (headword added) is read from metrics
     SELECT model_id, coalesce(pooling, '') AS pooling, arg_max(value, created_at) AS mrr
-    FROM metrics WHERE task = 'revdict' AND setting = 'hybrid' AND metric = 'mrr'
+    FROM metrics WHERE task_base(task) = 'revdict' AND setting = 'hybrid' AND metric = 'mrr'
     GROUP BY ALL
 ), defsent AS (      -- a point that trains one DefSent(+) model instead of PST: its model, by stage row
     SELECT s.run_id, m.model_id
@@ -50,13 +50,13 @@ WITH trained AS (
     QUALIFY row_number() OVER (PARTITION BY s.run_id ORDER BY s.ended_at DESC NULLS LAST) = 1
 ), wordpred_dev AS (  -- DefSent's selection figure: dev-split word-prediction MRR
     SELECT model_id, arg_max(value, created_at) AS mrr
-    FROM metrics WHERE task = 'wordpred-dev' AND metric = 'mrr'
+    FROM metrics WHERE task_base(task) = 'wordpred-dev' AND metric = 'mrr'
     GROUP BY ALL
 ), dev AS (          -- dev-split reverse dictionary (the figure a choice may read)
     SELECT model_id, coalesce(pooling, '') AS pooling,
            arg_max(value, created_at) FILTER (WHERE setting = 'cosine') AS cosine_mrr,
            arg_max(value, created_at) FILTER (WHERE setting = 'head') AS head_mrr
-    FROM metrics WHERE task = 'revdict-dev' AND metric = 'mrr'
+    FROM metrics WHERE task_base(task) = 'revdict-dev' AND metric = 'mrr'
     GROUP BY ALL
 )
 SELECT

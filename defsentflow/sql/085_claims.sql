@@ -17,7 +17,7 @@ CREATE TABLE IF NOT EXISTS claim_results (
     diff_sd       DOUBLE,
     holds         BOOLEAN,                     -- means increase in the paper's order; NULL: not measured
     clear         BOOLEAN,                     -- every neighbouring paired difference > 2 standard errors
-    verdict       VARCHAR,                     -- holds | holds (within noise) | does not hold [(within noise)] | not measured
+    verdict       VARCHAR,                     -- holds | not supported | contradicted | cannot be tested here (reason): 105
     note          VARCHAR,                     -- why not measured, per-step figures, ...
     arms          JSON,                        -- arm name -> pipeline run id
     seconds       DOUBLE,                      -- wall time of the arm runs this claim reads (shared arms counted in full)

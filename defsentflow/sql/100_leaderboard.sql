@@ -3,41 +3,25 @@
 -- `leaderboard` view (one column per figure some model has) whenever metrics are recorded; the
 -- CLI, the web page and the report run the same SELECT. Idempotent: applied when changed.
 
--- <family>_<split>[_<protocol>][_<mode>]_<metric>, as defsentflow/eval_tasks.py:metric_column
--- (tests/storage/test_leaderboard_view.py compares the two): 'sts12_test_spearman',
--- 'stsb_dev_spearman', 'revdict_dev_unseen_hybrid_mrr', 'revdict_test_papers_cosine_mrr'.
-CREATE OR REPLACE MACRO task_split(task) AS
-    coalesce(list_filter(string_split(task, '-')[2:], lambda w: w IN ('train', 'dev', 'trial', 'test'))[1], 'test');
-CREATE OR REPLACE MACRO task_protocol(task) AS
-    coalesce(nullif(array_to_string(list_filter(string_split(task, '-')[2:],
-                                                lambda w: w NOT IN ('train', 'dev', 'trial', 'test')), '-'), ''),
-             CASE WHEN split_part(task, '-', 1) IN ('revdict', 'wordpred') THEN 'unseen' END);
-CREATE OR REPLACE MACRO metric_column(task, setting, metric) AS
-    regexp_replace(concat_ws('_', split_part(task, '-', 1), task_split(task), task_protocol(task),
-                             CASE WHEN setting = 'all' THEN NULL ELSE setting END, metric),
-                   '[^A-Za-z0-9]+', '_', 'g');
--- dev: what a selection may read; train; everything else is a reported (test) figure
-CREATE OR REPLACE MACRO split_group(task) AS
-    CASE WHEN task_split(task) IN ('dev', 'train') THEN task_split(task) ELSE 'test' END;
+-- The figure-naming macros (task_base, task_variant, task_family, task_split, task_protocol,
+-- metric_column, split_group), the registry's is_headline, in_sts_average and average_task, and the
+-- table eval_task_registry are generated from the task registry, defsentflow/eval_tasks.py
+-- (registry_ddl), and applied before this file as 039_eval_tasks.sql:
+-- 'sts12_test_spearman', 'stsb_dev_spearman', 'revdict_dev_unseen_hybrid_mrr',
+-- 'revdict_test_unseen_q500_splitcands_cosine_mrr' (tests/evaluation/test_leaderboard.py compares them).
 
 -- Headline scores, one row per (model, pooling, figure): the newest value over all of the model's
--- ids (model_aliases, 045). A task's headline metric is Spearman ('all' setting) for STS tasks,
--- MRR (every mode) for dictionary tasks, else each metric; per-subset rows and STS's 'mean'
--- setting stay out. Two more figures per model: sts7_test_spearman, the mean over the seven
--- tasks of the STS average that it has (eval_tasks.AVERAGE_TASKS), and sts7_test_n, how many.
+-- ids (model_aliases, 045). A task's headline metric is its family's main metric and setting in the
+-- registry (Spearman, 'all' setting, for STS; MRR in every mode for dictionary tasks); a family the
+-- registry does not know keeps each metric. Per-subset rows and STS's 'mean' setting stay out. Two
+-- more figures per model and variant: the mean over the registry's STS-average tasks that it has
+-- (sts7_test_spearman, or sts7_test_<variant>_spearman) and how many (sts7_test_n).
 CREATE OR REPLACE VIEW model_scores AS
-WITH tagged AS (
-    SELECT a.display_id, a.aliases, x.*,
-           bool_or(x.metric = 'spearman') OVER (PARTITION BY x.task) AS task_has_spearman,
-           bool_or(x.metric = 'mrr') OVER (PARTITION BY x.task) AS task_has_mrr
+WITH headline AS (
+    SELECT a.display_id, a.aliases, x.*
     FROM metrics AS x
     JOIN model_aliases AS a USING (model_id)
-    WHERE NOT contains(x.task, '/') AND x.setting <> 'mean'
-), headline AS (
-    SELECT * FROM tagged
-    WHERE CASE WHEN task_has_spearman THEN metric = 'spearman' AND setting = 'all'
-               WHEN task_has_mrr THEN metric = 'mrr'
-               ELSE TRUE END
+    WHERE NOT contains(x.task, '/') AND x.setting <> 'mean' AND is_headline(x.task, x.setting, x.metric)
     QUALIFY row_number() OVER (PARTITION BY display_id, coalesce(pooling, ''), task, setting, metric
                                ORDER BY created_at DESC) = 1
 ), scores AS (
@@ -46,19 +30,30 @@ WITH tagged AS (
            value, n, run_id, created_at
     FROM headline
 ), average AS (
-    SELECT model_id, any_value(aliases) AS aliases, pooling, avg(value) AS value, count(*) AS n,
-           max(created_at) AS created_at
+    SELECT model_id, any_value(aliases) AS aliases, pooling,
+           concat_ws('+', average_task(), task_variant(task)) AS task,
+           avg(value) AS value, count(*) AS n, max(created_at) AS created_at
     FROM scores
-    WHERE task IN ('sts12', 'sts13', 'sts14', 'sts15', 'sts16', 'stsb-test', 'sickr') AND metric = 'spearman'
-    GROUP BY model_id, pooling
+    WHERE in_sts_average(task) AND metric = 'spearman' AND setting = 'all'
+    GROUP BY model_id, pooling, task_variant(task)
 )
 SELECT * FROM scores
 UNION ALL BY NAME
-SELECT model_id, aliases, pooling, 'sts7' AS task, 'all' AS setting, 'spearman' AS metric,
-       metric_column('sts7', 'all', 'spearman') AS "column", 'test' AS split, value, n, NULL AS run_id, created_at FROM average
-UNION ALL BY NAME
-SELECT model_id, aliases, pooling, 'sts7' AS task, 'all' AS setting, 'n' AS metric,
-       metric_column('sts7', 'all', 'n') AS "column", 'test' AS split, n AS value, n, NULL AS run_id, created_at FROM average;
+SELECT model_id, aliases, pooling, task, 'all' AS setting, metric, metric_column(task, 'all', metric) AS "column",
+       'test' AS split, value, n, NULL AS run_id, created_at
+FROM (SELECT * EXCLUDE (value), unnest(['spearman', 'n']) AS metric, unnest([value, n::DOUBLE]) AS value FROM average);
+
+-- The same shape for the seed statistics of PST runs (seed_stats, 090): one row per run, step and
+-- pooling ("pst-<run> 3rd-ICA (mean of 10 seeds)"), its figures means over the seeds and their sample
+-- sd in `sd`. The leaderboard adds these rows, with a `<column>_sd` beside each such figure.
+CREATE OR REPLACE VIEW seed_scores AS
+SELECT coalesce(r.model_id, 'pst-' || s.run_id) || ' ' || s.step_label || ' (mean of '
+           || max(s.n) OVER (PARTITION BY s.run_id, s.step_label) || ' seeds)' AS model_id,
+       [coalesce(r.model_id, 'pst-' || s.run_id) || ' ' || s.step_label] AS aliases,
+       s.pooling, s.task, s.setting, s.metric, metric_column(s.task, s.setting, s.metric) AS "column",
+       split_group(s.task) AS split, s.mean AS value, s.sd, s.n, s.run_id, CAST(NULL AS TIMESTAMP) AS created_at
+FROM seed_stats AS s LEFT JOIN pst_runs AS r USING (run_id)
+WHERE s.n >= 2;
 
 -- Until a metric is recorded: one row per model, no score column.
 CREATE OR REPLACE VIEW leaderboard AS

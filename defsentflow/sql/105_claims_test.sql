@@ -1,11 +1,13 @@
 -- The claims' stated test (defsentflow/claims/judge.py): the effect (mean paired difference, last
 -- minus first arm), its two-sided 90% t interval (lower end = the one-sided 95% bound) and the
--- one-sided paired t-test's p, beside the verdict (holds | does not hold | inconclusive (reason)).
--- claim_results.clear now means p < 0.05 (the stated test), no longer "every difference > 2 standard errors".
+-- one-sided paired t-test's p and that p Holm-adjusted over the claims of the run (p_holm), beside the
+-- verdict (holds | not supported | contradicted | cannot be tested here (reason)).
+-- claim_results.clear now means p < 0.05 (the stated test, unadjusted), no longer "every difference > 2 standard errors".
 -- Idempotent: applied on every open, after 085_claims.sql, whose view this one replaces.
 ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS ci_low DOUBLE;
 ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS ci_high DOUBLE;
 ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS p DOUBLE;
+ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS p_holm DOUBLE;
 
 CREATE OR REPLACE VIEW claims AS
 SELECT
@@ -21,6 +23,7 @@ SELECT
     c.ci_low,
     c.ci_high,
     c.p,
+    c.p_holm,
     c.verdict,
     c.diff_mean,
     c.diff_sd,

@@ -16,13 +16,14 @@ Example:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
 import duckdb
 
-from defsentflow.eval_tasks import EVAL_TASKS, metric_column
+from defsentflow.eval_tasks import EVAL_TASKS, FigureSettings, dictionary_task, metric_column
 
 __all__ = ["IDENTITY_COLUMNS", "leaderboard_select", "refresh_leaderboard_view", "selection_column"]
 
@@ -53,20 +54,25 @@ def selection_column(con: duckdb.DuckDBPyConnection, dev_columns: Sequence[str],
     """The dev column a run selected by (default: the newest PST run), and a sentence saying so.
 
     PST's ``stsb-dev`` is ``stsb_dev_spearman``; ``revdict-mrr`` the dev MRR in the run's
-    selection mode (``revdict_dev_unseen_<mode>_mrr``); another metric a dev column of its family.
-    Without a PST run: STS-B dev, else the first dev column.
+    selection mode, named with the settings PST scored it with (``revdict_dev_unseen_q1000_len64_cosine_mrr``);
+    another metric a dev column of its family. Without a PST run: STS-B dev, else the first dev column.
     """
-    sql = ("SELECT p.run_id, p.selection_metric, coalesce(json_extract_string(r.config, '$.pst.selection_revdict_mode'), "
-           "json_extract_string(r.config, '$.selection_revdict_mode')) FROM pst_runs AS p "
-           "LEFT JOIN runs AS r USING (run_id) ")
+    sql = ("SELECT p.run_id, p.selection_metric, coalesce(json_extract(r.config, '$.pst'), r.config)::VARCHAR "
+           "FROM pst_runs AS p LEFT JOIN runs AS r USING (run_id) ")
     rows = _rows(con, sql + ("WHERE p.run_id = ?" if run_id else "ORDER BY p.created_at DESC LIMIT 1"),
                  [run_id] if run_id else [])
     dev = list(dev_columns)
     stsb = metric_column("stsb-dev", "all", "spearman")
     if rows and rows[0][1]:
-        run, metric, mode = rows[0]
+        run, metric, config = rows[0]
         if metric.startswith("revdict"):
-            wanted = [metric_column("revdict-dev", mode or "cosine", "mrr")]
+            pst = json.loads(config) if config else {}
+            settings = FigureSettings(max_length=pst.get("max_length", 64), autocast=pst.get("autocast", "none"),
+                                      max_queries=pst.get("selection_max_queries", 2000))
+            mode = pst.get("selection_revdict_mode") or "cosine"
+            exact = metric_column(dictionary_task("revdict", "dev", "unseen", settings), mode, "mrr")
+            # the exact figure, else the same figure under other settings (a catalog from before the names)
+            wanted = [exact, *(c for c in dev if c.startswith("revdict_dev_unseen_") and c.endswith(f"_{mode}_mrr"))]
         elif metric == "stsb-dev":
             wanted = [stsb]
         else:  # wordpred-dev-mrr: a dev column of the same family and metric
@@ -88,8 +94,21 @@ def _quote(name: str) -> str:
 
 def leaderboard_select(con: duckdb.DuckDBPyConnection, run_id: str | None = None
                        ) -> tuple[str, tuple[str, ...], dict[str, str], str | None, str]:
-    """``(sql, score columns, column -> dev|test|train, sort column, sort sentence)``."""
-    found = dict(_rows(con, 'SELECT DISTINCT "column", split FROM model_scores'))
+    """``(sql, score columns, column -> dev|test|train, sort column, sort sentence)``.
+
+    A figure that some row holds as a mean over seeds (seed_stats) has its sd beside it in the
+    result as ``<column>_sd`` (not a score column).
+    """
+    # the seed statistics' rows (seed_scores) only where a PST run has them: a cheaper view otherwise
+    source, figures = "model_scores", 'SELECT DISTINCT "column", split, FALSE FROM model_scores'
+    if _rows(con, "SELECT 1 FROM pst_seed_models LIMIT 1"):
+        source = "(SELECT * FROM model_scores UNION ALL BY NAME SELECT * FROM seed_scores)"
+        figures = f'SELECT "column", any_value(split), bool_or(sd IS NOT NULL) FROM {source} GROUP BY ALL'
+    found, with_sd = {}, set()
+    for column, split, sd in _rows(con, figures):
+        found[column] = split
+        if sd:
+            with_sd.add(column)
     columns = tuple(_order(found))
     sort_by, note = selection_column(con, [c for c in columns if found[c] == "dev"], run_id)
     meta = ("SELECT a.display_id AS model_id, "
@@ -103,12 +122,21 @@ def leaderboard_select(con: duckdb.DuckDBPyConnection, run_id: str | None = None
     rounded = ", ".join(f"round(p.{_quote(c)}, {2 if c.endswith('_spearman') else 0 if c.endswith('_n') else 4})"
                         f"{'::INTEGER' if c.endswith('_n') else ''} AS {_quote(c)}" for c in columns)
     order = (f"p.{_quote(sort_by)} DESC NULLS LAST, " if sort_by else "") + "p.model_id, p.pooling NULLS FIRST"
-    sql = (f"WITH s AS (SELECT model_id, aliases, pooling, \"column\", value FROM model_scores), "
+    sds = [c for c in columns if c in with_sd]
+    sd_cte, sd_join, sd_cols = "", "", ""
+    if sds:
+        names = ", ".join("'" + (c + "_sd").replace("'", "''") + "'" for c in sds)
+        sd_cte = (f"q AS (PIVOT (SELECT model_id, pooling, \"column\" || '_sd' AS \"column\", sd FROM seed_scores) "
+                  f"ON \"column\" IN ({names}) USING first(sd) GROUP BY model_id, pooling), ")
+        sd_join = " LEFT JOIN q ON q.model_id = p.model_id AND q.pooling IS NOT DISTINCT FROM p.pooling"
+        sd_cols = "".join(f", round(q.{_quote(c + '_sd')}, {2 if c.endswith('_spearman') else 4}) AS {_quote(c + '_sd')}"
+                          for c in sds)
+    sql = (f"WITH s AS (SELECT model_id, aliases, pooling, \"column\", value FROM {source}), "
            f"p AS (PIVOT s ON \"column\" IN ({values}) USING first(value) GROUP BY model_id, aliases, pooling), "
-           f"meta AS ({meta}) "
+           f"{sd_cte}meta AS ({meta}) "
            f"SELECT p.model_id, p.pooling, meta.method, meta.run_id, "
-           f"array_to_string(list_filter(p.aliases, lambda a: a <> p.model_id), ', ') AS also_known_as, {rounded} "
-           f"FROM p LEFT JOIN meta USING (model_id) ORDER BY {order}")
+           f"array_to_string(list_filter(p.aliases, lambda a: a <> p.model_id), ', ') AS also_known_as, {rounded}{sd_cols} "
+           f"FROM p LEFT JOIN meta USING (model_id){sd_join} ORDER BY {order}")
     return sql, columns, {c: found[c] for c in columns}, sort_by, note
 
 

@@ -4,7 +4,10 @@ A backbone differs in three ways that matter to DefSent and DefSent+: where its 
 word-prediction layer (masked-LM head) lives, which activation its pooler uses, and whether the
 pooler was ever trained. BERT's pooler (dense + tanh) was trained by next-sentence prediction;
 RoBERTa's never was, so DefSent+ initialises it from the MLM head's dense layer and uses GELU,
-as that dense layer was trained with GELU.
+as that dense layer was trained with GELU. A checkpoint of any family whose pooler was never
+trained (a BERT pretrained by masked-LM alone) is in RoBERTa's position: by default
+(``untrained_pooler="mlm_dense"``) its pooler starts from the MLM head's dense layer with GELU too;
+``"random"`` keeps random weights (with a warning), as does a checkpoint without an MLM head.
 
 :func:`prepare_backbone` loads a checkpoint once for training or head-mode encoding; the device
 is always passed in.
@@ -30,6 +33,7 @@ __all__ = [
     "BackboneAdapter",
     "Decoder",
     "PreparedBackbone",
+    "UntrainedPooler",
     "activation_fn",
     "adapter_for",
     "checkpoint_has_pooler",
@@ -40,6 +44,7 @@ log = logging.getLogger(__name__)
 
 PoolerActivation = Literal["tanh", "gelu"]
 Decoder = Literal["mlm_head", "input_embeddings"]
+UntrainedPooler = Literal["mlm_dense", "random"]  # a pooler the checkpoint never trained: from the MLM dense, or random
 
 _ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"tanh": torch.tanh, "gelu": F.gelu}
 
@@ -72,7 +77,10 @@ class BackboneAdapter:
         return getattr(mlm_model, self.mlm_head_attr)
 
     def mlm_dense(self, mlm_model: nn.Module) -> nn.Linear:
+        """The dense layer of the MLM head's transform (BERT: ``cls.predictions.transform.dense``;
+        RoBERTa: ``lm_head.dense``)."""
         head = self.word_prediction_layer(mlm_model)
+        head = getattr(head, "predictions", head)
         return head.transform.dense if hasattr(head, "transform") else head.dense
 
     def copy_mlm_dense_into_pooler(self, backbone: nn.Module, mlm_model: nn.Module) -> None:
@@ -125,7 +133,10 @@ class PreparedBackbone:
         word_head: the frozen word-prediction layer, when asked for (``None`` otherwise).
         decoder: ``mlm_head`` or ``input_embeddings`` (checkpoint without an MLM head: the
             frozen input word-embedding matrix serves as a bias-free decoder).
-        pooler_source: ``checkpoint``, ``mlm_dense`` (RoBERTa) or ``random`` (no trained pooler).
+        pooler_source: ``checkpoint``, ``mlm_dense`` (RoBERTa, or a checkpoint without a trained
+            pooler) or ``random`` (no trained pooler).
+        pooler_activation: the activation after the pooler's dense layer: the family's for a
+            checkpoint's own pooler, GELU for one taken from the MLM head's dense layer.
     """
 
     encoder: LoadedEncoder
@@ -133,6 +144,7 @@ class PreparedBackbone:
     word_head: nn.Module | None
     decoder: Decoder | None
     pooler_source: str
+    pooler_activation: PoolerActivation = "tanh"
 
     @property
     def backbone(self) -> nn.Module:
@@ -157,7 +169,7 @@ class EmbeddingDecoder(nn.Module):
 
 
 def prepare_backbone(base_model: str | os.PathLike, *, device: torch.device, word_head: bool,
-                     use_pooler: bool) -> PreparedBackbone:
+                     use_pooler: bool, untrained_pooler: UntrainedPooler = "mlm_dense") -> PreparedBackbone:
     """Load ``base_model`` for training.
 
     Args:
@@ -166,11 +178,17 @@ def prepare_backbone(base_model: str | os.PathLike, *, device: torch.device, wor
         word_head: load the frozen word-prediction layer (DefSent).
         use_pooler: the pooler will be used; RoBERTa-like backbones then get theirs from the MLM
             head's dense layer.
+        untrained_pooler: for a checkpoint without trained pooler weights: ``mlm_dense`` (the MLM
+            head's dense layer, GELU, as RoBERTa) or ``random``.
     """
+    if untrained_pooler not in ("mlm_dense", "random"):
+        raise ValueError(f"untrained_pooler must be 'mlm_dense' or 'random', got {untrained_pooler!r}")
     enc = load_encoder(base_model, device=device)
     adapter = adapter_for(enc.family)
     mlm_available = has_mlm_head(enc.path)
-    need_mlm = word_head or (use_pooler and adapter.pooler_from_mlm_dense)
+    trained_pooler = checkpoint_has_pooler(enc.path)
+    from_mlm = adapter.pooler_from_mlm_dense or (not trained_pooler and untrained_pooler == "mlm_dense")
+    need_mlm = word_head or (use_pooler and from_mlm)
     mlm_model = None
     if need_mlm and mlm_available:
         from transformers import (
@@ -178,8 +196,8 @@ def prepare_backbone(base_model: str | os.PathLike, *, device: torch.device, wor
         )
 
         mlm_model = AutoModelForMaskedLM.from_pretrained(enc.path, use_safetensors=True)
-    pooler_source = "checkpoint" if checkpoint_has_pooler(enc.path) else "random"
-    if use_pooler and adapter.pooler_from_mlm_dense:
+    pooler_source = "checkpoint" if trained_pooler else "random"
+    if use_pooler and from_mlm:
         if getattr(enc.model, "pooler", None) is None:
             raise ValueError(f"{enc.path}: the backbone has no pooler; use use_pooler=False")
         if mlm_model is not None:
@@ -187,6 +205,7 @@ def prepare_backbone(base_model: str | os.PathLike, *, device: torch.device, wor
             pooler_source = "mlm_dense"
     if use_pooler and pooler_source == "random":
         log.warning("%s has no trained pooler weights: the pooler starts from random weights", enc.path)
+    activation: PoolerActivation = "gelu" if pooler_source == "mlm_dense" else adapter.pooler_activation
     head: nn.Module | None = None
     decoder: Decoder | None = None
     if word_head:
@@ -199,4 +218,5 @@ def prepare_backbone(base_model: str | os.PathLike, *, device: torch.device, wor
         head.requires_grad_(False)
         head.eval()
         head.to(enc.device)
-    return PreparedBackbone(encoder=enc, adapter=adapter, word_head=head, decoder=decoder, pooler_source=pooler_source)
+    return PreparedBackbone(encoder=enc, adapter=adapter, word_head=head, decoder=decoder, pooler_source=pooler_source,
+                            pooler_activation=activation)

@@ -7,8 +7,10 @@ padded to the dataset's longest. A resumed run recomputes the same plan and skip
 already done, which makes the data position a single integer.
 
 ``chunk_batches=1`` is plain random batching (a permutation cut into batches, no length sort),
-what both papers' reference code does (DefSent+: ``RandomSampler``); a config asks for it with
-``batching: random`` (``bucket_batches`` 1).
+what DefSent+'s reference code does (``RandomSampler``); a config asks for it with ``batching:
+random`` (``bucket_batches`` 1). DefSent's reference shuffles nothing: its ``DataLoader`` reads the
+data file in order, so a word's definitions stay together in a batch; no option here reproduces
+that order, and random batches are the closest.
 """
 
 from __future__ import annotations

@@ -117,7 +117,7 @@ def train_config_for(section: PstSection | DefSentSection, *, method: str, pooli
     overrides = {k: getattr(section, k) for k in ("batch_size", "warmup_ratio", "epochs")
                  if getattr(section, k, None) is not None}
     return paper_config(method, variant=variant, pooling=pooling, lr=lr, seed=seed, use_pooler=section.use_pooler,
-                        max_length=section.max_length, temperature=section.temperature,
+                        untrained_pooler=section.untrained_pooler, max_length=section.max_length, temperature=section.temperature,
                         normalize_logits=section.normalize_logits, autocast=section.autocast,
                         negatives=section.negatives, checkpoint_every=section.checkpoint_every,
                         device=section.device, bucket_batches=1 if section.batching == "random" else 50, **overrides)

@@ -85,6 +85,7 @@ class TrainConfig(ConfigSection):
     method: Method = "defsent_plus"
     pooling: TrainPooling = "mean"
     use_pooler: bool = True
+    untrained_pooler: Literal["mlm_dense", "random"] = "mlm_dense"  # a checkpoint that never trained its pooler
     lr: float = Field(2e-5, gt=0)
     batch_size: int = 32
     epochs: int = 1

@@ -22,7 +22,7 @@ from defsentflow.encoders.encoding import encode_texts
 from defsentflow.encoders.loading import Autocast, pick_device
 from defsentflow.encoders.model_record import read_model_record
 from defsentflow.encoders.pooling import pool
-from defsentflow.training.adapters import activation_fn, adapter_for, prepare_backbone
+from defsentflow.training.adapters import PreparedBackbone, activation_fn, prepare_backbone
 
 __all__ = ["DefinitionClassifier", "HeadQueryEncoder", "FUSED_MIN_ENTRIES", "head_vector", "prepare_matrix",
            "sentence_head_vectors"]
@@ -167,11 +167,13 @@ class DefinitionClassifier(nn.Module):
         return F.cross_entropy(logits, target)
 
 
-def _pooler_activation(model_dir: Path, family: str) -> str:
+def _pooler_activation(model_dir: Path, prepared: PreparedBackbone) -> str:
+    """A trained model's pooler activation (its record), else the one the prepared backbone's pooler
+    starts with (GELU for a pooler from the MLM head's dense layer)."""
     rec = read_model_record(model_dir)
     if rec is not None and rec.pooler_activation:
         return rec.pooler_activation
-    return adapter_for(family).pooler_activation
+    return prepared.pooler_activation
 
 
 class HeadQueryEncoder:
@@ -179,7 +181,7 @@ class HeadQueryEncoder:
 
     Pooled, then through the pooler: a model trained here carries its pooler activation in
     ``defsentflow.json`` (GELU for RoBERTa); an untrained checkpoint gets what training would
-    start from (RoBERTa's pooler from its MLM head's dense layer).
+    start from (a pooler it never trained, RoBERTa's included, from its MLM head's dense layer).
 
     Example:
         >>> enc = HeadQueryEncoder("storage/models/defsent-plus", "mean", use_pooler=True)
@@ -196,8 +198,7 @@ class HeadQueryEncoder:
                                          use_pooler=use_pooler and not trained)
         self.pooling, self.use_pooler, self.max_length, self.autocast = pooling, use_pooler, max_length, autocast
         self.dense = self.prepared.pooler_dense() if use_pooler else None
-        self.activation = (_pooler_activation(path, self.prepared.encoder.family) if path.is_dir()
-                           else self.prepared.adapter.pooler_activation)
+        self.activation = _pooler_activation(path, self.prepared) if path.is_dir() else self.prepared.pooler_activation
 
     def __call__(self, texts: Sequence[str], batch_size: int = 128) -> np.ndarray:
         pooled = encode_texts(self.prepared.encoder, texts, pooling=self.pooling, batch_size=batch_size,

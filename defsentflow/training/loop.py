@@ -72,15 +72,17 @@ class TrainResult:
 
 
 def linear_schedule(total_steps: int, warmup_ratio: float, decay: bool) -> Callable[[int], float]:
-    """Learning-rate factor: linear warm-up over ``warmup_ratio`` of the steps, then linear decay to 0 or constant."""
-    warmup = int(total_steps * warmup_ratio)
+    """Learning-rate factor: linear warm-up from 0 over ``warmup_ratio`` of the steps (``step / W``
+    with ``W = total_steps * warmup_ratio``, as DefSent's reference ``lr_scheduler.py``: the first step
+    has rate 0), then linear decay to 0 or constant."""
+    warmup = total_steps * warmup_ratio
 
     def factor(step: int) -> float:
         if step < warmup:
-            return float(step + 1) / float(warmup + 1)
+            return float(step) / max(1.0, warmup)
         if not decay:
             return 1.0
-        return max(0.0, float(total_steps - step) / float(max(1, total_steps - warmup)))
+        return max(0.0, float(total_steps - step) / float(max(1.0, total_steps - warmup)))
 
     return factor
 
@@ -273,7 +275,8 @@ def train_encoder(config: TrainConfig, base_model: str | os.PathLike, definition
     device = pick_device(config.device)
     base = str(base_model)
     seed_everything(config.seed)
-    prepared = prepare_backbone(base, device=device, word_head=defsent, use_pooler=use_pooler)
+    prepared = prepare_backbone(base, device=device, word_head=defsent, use_pooler=use_pooler,
+                                untrained_pooler=config.untrained_pooler)
     backbone, tokenizer = prepared.backbone, prepared.encoder.tokenizer
     frozen: list[str] = []
     if defsent and getattr(backbone, "embeddings", None) is not None:
@@ -294,7 +297,7 @@ def train_encoder(config: TrainConfig, base_model: str | os.PathLike, definition
                          f"{len(bad)} bad targets in all")
     classifier = DefinitionClassifier(
         backbone, pooling=config.pooling, pooler_dense=prepared.pooler_dense() if use_pooler else None,
-        activation=prepared.adapter.pooler_activation, word_head=prepared.word_head, matrix=matrix,
+        activation=prepared.pooler_activation, word_head=prepared.word_head, matrix=matrix,
         temperature=config.temperature, normalize=config.normalize_logits, matrix_dtype=_matrix_dtype(config, device),
         sampled=None if defsent else sampled_negatives(config.negatives),
         generator=torch.Generator().manual_seed(config.seed))
@@ -320,7 +323,7 @@ def train_encoder(config: TrainConfig, base_model: str | os.PathLike, definition
     meta = {
         "method": config.method, "pooling": config.pooling, "use_pooler": use_pooler,
         "decoder": prepared.decoder if defsent else "entry_matrix",
-        "pooler_activation": prepared.adapter.pooler_activation, "pooler_source": prepared.pooler_source,
+        "pooler_activation": prepared.pooler_activation, "pooler_source": prepared.pooler_source,
         "frozen": frozen, "family": prepared.encoder.family, "base_model": base,
         "base_model_hash": model_content_hash(base), "config": config.model_dump(),
         "n_examples": len(definitions), "n_targets": n_targets, "steps": outcome.steps,

@@ -232,17 +232,25 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.4g}"
 
 
-def choose_winner(history: Sequence[StepResult]) -> tuple[Candidate, str]:
+def choose_winner(history: Sequence[StepResult], final: str = "best_dev") -> tuple[Candidate, str]:
     """The chosen candidate of the step with the best figure (step 0 included; ties go to the
     earlier step), and why. The figure is the step's best score, or its chosen combination's mean
-    over seeds under ``mean_over_seeds``."""
+    over seeds under ``mean_over_seeds``. ``final="last"``: the last step's chosen candidate
+    whatever the figures (the papers' final encoder), the best step still named in the reason."""
     top = history[0]
     for s in history[1:]:
         if s.figure is not None and (top.figure is None or s.figure > top.figure):
             top = s
-    winner = top.best
     by_mean = history[-1].rule == "mean_over_seeds"
     per_step = ", ".join(f"step {s.step}: {_fmt(s.figure)}" for s in history)
+    if final == "last" and len(history) > 1:
+        last = history[-1]
+        winner = last.best
+        reason = (f"the last step, {winner.step} ({winner.label}), as final: last asks ({winner.metric or 'score'} "
+                  f"{_fmt(last.figure)}; the best step by dev is {top.step} with {_fmt(top.figure)}; "
+                  f"{'mean over seeds' if by_mean else 'best'} per step: {per_step})")
+        return winner, reason
+    winner = top.best
     reason = (f"step {winner.step} ({winner.label}) has the best {winner.metric or 'score'} "
               f"{_fmt(top.figure)} ({'mean over seeds' if by_mean else 'best'} per step: {per_step})")
     if by_mean:
@@ -255,7 +263,7 @@ def choose_winner(history: Sequence[StepResult]) -> tuple[Candidate, str]:
 def finish_pst(section: PstSection, run_id: str, history: Sequence[StepResult], selection: SelectionPlan,
                stop_note: str, *, root: str | os.PathLike | None = None, seconds: float = 0.0) -> PstResult:
     """Pick the winner, write the run record, register the chosen encoder as ``pst-<run_id>``."""
-    winner, reason = choose_winner(history)
+    winner, reason = choose_winner(history, section.final)
     notes = "; ".join(n for n in (selection.note, stop_note) if n)
     model_id = f"pst-{run_id}"
     record_path = under_root(data_root(root), "pst", "runs", f"{check_identifier(run_id, 'run id')}.json")

@@ -32,6 +32,7 @@ from defsentflow.training.config import check_negatives, drop_full_negatives
 __all__ = [
     "DEFAULT_GRID",
     "DefSentSection",
+    "FinalRule",
     "GridPoint",
     "PstSection",
     "IcaFit",
@@ -42,6 +43,7 @@ __all__ = [
 
 SelectionMetric = Literal["stsb-dev", "revdict-mrr"]
 SelectionRule = Literal["best_seed", "mean_over_seeds"]
+FinalRule = Literal["last", "best_dev"]
 TrainEntries = Literal["train_split", "all"]
 SelectionRevdictMode = Literal["head", "cosine"]
 
@@ -84,13 +86,18 @@ class _TrainingCommon(ConfigSection):
     base_model: str = Field("minilm", description="path, Hugging Face id or 'minilm' (the bundled MiniLM)")
     dictionary: str = Field("sample", description="dictionary dataset name (or artifact key)")
     use_pooler: bool = True
+    untrained_pooler: Literal["mlm_dense", "random"] = Field(
+        "mlm_dense", description="a checkpoint whose pooler was never trained (a masked-LM-only BERT; RoBERTa): "
+                                 "start the pooler from the MLM head's dense layer with GELU, as DefSent+ does for "
+                                 "RoBERTa, or from random weights (warned)")
     batch_size: int | None = Field(None, ge=1, le=LIMITS["batch"],
                                    description="None: the paper's (DefSent 16; DefSent+ 32 on dataset variant a, "
                                                "16 on b and c)")
     max_length: int = Field(64, ge=8, le=512)
     batching: Literal["random", "length"] = Field(
         "length", description="length: shuffled, then length-sorted within chunks of 50 batches (faster); random: "
-                              "random batches, as both papers' reference code (training.batching)")
+                              "random batches, as DefSent+'s reference code (DefSent's reads its file in order, a "
+                              "word's definitions together: training.batching)")
     max_train_entries: int | None = Field(None, ge=2, le=LIMITS["count"],
                                           description="deterministic subset of training entries")
     device: str = "auto"
@@ -103,7 +110,7 @@ class _TrainingCommon(ConfigSection):
     entry_batch_size: int = Field(128, ge=1, le=LIMITS["batch"])
     train_entries: TrainEntries = Field(
         "train_split", description="train_split: only the dictionary's train split (keeps reverse-dictionary "
-                                   "queries unseen); all: every split, as the papers train")
+                                   "queries unseen); all: every split, as DefSent+ trains (DefSent trains on its train split only)")
     ica_fit: IcaFit = IcaFit()
 
     @field_validator("negatives")
@@ -147,6 +154,9 @@ class PstSection(_TrainingCommon):
     selection_rule: SelectionRule = Field(
         "best_seed", description="best_seed: the best single candidate; mean_over_seeds: the grid point (and ICA "
                                  "choice) with the best mean over seeds, then its best seed")
+    final: FinalRule = Field(
+        "best_dev", description="the encoder PST returns: best_dev, the step with the best dev figure (the untrained "
+                                "encoder included); last, the last step's chosen candidate (the papers' final encoder)")
     selection: SelectionMetric = "stsb-dev"
     selection_pooling: EvalPooling | None = Field(None, description="None: each candidate's training pooling")
     selection_revdict_mode: SelectionRevdictMode = "cosine"

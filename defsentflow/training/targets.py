@@ -12,8 +12,10 @@ __all__ = ["single_token_targets", "entry_targets"]
 def single_token_targets(tokenizer, entries: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Which entries are one vocabulary token, and that token's id.
 
-    The entry is tokenised on its own without special tokens (as the DefSent reference code
-    does); an entry that maps to the unknown token is not a target.
+    The entry is tokenised on its own without special tokens, as the DefSent reference code does,
+    with its tokenizer's ``add_prefix_space=True``: a byte-level BPE (RoBERTa) then reads the word
+    as it occurs inside a sentence (``Ġword``), not as a text's first word; WordPiece and
+    SentencePiece ignore the space. An entry that maps to the unknown token is not a target.
 
     Returns:
         ``(mask, ids)``: a bool array (True for single-token entries) and an int64 array of
@@ -23,7 +25,9 @@ def single_token_targets(tokenizer, entries: Sequence[str]) -> tuple[np.ndarray,
     ids = np.full(len(entries), -1, dtype=np.int64)
     if not entries:
         return np.zeros(0, dtype=bool), ids
-    toks = tokenizer(entries, add_special_tokens=False, return_attention_mask=False,
+    # a byte-level BPE tokenizer has add_prefix_space (False unless it was loaded with it)
+    prefix = " " if getattr(tokenizer, "add_prefix_space", True) is False else ""
+    toks = tokenizer([prefix + e for e in entries], add_special_tokens=False, return_attention_mask=False,
                      return_token_type_ids=False)["input_ids"]
     unk = getattr(tokenizer, "unk_token_id", None)
     for i, t in enumerate(toks):

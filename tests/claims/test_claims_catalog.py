@@ -63,14 +63,16 @@ def filled(home):
         cat.register_model(f"ds{s}", f"/models/ds{s}", method="defsent", artifact_key=f"key-ds{s}")
         cat.record_metrics(f"ds{s}", [{"task": "stsb-dev", "setting": "all", "metric": "spearman",
                                        "value": 47 + s * 0.4, "pooling": "mean"},
-                                      {"task": "wordpred", "setting": "mlm_head", "metric": "mrr@10",
+                                      {"task": "wordpred-alldefs", "setting": "mlm_head", "metric": "mrr@10",
                                        "value": 0.10 + 0.01 * s, "pooling": "mean"},
-                                      {"task": "wordpred", "setting": "mlm_head", "metric": "chance_mrr@10",
+                                      {"task": "wordpred-alldefs", "setting": "mlm_head", "metric": "chance_mrr@10",
                                        "value": 0.001, "pooling": "mean"}])
         cat.record_stage(ds, "pretrain", "completed", cache_key="key-raw")
     cat.register_model("raw", "/models/pretrain/rawdir", method="pretrain", artifact_key="key-raw")
-    cat.record_metrics("base:rawdir", [{"task": "wordpred", "setting": "mlm_head", "metric": "mrr@10", "value": 0.05,
-                                        "pooling": "mean"}])
+    cat.record_metrics("base:rawdir", [{"task": "wordpred-alldefs", "setting": "mlm_head", "metric": "mrr@10",
+                                        "value": 0.05, "pooling": "mean"},
+                                       {"task": "wordpred", "setting": "mlm_head", "metric": "mrr@10",   # unseen: not read
+                                        "value": 0.5, "pooling": "mean"}])
     return claims, plan, runs, cat
 
 
@@ -92,10 +94,13 @@ def test_each_claim_reads_its_arms_figures(filled):
     assert iso.series[0].values == {s: 0.20 for s in SEEDS} and iso.holds
     ica = rows["ica_candidate_helps"]
     assert [s.values for s in ica.series] == [{0: 51.0, 1: 52.0, 2: 53.0}, {0: 50.0, 1: 51.5, 2: 53.0}]
-    assert ica.verdict == "does not hold" and ica.diff_mean == pytest.approx(-0.5)
+    assert ica.verdict == "not supported" and ica.diff_mean == pytest.approx(-0.5)
     assert iso.series[1].values == {s: 0.30 + s * 0.01 for s in SEEDS}  # the plain matrix, not the ICA one
     word = rows["defsent_raises_wordpred"]
-    assert word.series[0].values == {s: 0.05 for s in SEEDS} and word.verdict == "holds"
+    assert word.series[0].values == {s: 0.05 for s in SEEDS} and word.verdict == "holds"  # all-definitions
+    # the p of the claims tested is Holm-adjusted over them; each verdict reads the adjusted p
+    tested = [r for r in rows.values() if r.p is not None]
+    assert all(r.p_holm >= r.p for r in tested) and max(r.p_holm for r in tested) <= 1.0
 
 
 def test_missing_arms_and_untestable_claims_say_so(filled):
@@ -107,7 +112,12 @@ def test_missing_arms_and_untestable_claims_say_so(filled):
     no_raw = plan_arms(_claims(claims=["sbert_wk_beats_mean"]))  # the base has no pretrain: section
     assert "pretrain" in no_raw.untestable["sbert_wk_beats_mean"] and not no_raw.points
     rows = measure_claims(_claims(claims=["sbert_wk_beats_mean"]), no_raw, {}, cat)
-    assert rows[0].verdict == "inconclusive (not measured here)" and rows[0].note.startswith("not testable here")
+    assert rows[0].verdict == "cannot be tested here (the base config has no pretrain: section (no raw encoder))"
+    # a raw encoder too shallow for SBERT-WK's layer window (layers from 4 up): the claim says why
+    from defsentflow.claims.arms import sbert_wk_untestable
+
+    assert "layer 4 up" in sbert_wk_untestable({"pretrain": {"architecture": {"layers": 2}}})
+    assert sbert_wk_untestable({"pretrain": {"architecture": {"layers": 12}}}) is None
 
 
 def test_claims_view_and_report_table(filled, tmp_path):
@@ -123,8 +133,9 @@ def test_claims_view_and_report_table(filled, tmp_path):
     assert first[0]["verdict"] == "holds" and first[0]["run_status"] == "completed"
     assert first[0]["measured"] == "DefSent 47.40 ± 0.40 vs DefSent+ (PST step 1) 50.20 ± 0.20"
     columns, table = claims_table(latest)
-    assert columns[3:9] == ("n", "effect", "ci_low", "ci_high", "p", "verdict")
-    assert table[0][3:5] == (3, "+2.80") and table[0][8] == "holds" and table[0][7] == "<0.001"  # t = 24.2, 2 df
+    assert columns[3:10] == ("n", "effect", "ci_low", "ci_high", "p", "p (Holm)", "verdict")
+    assert table[0][3:5] == (3, "+2.80") and table[0][9] == "holds" and table[0][7] == "<0.001"  # t = 24.2, 2 df
+    assert table[0][8] == f"{first[0]['p_holm']:.3f}" and first[0]["p_holm"] >= first[0]["p"]
     assert first[0]["effect"] == pytest.approx(2.8) and first[0]["ci_low"] > 0
     assert plot_claims(latest, tmp_path / "claims.png").stat().st_size > 1000
 
@@ -140,7 +151,7 @@ def test_judging_without_running_reads_the_completed_arms(filled):
                         "WHERE sweep = ? AND point_id = ?", [runs[arm], claims.name, point.point_id])
     out = run_claims(claims, None, only=["later_steps_beat_step_1", "defsent_plus_beats_defsent"])
     assert [r.claim for r in out.rows] == ["defsent_plus_beats_defsent", "later_steps_beat_step_1"]
-    assert out.rows[0].verdict.startswith("inconclusive") and "defsent seed=0" in out.rows[0].note
+    assert out.rows[0].verdict.startswith("cannot be tested here") and "defsent seed=0" in out.rows[0].note
     assert out.rows[1].verdict == "holds" and out.rows[1].seconds == pytest.approx(180.0)
     assert [r["claim"] for r in claim_rows(cat, run_id=out.run_id)] == [r.claim for r in out.rows]
     assert cat.query("SELECT flow, status FROM runs WHERE run_id = ?", [out.run_id]) == [

@@ -34,36 +34,60 @@ def test_clear_increase_holds_with_effect_interval_and_p():
     assert j.p < 0.001
 
 
-def test_t_of_2_6_with_three_seeds_does_not_hold():
+def test_t_of_2_6_with_three_seeds_is_not_supported_and_a_reversed_effect_contradicted():
     # paired differences 0.5, 1.5, 2.5: mean 1.5, sd 1, t = 1.5 / (1 / sqrt 3) = 2.598 < 2.92
     a = Series("a", {0: 10.0, 1: 10.0, 2: 10.0})
     b = Series("b", {0: 10.5, 1: 11.5, 2: 12.5})
     j = judge([a, b])
-    assert j.verdict == "does not hold" and j.holds is False
+    assert j.verdict == "not supported" and j.holds is False
     assert 0.05 < j.p < 0.1      # one-sided p of t = 2.598 on 2 df is about 0.061
     assert j.ci_low == pytest.approx(1.5 - T_95_DF2 / math.sqrt(3), rel=1e-5) and j.ci_low < 0 < j.ci_high
-    assert judge([b, a]).verdict == "does not hold" and judge([b, a]).p > 0.9
+    # the same seeds the other way round: the interval still reaches 0, so not contradicted
+    assert judge([b, a]).verdict == "not supported" and judge([b, a]).p > 0.9
+    # an interval wholly below 0: the data say the opposite of the claim
+    c = Series("c", {0: 8.0, 1: 8.2, 2: 7.9})
+    worse = judge([a, c])
+    assert worse.verdict == "contradicted" and worse.ci_high < 0 and worse.holds is False
 
 
-def test_too_few_seeds_and_missing_figures_are_inconclusive():
+def test_too_few_seeds_and_missing_figures_cannot_be_tested():
     j = judge([Series("mean", {0: 43.0, 1: 44.0}), Series("SBERT-WK", {0: 47.0, 1: 48.0})])
-    assert j.verdict.startswith("inconclusive (too few seeds") and j.holds is None and j.p is None
+    assert j.verdict.startswith("cannot be tested here (too few seeds") and j.holds is None and j.p is None
     missing = judge([Series("a", {}), Series("b", {0: 1.0})])
-    assert missing.verdict == "inconclusive (no figures for a)" and missing.n == 0
+    assert missing.verdict == "cannot be tested here (no figures for a)" and missing.n == 0
     assert judge([Series("a", {0: 1.0, 1: 2.0}), Series("b", {1: 3.0, 2: 9.0})]).n == 1  # only shared seeds pair
     with pytest.raises(ValueError):
         judge([Series("alone", {0: 1.0})])
 
 
-def test_an_arm_at_chance_or_below_the_untrained_encoder_makes_it_inconclusive():
+def test_an_arm_at_chance_or_below_the_untrained_encoder_cannot_test_the_claim():
     a = Series("DefSent", {0: 34.0, 1: 34.2, 2: 34.4})
     b = Series("DefSent+", {0: 49.0, 1: 49.9, 2: 48.7})
     at_chance = Check("DefSent: word-prediction MRR@10", 0.0, chance=chance_mrr(30522, at=10))
     j = judge([a, b], [at_chance])
-    assert j.verdict.startswith("inconclusive (baseline not functional: DefSent") and j.p < 0.05
+    assert j.verdict.startswith("cannot be tested here (an arm is not functional: DefSent") and j.p < 0.05
+    assert j.p_holm is None   # not tested: outside the family Holm adjusts over
     below = Check("PST: STS-B dev at step 1", 40.0, chance=0.0, untrained=43.3)
     assert "not above the untrained" in judge([a, b], [below]).verdict
     assert judge([a, b], [Check("ok", 0.5, chance=0.1, untrained=0.2)]).verdict == "holds"
+
+
+def test_holm_adjusts_over_the_claims_tested_together():
+    from defsentflow.claims.judge import holm, judge_family
+
+    # m = 4: sorted 0.01, 0.02, 0.03, 0.04 -> x4, x3, x2, x1 = 0.04, 0.06, 0.06, 0.04 -> monotone 0.04, 0.06, 0.06, 0.06
+    assert holm([0.03, 0.01, 0.04, 0.02]) == pytest.approx([0.06, 0.04, 0.06, 0.06])
+    assert holm([None, 0.5]) == [None, 0.5] and holm([]) == []
+    assert holm([0.4, 0.5]) == [0.8, 0.8] and holm([0.9, 0.8]) == [1.0, 1.0]
+    # a p of 0.02 holds alone, not beside three others (Holm: 0.02 x 4 = 0.08); the untested one is left out
+    strong = judge([Series("a", {0: 10.0, 1: 10.0, 2: 10.0}), Series("b", {0: 11.0, 1: 12.9, 2: 12.6})])
+    assert 0.01 < strong.p < 0.05 and strong.verdict == "holds"
+    untested = judge([Series("a", {0: 1.0}), Series("b", {0: 2.0})])
+    family = judge_family([strong, strong, strong, strong, untested])
+    assert [j.p_holm for j in family[:4]] == [pytest.approx(min(1.0, 4 * strong.p))] * 4
+    assert all(j.verdict == "not supported" for j in family[:4])
+    assert family[4].verdict.startswith("cannot be tested here") and family[4].p_holm is None
+    assert judge_family([strong])[0].verdict == "holds"
 
 
 def test_chance_mrr_is_the_harmonic_number_over_n():

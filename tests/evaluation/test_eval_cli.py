@@ -9,6 +9,7 @@ from defsentflow.evaluation.suite import (
     EvalConfig,
     EvaluateSection,
     evaluation_inputs_hash,
+    evaluation_key,
     resolve_model,
 )
 
@@ -85,8 +86,11 @@ def test_revdict_candidates_reach_the_evaluation_and_its_cache_key(monkeypatch, 
     assert seen["candidates"] == "split"
     # dev (selection) and test (reporting) figures, unseen queries by default
     assert seen["runs"] == [("dev", "unseen"), ("test", "unseen")]
-    assert evaluation_inputs_hash(cfg) != evaluation_inputs_hash(
-        EvalConfig(tasks=("revdict",), dictionary="toy", data_dir=str(tmp_path)))
+    other = EvalConfig(tasks=("revdict",), dictionary="toy", data_dir=str(tmp_path))
+    # the same inputs (the dictionary), other settings: another evaluation
+    assert evaluation_inputs_hash(cfg) == evaluation_inputs_hash(other)
+    assert evaluation_key(cfg, "minilm") != evaluation_key(other, "minilm")
+    assert evaluation_key(other, "minilm") == evaluation_key(other.model_copy(update={"device": "cpu"}), "minilm")
     with pytest.raises(ValueError, match="revdict_candidates\n  Input should be 'all' or 'split'"):
         EvalConfig(tasks=("revdict",), dictionary="toy", revdict_candidates="test")
     assert EvaluateSection(model="m", revdict_candidates="split").revdict_candidates == "split"

@@ -8,12 +8,13 @@ import duckdb
 import pytest
 
 from defsentflow.storage import sql_dir
+from defsentflow.storage.schema import ddl_texts
 
 
 def _catalog() -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:")
-    for f in sorted(sql_dir().glob("[0-9][0-9][0-9]_*.sql")):
-        con.execute(f.read_text())
+    for text in ddl_texts():  # the numbered files and the registry's generated DDL, in order
+        con.execute(text)
     con.execute((sql_dir() / "040_evaluation.sql").read_text())  # idempotent: applied on every open
     return con
 
@@ -79,7 +80,9 @@ def test_the_catalog_names_figures_as_the_task_table_does():
     from defsentflow.eval_tasks import EVAL_TASKS, metric_column, split_group
 
     con = _catalog()
-    tasks = [*EVAL_TASKS, "revdict-dev", "revdict-papers", "revdict-dev-papers", "wordpred-dev", "sts7"]
+    tasks = [*EVAL_TASKS, "revdict-dev", "revdict-papers", "revdict-dev-papers", "wordpred-dev", "sts7",
+             "revdict-dev+q500+splitcands", "wordpred-alldefs+tiesmid+len64", "sts12+bf16", "sts7+len64",
+             "revdict-multidef+len64", "unknown-dev+x"]
     for task in tasks:
         for setting, metric in (("all", "spearman"), ("hybrid", "mrr"), ("head", "top10")):
             got = con.execute("SELECT metric_column(?, ?, ?), split_group(?)", [task, setting, metric, task]).fetchone()

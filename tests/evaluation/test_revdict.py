@@ -6,12 +6,14 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from defsentflow.evaluation.ranks import rank_metrics
 from defsentflow.evaluation.revdict import (
+    candidate_set,
     entry_sums,
     evaluate_revdict,
     prepare_queries,
-    rank_metrics,
     revdict_ranks,
+    trained_texts,
 )
 
 
@@ -103,16 +105,25 @@ def test_prepare_queries_rules():
             ("dog", "an animal", "test"), ("car", "a road vehicle", "train"), ("car", "a thing to drive", "train"),
             ("sea", "salt water", "dev"), ("sea", "a large water", "dev"), ("sea", "where fish live", "dev")]
     t = _table(rows)
-    q = prepare_queries(t, split="test")
+    q = prepare_queries(t, split="test", exclude=set())
     assert q.entries == ["car", "cat", "dog", "sea"]
     assert sorted(q.query_texts) == ["a pet that lives in a house", "a small animal"]  # dog has one definition
-    assert prepare_queries(t, split="test", candidates="split").entries == ["cat", "dog"]
-    dev = prepare_queries(t, split="dev", max_queries=2)
-    assert len(dev.query_rows) == 2 and dev.query_rows.tolist() == prepare_queries(t, split="dev", max_queries=2).query_rows.tolist()
+    assert prepare_queries(t, split="test", candidates="split", exclude=set()).entries == ["cat", "dog"]
+    assert candidate_set(t, split="dev").entries == ["car", "sea"]  # a dev figure never reads test rows
+    assert len(candidate_set(t, split="dev").query_rows) == 0
+    dev = prepare_queries(t, split="dev", max_queries=2, exclude=set())
+    assert len(dev.query_rows) == 2 and dev.query_rows.tolist() == prepare_queries(
+        t, split="dev", max_queries=2, exclude=set()).query_rows.tolist()
+    # multi-definition is every definition: no cap
+    assert len(prepare_queries(t, split="dev", protocol="multi-definition", max_queries=2).query_rows) == 3
     # Adding unrelated entries does not change which queries are chosen among the old ones.
     more = prepare_queries(_table(rows + [("ant", "an insect", "train"), ("ant", "a small insect", "train")]),
-                           split="dev", max_queries=2)
+                           split="dev", max_queries=2, exclude=set())
     assert sorted(more.query_texts) == sorted(dev.query_texts)
+    with pytest.raises(ValueError, match="needs the texts the model trained on"):
+        prepare_queries(t, split="test")
+    with pytest.raises(ValueError, match="word prediction's"):
+        prepare_queries(t, split="test", protocol="all-definitions")
 
 
 def _toy_rows():
@@ -156,7 +167,7 @@ def test_evaluate_revdict_hybrid_uses_the_headwords(tiny_bert_dir):
     table = _table(_toy_rows())
     res = evaluate_revdict(str(tiny_bert_dir), table, split="test", modes=("cosine", "hybrid"), pooling="mean",
                            device="cpu")
-    q = prepare_queries(table, split="test")
+    q = prepare_queries(table, split="test", exclude=trained_texts(table))
     enc = load_encoder(str(tiny_bert_dir), device="cpu")
     vecs = encode_texts(enc, q.definitions, pooling="mean", max_length=64)
     words = encode_texts(enc, [e.replace("_", " ") for e in q.entries], pooling="mean", max_length=64)
@@ -175,7 +186,7 @@ def test_evaluate_revdict_cosine_equals_slow_reencoding(tiny_bert_dir):
     table = _table(_toy_rows())
     res = evaluate_revdict(str(tiny_bert_dir), table, split="test", modes=("cosine",), pooling="mean", device="cpu")
     enc = load_encoder(str(tiny_bert_dir), device="cpu")
-    q = prepare_queries(table, split="test")
+    q = prepare_queries(table, split="test", exclude=trained_texts(table))
     # Each definition encoded alone (no batching, padding or de-duplication).
     single = [encode_texts(enc, [d], pooling="mean", max_length=64)[0] for d in q.definitions]
     ranks = []
@@ -203,8 +214,8 @@ def test_evaluate_revdict_head_mode_equals_slow_loop(tiny_bert_dir, tiny_mlm_dir
     table = _table(_toy_rows())
     res = evaluate_revdict(str(tiny_bert_dir), table, split="test", modes=("head",), pooling="cls",
                            entry_encoder=str(tiny_mlm_dir), entry_encoding="amp", device="cpu")
-    assert res["entry_encoding"] == "amp" and res["head_pooling"] == "cls" and res["use_pooler"] is True
-    q = prepare_queries(table, split="test")
+    assert res["entry_encoding"] == "amp" and res["pooling"] == "cls" and res["use_pooler"] is True
+    q = prepare_queries(table, split="test", exclude=trained_texts(table))
     ent = load_encoder(str(tiny_mlm_dir), device="cpu")
     single = [encode_texts(ent, [d], pooling="mean", max_length=64)[0] for d in q.definitions]
     heads = sentence_head_vectors(str(tiny_bert_dir), q.query_texts, "cls", True, device="cpu")

@@ -33,7 +33,7 @@ def test_a_test_definition_also_in_train_is_excluded_and_counted():
     table = _table(ROWS)
     seen = trained_texts(table)
     unseen = prepare_queries(table, split="test", exclude=seen)
-    papers = prepare_queries(table, split="test")
+    papers = prepare_queries(table, split="test", protocol="multi-definition")
     # "car"'s first definition is the train gloss of "automobile" up to case and spacing: excluded
     assert "A motor  vehicle with four WHEELS" in papers.query_texts
     assert "A motor  vehicle with four WHEELS" not in unseen.query_texts
@@ -158,7 +158,7 @@ def _word_rows():
         split = ("train", "train", "dev", "test")[i % 4]
         for _ in range(2):
             rows.append((w, " ".join(rng.choice(words, size=int(rng.integers(3, 7)))), split))
-    rows.append(("two words", "not a single token", "test"))
+    rows += [("two words", "not a single token", "test"), ("two words", "nor this", "test")]
     return rows
 
 
@@ -170,7 +170,7 @@ def test_wordpred_through_the_mlm_head_equals_a_slow_loop(tiny_mlm_dir):
 
     table = _table(_word_rows())
     res = evaluate_wordpred(str(tiny_mlm_dir), table, split="test", pooling="mean", device="cpu")
-    assert res["head"] == "mlm_head" and res["n_untargeted"] == 1  # "two words" is no single token
+    assert res["head"] == "mlm_head" and res["n_untargeted"] == 2  # "two words" is no single token
     mlm = BertForMaskedLM.from_pretrained(str(tiny_mlm_dir)).eval()
     tok = AutoTokenizer.from_pretrained(str(tiny_mlm_dir))
     queries = [(e, d) for e, d, s in _word_rows() if s == "test" and len(tok.tokenize(e)) == 1]

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from defsentflow.evaluation.config import EvalConfig
-from defsentflow.evaluation.revdict import rank_metrics, revdict_task
+from defsentflow.evaluation.ranks import rank_metrics
+from defsentflow.evaluation.revdict import revdict_task
 from defsentflow.evaluation.wordpred import head_ranks, wordpred_task
 
 

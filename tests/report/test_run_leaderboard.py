@@ -100,16 +100,19 @@ def test_sts_average_and_a_new_task_get_columns_without_code_changes(home):
 
     cat = Catalog()
     seven = {"sts12": 70.0, "sts13": 80.0, "sts14": 75.0, "sts15": 85.0, "sts16": 79.0, "stsb-test": 82.0, "sickr": 77.0}
-    cat.record_metrics("a", [_m(t, v) for t, v in seven.items()] + [_m("wordpred", 0.3, "dev", "acc"),
-                                                                   _m("wordpred", 0.6, "dev", "top10")])
+    cat.record_metrics("a", [_m(t, v) for t, v in seven.items()] + [_m("newtask", 0.3, "dev", "acc"),
+                                                                   _m("newtask", 0.6, "dev", "top10"),
+                                                                   _m("wordpred", 0.6, "head", "top10")])
     cat.record_metrics("b", [_m("sts12", 60.0), _m("revdict-unseen", 0.2, "cosine", "mrr"),
                              _m("revdict-unseen", 0.1, "cosine", "top1")])
     board = load_leaderboard(cat)
     by = {r["model_id"]: r for r in board.rows}
     assert by["a"]["sts7_test_spearman"] == pytest.approx(sum(seven.values()) / 7, abs=0.005) and by["a"]["sts7_test_n"] == 7
     assert by["b"]["sts7_test_spearman"] == 60.0 and by["b"]["sts7_test_n"] == 1
-    # no MRR: every metric (here a mode named 'dev')
-    assert by["a"]["wordpred_test_unseen_dev_acc"] == 0.3 and by["a"]["wordpred_test_unseen_dev_top10"] == 0.6
+    # a family the registry does not know: every metric (here a mode named 'dev'); a registered
+    # family: its main metric only (word prediction's MRR, so no column for a top-10 alone)
+    assert by["a"]["newtask_test_dev_acc"] == 0.3 and by["a"]["newtask_test_dev_top10"] == 0.6
+    assert not any(c.startswith("wordpred") for c in board.columns)
     assert by["b"]["revdict_test_unseen_cosine_mrr"] == 0.2 and "revdict_test_unseen_cosine_top1" not in board.columns
     assert board.columns[:9] == (*(f"{t}_test_spearman" for t in ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb",
                                                                   "sickr", "sts7")), "sts7_test_n")

@@ -11,23 +11,67 @@ from defsentflow.report.seed_stats import seed_stats_rows
 from defsentflow.storage import Catalog
 
 
-def test_mean_and_sd_over_the_chosen_combinations_seeds(home):
+def _file(cat, rows, run_id="r"):
+    """Metric rows ``(model, row)`` as the evaluate flow files them, in one transaction (many models)."""
+    with cat.transaction() as con:
+        con.executemany("INSERT INTO metrics (model_id, task, setting, metric, value, n, pooling, run_id) "
+                        "VALUES (?, ?, ?, ?, ?, 10, ?, ?)",
+                        [[m, r["task"], r["setting"], r["metric"], r["value"], r["pooling"], run_id] for m, r in rows])
+
+
+def _pst_run(cat, run="r"):
+    """A 3-step PST run with an ICA candidate at step 3, three seeds, as pst_steps records it; the
+    chosen combination is (cls, ac); (mean, amp) is another step-1 combination."""
+    models = []
+    with cat.transaction() as con:
+        con.execute("INSERT INTO pst_runs (run_id, winner_step, winner_model_id, model_id, reason) "
+                    "VALUES (?, 3, 'm3i-1', ?, 'the last step')", [run, f"pst-{run}"])
+        for step, ica in ((1, False), (2, False), (3, False), (3, True)):
+            for seed in (0, 1, 2):
+                model = f"m{step}{'i' if ica else ''}-{seed}"
+                con.execute("INSERT INTO pst_steps (run_id, step, seed, model_id, pooling, entry_encoding, chosen, ica) "
+                            "VALUES (?, ?, ?, ?, 'cls', 'ac', ?, ?)", [run, step, seed, model, seed == 1, ica])
+                models.append((step, ica, seed, model))
+        con.execute("INSERT INTO pst_steps (run_id, step, seed, model_id, pooling, entry_encoding, chosen) "
+                    "VALUES (?, 1, 0, 'other', 'mean', 'amp', false)", [run])
+    return models
+
+
+def test_mean_and_sd_per_step_and_pooling_over_the_chosen_combinations_seeds(home):
     cat = Catalog()
-    cat.execute("INSERT INTO pst_runs (run_id, winner_step, winner_model_id, model_id) VALUES ('r', 1, 'm1', 'pst-r')")
-    for seed, model, pooling in [(0, "m0", "cls"), (1, "m1", "cls"), (2, "m2", "cls"), (0, "other", "mean")]:
-        cat.execute("INSERT INTO pst_steps (run_id, step, seed, model_id, pooling, entry_encoding, chosen) "
-                    "VALUES ('r', 1, ?, ?, ?, 'ac', ?)", [seed, model, pooling, model == "m1"])
-    sts = {"m0": 70.0, "m1": 72.0, "m2": 71.0, "other": 99.0}
-    for model, value in sts.items():
-        cat.record_metrics(model, [{"task": "sts12", "setting": "all", "metric": "spearman", "value": value,
-                                    "pooling": "cls"},
-                                   {"task": "sts12/MSRpar", "setting": "all", "metric": "spearman", "value": 1.0,
-                                    "pooling": "cls"}], run_id="r")
+    models = _pst_run(cat)
+
+    def value(step, ica, seed, task, pooling):
+        return 60.0 + 3 * step + 5 * ica + seed + (1.5 if pooling == "prompt" else 0.0) + len(task) / 10
+
+    _file(cat, [(model, {"task": t, "setting": "all", "metric": "spearman", "pooling": pooling,
+                         "value": 1.0 if "/" in t else value(step, ica, seed, t, pooling) + 50 * (model == "other")})
+                for step, ica, seed, model in models + [(1, False, 0, "other")] for pooling in ("cls", "prompt")
+                for t in ("sts12", "stsb-test", "stsb-dev", "sts12/MSRpar")])
     rows = seed_stats_rows(lambda sql, **p: cat.query(sql, {"run_id": "r", **p}))
-    assert len(rows) == 1  # per-subset rows and the other combination stay out
-    r = rows[0]
-    assert (r["task"], r["n"], r["best_seed"], r["best"]) == ("sts12", 3, 1, 72.0)
-    assert r["mean"] == pytest.approx(71.0) and r["sd"] == pytest.approx(statistics.stdev([70.0, 72.0, 71.0]))
+    got = {(r["step_label"], r["pooling"], r["task"]): r for r in rows}
+    # 4 steps x 2 poolings x (3 tasks + the average); subsets and the other combination stay out
+    assert len(rows) == 4 * 2 * 4 and {k[0] for k in got} == {"1st", "2nd", "3rd", "3rd-ICA"}
+    for step, ica, label in ((1, False, "1st"), (3, True, "3rd-ICA")):
+        for pooling in ("cls", "prompt"):
+            seeds = [value(step, ica, s, "sts12", pooling) for s in (0, 1, 2)]
+            r = got[(label, pooling, "sts12")]
+            assert r["n"] == 3 and r["seeds"] == [0, 1, 2]
+            assert r["mean"] == pytest.approx(statistics.mean(seeds)) and r["sd"] == pytest.approx(statistics.stdev(seeds))
+            avg = [statistics.mean(value(step, ica, s, t, pooling) for t in ("sts12", "stsb-test")) for s in (0, 1, 2)]
+            assert got[(label, pooling, "sts7")]["mean"] == pytest.approx(statistics.mean(avg))
+    # the leaderboard: one row per step and pooling, its figures means with their sd beside
+    from defsentflow.report import load_leaderboard
+
+    board = load_leaderboard(cat)
+    seed_rows = {(r["model_id"], r["pooling"]): r for r in board.rows if "seeds)" in r["model_id"]}
+    row = seed_rows[("pst-r 3rd-ICA (mean of 3 seeds)", "prompt")]
+    assert row["sts12_test_spearman"] == pytest.approx(got[("3rd-ICA", "prompt", "sts12")]["mean"], abs=0.005)
+    assert row["sts12_test_spearman_sd"] == pytest.approx(got[("3rd-ICA", "prompt", "sts12")]["sd"], abs=0.005)
+    assert len(seed_rows) == 8
+    cols, cells = board.table()
+    line = next(c for c in cells if c[0] == "pst-r 1st (mean of 3 seeds)" and c[1] == "cls")
+    assert " ± 1.00" in line[cols.index("sts12_test_spearman")]
 
 
 def test_the_plan_evaluates_each_seed_with_the_selected_pooling(tmp_path):
@@ -85,3 +129,63 @@ def test_also_poolings_add_prompt_rows_for_the_selected_encoder_and_the_baseline
 
     config["eval"]["also_poolings"] = ["cls"]  # the pooling already evaluated adds nothing
     assert len(evaluation_plan(config, {"model_dir": str(model), "model_id": "pst-r"}, None, "bert-base-uncased")) == 2
+
+
+def test_a_paper_config_s_report_holds_mean_and_sd_per_step_and_pooling_prompt_included(home, tmp_path):
+    """configs/bert-base-defsent-plus.yaml: its plan evaluates every seed of the chosen combination at
+    every step with the training pooling and Table 7's Prompt; the report prints both tables."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from defsentflow.config import load_config
+    from defsentflow.pipeline import chosen_combination_seeds, evaluation_plan
+    from defsentflow.report import build_report
+
+    config = load_config(Path(__file__).resolve().parents[2] / "configs" / "bert-base-defsent-plus.yaml").model_dump(
+        mode="json")
+    data = tmp_path / "data" / "sts" / "STSBenchmark"
+    data.mkdir(parents=True)
+    for split in ("dev", "test"):
+        (data / f"sts-{split}.csv").write_text("genre\tf\t2012\t0\t5.0\ta b\ta b\n")
+    config["eval"].update(tasks=["stsb-dev", "stsb-test"], data_dir=str(tmp_path / "data"), baselines=[])
+    cat = Catalog()
+    cat.start_run("pipeline", config=config, run_id="r")
+    models = _pst_run(cat)
+    dirs = {}
+    for _, _, _, model in models:
+        dirs[model] = tmp_path / model
+        dirs[model].mkdir()
+        (dirs[model] / "defsentflow.json").write_text(json.dumps({"pooling": "cls"}))
+
+    def cand(step, ica, seed, model):
+        return SimpleNamespace(step=step, ica=ica, seed=seed, model_id=model, model_dir=str(dirs[model]),
+                               pooling="cls", entry_encoding="ac")
+
+    steps = []
+    for step in (1, 2, 3):
+        cands = [cand(*m) for m in models if m[0] == step]
+        if step == 1:
+            cands.append(SimpleNamespace(step=1, ica=False, seed=0, model_id="other", model_dir="x", pooling="mean",
+                                         entry_encoding="amp"))
+        steps.append(SimpleNamespace(step=step, candidates=cands, best=cands[1]))
+    seeds = chosen_combination_seeds(SimpleNamespace(steps=steps))
+    assert len(seeds) == 12 and {(s["step"], s["ica"]) for s in seeds} == {(1, False), (2, False), (3, False), (3, True)}
+    plan = evaluation_plan(config, {"model_dir": str(dirs["m3i-1"]), "model_id": "pst-r"}, None, "bert-base-uncased",
+                           seeds=seeds)
+    per_seed = {(p["model_id"], p["pooling"]) for p in plan if p["model_id"].startswith("m")}
+    assert per_seed == {(s["model_id"], pooling) for s in seeds for pooling in ("cls", "prompt")}
+    rows = []
+    for p in plan:   # what the evaluate flow files for each entry
+        step = next(m for m in models if m[3] == p["model_id"]) if p["model_id"].startswith("m") else (3, True, 1, "")
+        rows += [(p["model_id"], {"task": t, "setting": "all", "metric": "spearman", "pooling": p["pooling"],
+                                  "value": 70.0 + step[0] + 2 * step[1] + step[2] + (p["pooling"] == "prompt")})
+                 for t in p["tasks"]]
+    _file(cat, rows)
+    md = build_report("r").markdown
+    section = md[md.index("## Mean over seeds per step and pooling"):]
+    for pooling in ("cls", "prompt"):
+        table = section[section.index(f"### Pooling: {pooling}"):]
+        table = table[:table.index("\n\n", table.index("| step"))]
+        for label in ("1st", "2nd", "3rd", "3rd-ICA"):
+            assert f"| {label} | 3 |" in table, (pooling, label)
+        assert table.count(" ± 1.00") >= 4 * 3   # stsb-dev, stsb-test and the average (sts7: stsb-test) per step

@@ -85,6 +85,27 @@ def test_bert_keeps_its_checkpoint_pooler(tiny_bert_dir):
     assert torch.equal(prepared.pooler_dense().weight, ref.pooler.dense.weight)
 
 
+def test_a_bert_without_a_trained_pooler_gets_the_mlm_dense_as_roberta_does(tiny_mlm_dir, caplog):
+    """A masked-LM-only BERT (issue 37): its pooler from the MLM head's dense layer with GELU by
+    default; untrained_pooler="random" keeps random weights, and says so."""
+    from transformers import BertForMaskedLM
+
+    ref = BertForMaskedLM.from_pretrained(tiny_mlm_dir)
+    prepared = prepare_backbone(tiny_mlm_dir, device=CPU, word_head=False, use_pooler=True)
+    assert (prepared.pooler_source, prepared.pooler_activation) == ("mlm_dense", "gelu")
+    dense = ref.cls.predictions.transform.dense
+    assert torch.equal(prepared.pooler_dense().weight, dense.weight) and torch.equal(prepared.pooler_dense().bias, dense.bias)
+    with caplog.at_level("WARNING"):
+        rand = prepare_backbone(tiny_mlm_dir, device=CPU, word_head=False, use_pooler=True, untrained_pooler="random")
+    assert (rand.pooler_source, rand.pooler_activation) == ("random", "tanh")
+    assert "starts from random weights" in caplog.text
+    texts = ["a small dog", "the king of the country"]
+    pooled = encode_texts(str(tiny_mlm_dir), texts, pooling="mean", device="cpu")
+    with torch.no_grad():
+        expected = F.gelu(dense(torch.from_numpy(pooled))).numpy()
+    np.testing.assert_allclose(sentence_head_vectors(tiny_mlm_dir, texts, "mean", True, device="cpu"), expected, atol=1e-5)
+
+
 def test_unknown_family_names_the_supported_ones():
     with pytest.raises(ValueError, match=r"no backbone adapter for model type 'gpt2'; supported: \['bert'"):
         adapter_for("gpt2")

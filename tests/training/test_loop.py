@@ -190,10 +190,14 @@ def test_saved_model_loads_with_sentence_transformers_and_automodel(tiny_bert_di
 
 def test_linear_schedule():
     warm = linear_schedule(10, 0.2, decay=True)
-    expected = [1 / 3, 2 / 3, 1, 7 / 8, 6 / 8, 5 / 8, 4 / 8, 3 / 8, 2 / 8, 1 / 8]
+    expected = [0, 1 / 2, 1, 7 / 8, 6 / 8, 5 / 8, 4 / 8, 3 / 8, 2 / 8, 1 / 8]
     assert np.allclose([warm(s) for s in range(10)], expected)
-    const = linear_schedule(10, 0.1, decay=False)
-    assert const(0) == 0.5 and all(const(s) == 1.0 for s in range(1, 10))
+    # DefSent's reference (experiments/src/lr_scheduler.py): step / max(1, W) below W = total * ratio,
+    # then constant: the warm-up starts from 0, and W need not be whole
+    for total, ratio in ((10, 0.1), (37, 0.1), (100, 0.1)):
+        w = total * ratio
+        const = linear_schedule(total, ratio, decay=False)
+        assert [const(s) for s in range(total)] == [s / max(1.0, w) if s < w else 1.0 for s in range(total)]
     assert linear_schedule(4, 0.0, decay=True)(0) == 1.0
 
 

@@ -159,3 +159,20 @@ def test_training_imports_no_scorer_the_flows_pass_the_real_one():
     from defsentflow.tasks.training import PST_TASKS
 
     assert PstSteps().scorer is None and PST_TASKS.scorer is selection_score
+
+
+def test_final_last_returns_the_last_step_best_dev_the_best_step():
+    """pst.final (issue 37): the papers' final encoder is the last step's; the product's default the best dev step."""
+    from types import SimpleNamespace
+
+    from defsentflow.training.pst import choose_winner
+
+    def step(k, figure):
+        best = SimpleNamespace(step=k, label=f"cls-ac, seed {k}", metric="stsb-dev", score=figure)
+        return SimpleNamespace(step=k, figure=figure, best=best, rule="best_seed")
+
+    history = [step(0, 50.0), step(1, 70.0), step(2, 60.0), step(3, 65.0)]
+    assert choose_winner(history)[0].step == 1
+    winner, reason = choose_winner(history, "last")
+    assert winner.step == 3 and "final: last" in reason and "best step by dev is 1" in reason
+    assert choose_winner(history[:1], "last")[0].step == 0   # nothing trained: the untrained encoder

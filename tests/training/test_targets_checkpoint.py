@@ -23,6 +23,21 @@ def test_single_token_targets(tiny_bert_dir):
     assert mask.shape == ids.shape == (0,)
 
 
+def test_byte_level_bpe_targets_read_the_word_as_inside_a_sentence():
+    """RoBERTa's targets as DefSent's reference builds them (add_prefix_space=True): 'Ġdog', one token."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import RobertaTokenizerFast
+
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(["the zebra sat on a mat with a dog"] * 20, vocab_size=300, min_frequency=1,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    tok = RobertaTokenizerFast(tokenizer_object=bpe._tokenizer, add_prefix_space=False)
+    assert len(tok("dog", add_special_tokens=False)["input_ids"]) == 2   # as a text's first word: 'do', 'g'
+    mask, ids = single_token_targets(tok, ["zebra", "dog", "cat"])
+    assert mask.tolist() == [True, True, False]
+    assert ids[:2].tolist() == [tok(f" {w}", add_special_tokens=False)["input_ids"][0] for w in ("zebra", "dog")]
+
+
 def test_rng_round_trip_through_a_checkpoint(tmp_path):
     torch.manual_seed(3), np.random.seed(3), random.seed(3)
     save_checkpoint(tmp_path, {"rng": capture_rng(), "step": 1})
