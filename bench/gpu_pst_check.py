@@ -1,0 +1,90 @@
+"""On a machine with a GPU: one PST run (2 steps, 2 seeds) of a tiny random BERT, trained on CUDA
+through the one unit of training work (``train_candidate``), then the same run again (nothing
+recomputed), with the library alone (no Prefect, no network).
+
+    python bench/gpu_pst_check.py           # key = value lines, also $OUT/gpu_pst.json
+
+It checks that every candidate trained on the GPU (``device`` recorded in its model record), that
+the model records hold no absolute path into the data root, that the entry matrices load through
+``EntryMatrix.load``, and that a second identical run registers no new artifact.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+OUT = Path(os.environ.get("OUT", tempfile.gettempdir()))
+RESULTS: dict[str, object] = {}
+DEVICE = os.environ.get("GPU_CHECK_DEVICE", "cuda")  # cpu: try the script where there is no GPU
+
+
+def log(key: str, value: object) -> None:
+    RESULTS[key] = value
+    print(key, "=", value, flush=True)
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "gpu_pst.json").write_text(json.dumps(RESULTS, indent=1, default=str))
+
+
+def main() -> None:
+    import pyarrow as pa
+    import torch
+
+    from tests.conftest import _build_tiny
+    from tests.training.test_pst_protocol import wide_dictionary
+
+    work = Path(tempfile.mkdtemp(prefix="gpu-pst-"))
+    os.environ["DEFSENTFLOW_HOME"] = str(work / "home")
+    from defsentflow.encoders.model_record import read_model_record
+    from defsentflow.evaluation.selection import selection_score
+    from defsentflow.storage import Catalog
+    from defsentflow.training.entry_matrix import EntryMatrix
+    from defsentflow.training.pst import PstSteps, run_pst
+    from defsentflow.training.pst_config import GridPoint, PstSection
+    from tests.dictionary_tables import register_table
+
+    log("cuda", torch.cuda.is_available() and torch.cuda.get_device_name(0))
+    base = _build_tiny(work / "tiny-bert", mlm=False)
+    table = wide_dictionary()
+    register_table("wide", pa.table(table.to_pydict()), work / "home")
+    section = PstSection(base_model=str(base), dictionary="wide", steps=2, seeds=[0, 1], device=DEVICE,
+                         grid=[GridPoint(pooling="mean", entry_encoding="amp")], selection="revdict-mrr",
+                         selection_revdict_mode="cosine", batch_size=16, max_length=24, entry_batch_size=64,
+                         use_pooler=False, lr=1e-3)
+    steps = PstSteps(scorer=selection_score, threads=1)
+    t0 = time.time()
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
+    first = run_pst(section, run_id="gpu1", steps=steps)
+    log("first_run_s", round(time.time() - t0, 1))
+    if torch.cuda.is_available():
+        log("peak_cuda_mb", round(torch.cuda.max_memory_allocated() / 2**20, 1))
+    trained = [c for s in first.steps for c in s.candidates if c.step >= 1]
+    devices = {read_model_record(c.model_dir).config["device"] for c in trained}
+    log("candidates", len(trained))
+    log("record_devices", sorted(devices))
+    log("winner", f"step {first.winner.step} {first.winner.label} {first.winner.metric}={first.winner.score:.4f}")
+    home = str(work / "home")
+    absolute = [c.model_dir for c in trained
+                if home in (Path(c.model_dir) / "defsentflow.json").read_text()]
+    log("records_with_root_paths", len(absolute))
+    for m in first.steps[-1].entry_matrices:
+        em = EntryMatrix.load(m.path, mmap=True)
+        log(f"entry_matrix_{m.key[:8]}", f"{em.matrix.shape} ica={em.ica is not None}")
+    before = Catalog().query("SELECT count(*) AS n FROM artifacts")[0]["n"]
+    t0 = time.time()
+    again = run_pst(section, run_id="gpu2", steps=steps)
+    after = Catalog().query("SELECT count(*) AS n FROM artifacts")[0]["n"]
+    log("second_run_s", round(time.time() - t0, 1))
+    log("second_run_new_artifacts", after - before)
+    log("same_winner", again.winner.artifact_key == first.winner.artifact_key and again.winner.score == first.winner.score)
+
+
+if __name__ == "__main__":
+    main()
