@@ -15,6 +15,7 @@ from typing import Any
 
 from prefect import flow
 
+from defsentflow.compute import shared_paths
 from defsentflow.config import load_config, resolve_path
 from defsentflow.flows.evaluate import evaluate_flow
 from defsentflow.flows.harvest_pairs import run_harvest_flow
@@ -24,7 +25,8 @@ from defsentflow.flows.pst import pst_flow
 from defsentflow.flows.revdict import revdict_index
 from defsentflow.flows.train_defsent import train_defsent_flow
 from defsentflow.pipeline import PipelineSteps, run_pipeline
-from defsentflow.tasks.fanout import compute_cluster
+from defsentflow.storage import data_root
+from defsentflow.tasks.cluster import compute_cluster
 from defsentflow.tasks.harvest import train_surrogate_encoder
 from defsentflow.tasks.report import write_run_report
 
@@ -48,5 +50,6 @@ def _steps() -> Any:
 @flow(name="pipeline", log_prints=True)
 def pipeline(config_path: str, only_if_changed: bool = False, run_id: str | None = None) -> dict[str, Any]:
     """Run the whole pipeline for ``config_path``; returns the run id, the selected model and the report."""
-    with compute_cluster(load_config(resolve_path(config_path)).compute):  # the command's cluster, if it has one
+    cfg = load_config(resolve_path(config_path))
+    with compute_cluster(cfg.compute, needs=shared_paths(cfg, data_root())):  # the command's cluster, if it has one
         return run_pipeline(config_path, steps=_steps(), only_if_changed=only_if_changed, run_id=run_id)

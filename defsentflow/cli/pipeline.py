@@ -51,8 +51,9 @@ def _run(args: argparse.Namespace) -> int:
     import uuid
 
     from defsentflow.cli import UserError
-    from defsentflow.cli.compute import command_cluster
+    from defsentflow.cli.compute import command_runtime, compute_for
     from defsentflow.cli.run_log import elapsed, run_log
+    from defsentflow.compute import shared_paths
     from defsentflow.preflight import preflight
     from defsentflow.storage import Catalog, check_identifier, clean_stale_temporaries, data_root, under_root
 
@@ -65,11 +66,10 @@ def _run(args: argparse.Namespace) -> int:
     with run_log(log_path, verbose=getattr(args, "verbose", False)) as log:
         log.info(f"run {run_id}: {args.config}; full log: {log_path}")
         from defsentflow.flows.pipeline import pipeline
-        from defsentflow.flows.runtime import local_api
 
         clean_stale_temporaries(root)
         try:
-            with local_api(), command_cluster(args, cfg.compute):
+            with command_runtime(compute_for(args, cfg.compute), shared_paths(cfg, root)):
                 state = pipeline(args.config, only_if_changed=args.only_if_changed, run_id=run_id, return_state=True)
                 _print_task_states(state.state_details.flow_run_id, log)
                 result = state.result()
