@@ -41,8 +41,8 @@ from defsentflow.compute import (
 from defsentflow.fanout import WORKER_ENV, CallSettings
 from defsentflow.storage.hashing import code_version
 
-__all__ = ["PRELOAD", "WORKER_ONLY_ENV", "ClusterAttachError", "ClusterSession", "api_host", "check_api",
-           "compute_cluster", "session_for", "worker_environ"]
+__all__ = ["PRELOAD", "WORKER_ONLY_ENV", "ClusterAttachError", "ClusterSession", "api_host", "cancel_command",
+           "check_api", "compute_cluster", "session_for", "worker_environ"]
 
 PRELOAD = "defsentflow.tasks.preload"
 """What the command's workers import when they start (``dask worker --preload`` on external ones)."""
@@ -104,17 +104,35 @@ class ClusterSession:
         with self._lock:
             self._futures = [f for f in self._futures if not f.done()] + list(futures)
 
-    def cancel(self) -> None:
-        """Ask running calls to stop at their next checkpoint, and drop the queued ones."""
+    def cancel(self, wait: float = 30.0) -> int:
+        """Ask running calls to stop at their next checkpoint, drop the queued ones, and wait (up to
+        ``wait`` seconds) until the running ones have stopped, so that their states still reach the
+        command's Prefect API. Returns how many were still running when asked."""
         from distributed import Event  # lazy: Dask starts only when a config asks for a cluster
 
-        with contextlib.suppress(Exception):  # the scheduler may be gone already
-            Event(self.cancel_name, client=self.client).set()
         with self._lock:
             pending = [f for f in self._futures if not f.done()]
             self._futures = []
-        with contextlib.suppress(Exception):
+        if not pending:
+            return 0
+        keys = {f.key for f in pending}
+        running: list[Any] = []
+        with contextlib.suppress(Exception):  # the scheduler may be gone already
+            Event(self.cancel_name, client=self.client).set()
+            running = self._executing(keys)
             self.client.cancel(pending, force=True)
+            deadline = time.monotonic() + wait
+            while self._executing(keys) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            time.sleep(1.0 if running else 0)  # the stopped calls' last states are on their way to the API
+        return len(running)
+
+    def _executing(self, keys: set[Any]) -> list[Any]:
+        """Which of ``keys`` a worker is executing now."""
+        def executing(dask_worker: Any) -> list[Any]:
+            return [ts.key for ts in dask_worker.state.executing]
+
+        return [k for ks in self.client.run(executing).values() for k in ks if k in keys]
 
     def close(self) -> None:
         with contextlib.suppress(Exception):  # the cluster may be gone already
@@ -131,6 +149,12 @@ def session_for(address: str) -> ClusterSession:
         raise RuntimeError(f"no open cluster session for {address}: run the flow inside compute_cluster() "
                            "(every flow entry point does)")
     return session
+
+
+def cancel_command(address: str | None) -> int:
+    """Cancel the work of the command's cluster session at ``address`` (see :meth:`ClusterSession.cancel`)."""
+    session = _SESSIONS.get(address or "")
+    return session.cancel() if session is not None else 0
 
 
 def _hosts(workers: Mapping[str, Any]) -> list[str]:

@@ -77,9 +77,18 @@ def command_runtime(compute: Any, needs: Mapping[str, str] | None = None) -> Ite
     set). Yields the cluster's address (None: sequential). Ctrl-C or SIGTERM cancels the command's
     queued tasks and stops its running candidates at their next checkpoint."""
     from defsentflow.flows.runtime import local_api
-    from defsentflow.tasks.cluster import api_host, check_api, compute_cluster
+    from defsentflow.tasks.cluster import api_host, cancel_command, check_api, compute_cluster
 
-    with _sigterm_as_interrupt(), compute_cluster(compute, needs) as address, \
-            local_api(host=api_host(address)) as url:
-        check_api(address, url)
-        yield address
+    try:
+        with _sigterm_as_interrupt(), compute_cluster(compute, needs) as address, \
+                local_api(host=api_host(address)) as url:
+            check_api(address, url)
+            try:
+                yield address
+            except BaseException:
+                cancel_command(address)  # while the API is up: the stopped candidates' states reach it
+                raise
+    except BaseException as exc:
+        if type(exc).__name__ == "TerminationSignal":  # Prefect's SIGTERM inside a flow run: an interrupt here
+            raise KeyboardInterrupt("SIGTERM") from None
+        raise
