@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["DEFAULT_THREADS", "FanOut", "HOLD_AFTER_STEPS_ENV", "KILL_AFTER_STEPS_ENV", "KILL_MARKER_ENV", "WORKER_ENV",
+__all__ = ["BARRIER_ENV", "DEFAULT_THREADS", "FanOut", "HOLD_AFTER_STEPS_ENV", "KILL_AFTER_STEPS_ENV", "KILL_MARKER_ENV", "WORKER_ENV",
            "CallSettings", "CandidateLostError", "CandidateStoppedError", "GpuMissingError", "Sequential", "at_checkpoint",
            "call_one", "current_settings", "in_turn", "kill_hook_steps", "kill_this_worker", "on_worker", "run_call", "runs_beside",
            "sequential", "submit", "with_settings", "worker_device", "worker_threads"]
@@ -53,6 +53,9 @@ KILL_MARKER_ENV = "DEFSENTFLOW_TEST_KILL_MARKER"
 """Fault tests: the file whose creation marks that the kill (or hold) happened (so the retry runs through)."""
 HOLD_AFTER_STEPS_ENV = "DEFSENTFLOW_TEST_HOLD_AFTER_STEPS"
 """Cancellation tests: at the first checkpoint at or past this step, mark it and wait (up to 120 s) for a stop request."""
+BARRIER_ENV = "DEFSENTFLOW_TEST_BARRIER"
+"""Concurrency tests, ``<folder>:<n>``: each call's first checkpoint writes a file there and waits (up to
+60 s) until ``n`` calls have written theirs; the file then says whether they all met there."""
 
 
 class CandidateLostError(RuntimeError):
@@ -261,6 +264,8 @@ def at_checkpoint(step: int) -> None:
         CandidateStoppedError: the command of this call was cancelled: the checkpoint just written is
             where the next identical command resumes.
     """
+    if os.environ.get(BARRIER_ENV):
+        _barrier(os.environ[BARRIER_ENV])
     hold = os.environ.get(HOLD_AFTER_STEPS_ENV)
     marker = os.environ.get(KILL_MARKER_ENV)
     if hold and marker and step >= int(hold) and not Path(marker).exists():  # cancellation test: wait here
@@ -272,6 +277,19 @@ def at_checkpoint(step: int) -> None:
     if _stop_requested():
         raise CandidateStoppedError(f"stopped at step {step}: the command was cancelled (its checkpoint is kept; "
                                     "the next identical command resumes from it)")
+
+
+def _barrier(spec: str) -> None:
+    folder, n = spec.rsplit(":", 1)
+    mine = Path(folder, f"call-{os.getpid()}-{threading.get_ident()}")
+    if mine.exists():
+        return
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    mine.write_text("waiting")
+    deadline = time.monotonic() + 60
+    while len(list(Path(folder).glob("call-*"))) < int(n) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    mine.write_text("met" if len(list(Path(folder).glob("call-*"))) >= int(n) else "alone")
 
 
 def kill_hook_steps() -> int | None:
