@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from defsentflow import __version__
 from defsentflow.config_tools import LIMITS, ConfigSection
@@ -58,6 +58,11 @@ class ComputeSection(ConfigSection):
     worker_timeout: float = Field(60, gt=0, le=86_400, description="seconds to wait for workers (with GPU resources when "
                                                                    "asked) when attaching; also the scheduler's "
                                                                    "no-workers timeout for tasks no worker can run")
+
+    @field_validator("threads_per_candidate", mode="before")
+    @classmethod
+    def _default_threads(cls, v: Any) -> Any:
+        return DEFAULT_THREADS if v is None else v  # null (older configs): the default, as everywhere
 
     @property
     def distributed(self) -> bool:

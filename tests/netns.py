@@ -32,6 +32,16 @@ _BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parents[1]  # on the workers' path too: the tests' own functions unpickle there
 
 
+def _recipes():
+    """deployments/dask_clusters.py (a script, not a package module)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("dask_clusters", REPO / "deployments" / "dask_clusters.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(["ip", *args], capture_output=True, text=True, check=check)
 
@@ -126,13 +136,14 @@ class NetnsCluster:
         return self.address
 
     def worker_env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
-        """The workers' environment, as docs/distributed.md sets it on a worker host."""
-        config = self.logs / "dask-worker.yaml"  # the docs' malloc setting, through DASK_CONFIG
-        config.write_text("distributed:\n  nanny:\n    pre-spawn-environ:\n      MALLOC_TRIM_THRESHOLD_: null\n"
-                          "      OMP_NUM_THREADS: 1\n      MKL_NUM_THREADS: 1\n      OPENBLAS_NUM_THREADS: 1\n")
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API", "PYTEST", "DEFSENTFLOW_DASK"))}
-        env.update({"DEFSENTFLOW_WORKER": "1", "DASK_CONFIG": str(config), "HF_HUB_OFFLINE": "1",
-                    "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(REPO), **(extra or {})})
+        """The workers' environment, as docs/distributed.md sets up a worker host: its Dask config
+        (``DASK_CONFIG``, written by deployments/dask_clusters.py) unsets the malloc setting and sets
+        the catalog guard in the worker processes."""
+        config = _recipes().worker_dask_config(self.logs / "dask-worker.yaml")
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("PREFECT_API", "PYTEST", "DEFSENTFLOW_DASK", "DEFSENTFLOW_WORKER", "DASK_"))}
+        env.update({"DASK_CONFIG": str(config), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+                    "PYTHONPATH": str(REPO), **(extra or {})})
         return env
 
     def start_worker(self, name: str, env: dict[str, str] | None = None) -> subprocess.Popen:
