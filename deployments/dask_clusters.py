@@ -46,7 +46,7 @@ def local_cuda_cluster(**kwargs: Any) -> Any:
 
     with dask.config.set({"distributed.nanny.environ": dict(WORKER_ENVIRON),
                           "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
-        return LocalCUDACluster(threads_per_worker=1, resources={"GPU": 1}, preload=[PRELOAD], **kwargs)
+        return LocalCUDACluster(**{"threads_per_worker": 1, "resources": {"GPU": 1}, "preload": [PRELOAD], **kwargs})
 
 
 def slurm_cluster(*, python: str = sys.executable, walltime: str = "04:00:00", lifetime: str = "3h45m",
