@@ -23,6 +23,7 @@ from defsentflow.storage import Catalog
 from defsentflow.training.pst import PstSteps, run_pst
 from tests.training.test_pst_schedule import dictionary, section  # noqa: F401 (a fixture)
 
+pytestmark = pytest.mark.xdist_group("netns")  # one process: one netns cluster (a session fixture) for both files
 SEQUENTIAL = PstSteps(scorer=selection_score)  # the library's default: every call at compute's default threads
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the other host runs this file's functions by value
 

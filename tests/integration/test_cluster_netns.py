@@ -24,7 +24,7 @@ from tiny_pipeline_utils import cli_env, final_metrics
 
 from defsentflow.fanout import HOLD_AFTER_STEPS_ENV, KILL_AFTER_STEPS_ENV, KILL_MARKER_ENV
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("netns")]  # one process: one netns cluster (session)
 
 
 def _weights(home: Path) -> str:
