@@ -1,4 +1,5 @@
-"""What a fanned-out call runs under: the same threads on every executor, a GPU it asked for or a clear error."""
+"""defsentflow/fanout.py, what a fanned-out call runs under (tests/flows/test_fanout.py: the flows' fan-out on a cluster):
+the same threads on every executor, a GPU it asked for or a clear error."""
 
 from __future__ import annotations
 
