@@ -1,5 +1,7 @@
-"""PST three ways: sequential with today's default threads, sequential at the workers' thread count,
-and fanned out to a LocalCluster of single-threaded worker processes.
+"""PST four ways: sequential with all the cores' threads, sequential at the workers' thread count (the
+default now), fanned out to a LocalCluster of single-threaded worker processes, and fanned out to the
+same number of workers on another host (a network namespace joined by a veth pair, tests/netns.py;
+skipped where namespaces cannot be made, or with --no-netns).
 
     python bench/fanout.py                                   # configs/fanout-demo.yaml, median of 3
     python bench/fanout.py --repeats 1 --max-train-entries 120 --steps 1   # a quicker, smaller PST
@@ -7,10 +9,11 @@ and fanned out to a LocalCluster of single-threaded worker processes.
 
 Each run starts from a fresh data root (the dictionary ingested once and copied), so every candidate
 trains. Prints each way's wall time (median), CPU seconds per candidate (the process CPU time of the
-candidate call, on its worker for the fan-out), ``identical=yes|no`` (every candidate's key and score
-and the chosen one equal between the two runs at equal threads per candidate), the load average
-before and after, ``efficiency=`` (sequential at the workers' threads / (workers x fan-out wall);
-target >= 0.8) and last ``ratio=`` (today's default sequential wall / fan-out wall).
+candidate call, on its worker for the fan-out), the load average before and after, then for each
+cluster (``case=local`` and ``case=netns``) ``identical=yes|no`` (every candidate's key and score and
+the chosen one equal to the sequential run at equal threads per candidate), ``efficiency=``
+(sequential at the workers' threads / (workers x fan-out wall); target >= 0.8) and ``ratio=`` (the
+all-cores sequential wall / fan-out wall).
 """
 
 from __future__ import annotations
@@ -109,6 +112,7 @@ def main() -> int:
     ap.add_argument("--max-train-entries", type=int, default=None)
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--data-dir", default=None, help="STS data (default: the config's data_dir)")
+    ap.add_argument("--no-netns", action="store_true", help="skip the workers on another host")
     args = ap.parse_args()
     os.chdir(REPO)
     base = Path(tempfile.mkdtemp(prefix="bench-fanout-"))
@@ -116,50 +120,70 @@ def main() -> int:
     os.environ.setdefault("PREFECT_HOME", str(base / "prefect"))
     from defsentflow.compute import ComputeSection
     from defsentflow.evaluation.selection import selection_score
-    from defsentflow.fanout import sequential
+    from defsentflow.fanout import Sequential
     from defsentflow.flows.runtime import local_api
-    from defsentflow.tasks.fanout import DaskFanOut, compute_cluster
+    from defsentflow.tasks.cluster import api_host, compute_cluster
+    from defsentflow.tasks.fanout import DaskFanOut
     from defsentflow.training.pst import PstSteps
+    from tests.netns import netns_cluster, netns_unavailable
 
     cfg, section = load(args.config, args)
     template = template_root(cfg, base)
+    cores = os.cpu_count() or 1
+    why_not = "--no-netns" if args.no_netns else netns_unavailable()
     load_before = os.getloadavg()
-    runs: dict[str, list[dict]] = {"default": [], "seq1": [], "fanout": []}
-    with local_api(), compute_cluster(ComputeSection(local_workers=args.workers)) as address:
-        for _ in range(args.repeats):
-            runs["default"].append(one_run(section, template, base, "default",
-                                           PstSteps(scorer=selection_score, threads=os.cpu_count(),
-                                                    fan_out=timing(sequential))))
-            runs["seq1"].append(one_run(section, template, base, "seq1",
-                                        PstSteps(scorer=selection_score, threads=1, fan_out=timing(sequential))))
-            runs["fanout"].append(one_run(section, template, base, "fanout",
-                                          PstSteps(scorer=selection_score, threads=1,
-                                                   fan_out=timing(DaskFanOut(address, name="pst-candidate")))))
+    runs: dict[str, list[dict]] = {"default": [], "seq1": [], "local": [], "netns": []}
+
+    def fanned(address: str, key: str) -> None:
+        with local_api(host=api_host(address)):
+            runs[key].append(one_run(section, template, base, key, PstSteps(
+                scorer=selection_score, threads=1, fan_out=timing(DaskFanOut(address, name="pst-candidate")))))
+
+    for _ in range(args.repeats):
+        runs["default"].append(one_run(section, template, base, "default", PstSteps(
+            scorer=selection_score, threads=cores, fan_out=timing(Sequential(cores)))))
+        runs["seq1"].append(one_run(section, template, base, "seq1", PstSteps(
+            scorer=selection_score, threads=1, fan_out=timing(Sequential(1)))))
+        with compute_cluster(ComputeSection(local_workers=args.workers)) as address:
+            fanned(address, "local")
+        if why_not is None:
+            with netns_cluster(base / "netns", workers=args.workers) as c, \
+                    compute_cluster(ComputeSection(address=c.address)) as address:
+                fanned(address, "netns")
     load_after = os.getloadavg()
+    runs = {k: v for k, v in runs.items() if v}
     wall = {k: statistics.median(r["wall"] for r in v) for k, v in runs.items()}
     cpu = {k: statistics.median(c for r in v for c in r["cpu"]) for k, v in runs.items()}
     ref = runs["seq1"][0]
-    identical = all(r["candidates"] == ref["candidates"] and r["winner"] == ref["winner"]
-                    for r in runs["seq1"] + runs["fanout"])
     close = all(abs(a[4] - b[4]) <= 0.0005 for r in runs["default"] for a, b in zip(r["candidates"], ref["candidates"]))
     n = len(ref["candidates"])
     print(f"config={args.config} pst: {section.steps} steps, {len(section.grid)} combinations x {len(section.seeds)} "
           f"seeds, max_train_entries={section.max_train_entries}; {n} trained candidates; repeats={args.repeats}")
     print(f"load_before={load_before[0]:.2f},{load_before[1]:.2f},{load_before[2]:.2f}")
-    for k, label in (("default", f"sequential, default threads ({os.cpu_count()} cores)"),
-                     ("seq1", "sequential, 1 thread per candidate"),
-                     ("fanout", f"--local-workers {args.workers} (1 thread each)")):
-        per_step = ", ".join(f"{statistics.median(r['steps'][i] for r in runs[k]):.1f}"
-                             for i in range(len(runs[k][0]["steps"])))
-        print(f"{label}: wall {wall[k]:.1f}s, cpu per candidate {cpu[k]:.2f}s; seconds per PST step 0.. {per_step}")
-    print(f"cpu_per_candidate_fanout/seq1={cpu['fanout'] / cpu['seq1']:.3f}")
+    labels = {"default": f"sequential, all {cores} cores' threads", "seq1": "sequential, 1 thread per candidate",
+              "local": f"--local-workers {args.workers} (1 thread each)",
+              "netns": f"{args.workers} workers on another host (network namespace, 1 thread each)"}
+    for k, v in runs.items():
+        per_step = ", ".join(f"{statistics.median(r['steps'][i] for r in v):.1f}" for i in range(len(v[0]["steps"])))
+        print(f"{labels[k]}: wall {wall[k]:.1f}s, cpu per candidate {cpu[k]:.2f}s; seconds per PST step 0.. {per_step}")
     print(f"default_threads_scores_within_0.0005={'yes' if close else 'no'}")
     print(f"load_after={load_after[0]:.2f},{load_after[1]:.2f},{load_after[2]:.2f}")
-    print(f"identical={'yes' if identical else 'no'}")
-    print(f"efficiency={wall['seq1'] / (args.workers * wall['fanout']):.3f}")
-    print(f"ratio={wall['default'] / wall['fanout']:.3f}")
+    if why_not is not None:
+        print(f"case=netns skipped: {why_not}")
+    identical_all = True
+    for k in ("local", "netns"):
+        if k not in runs:
+            continue
+        identical = all(r["candidates"] == ref["candidates"] and r["winner"] == ref["winner"]
+                        for r in runs["seq1"] + runs[k])
+        identical_all &= identical
+        print(f"case={k}")
+        print(f"cpu_per_candidate_{k}/seq1={cpu[k] / cpu['seq1']:.3f}")
+        print(f"identical={'yes' if identical else 'no'}")
+        print(f"efficiency={wall['seq1'] / (args.workers * wall[k]):.3f}")
+        print(f"ratio={wall['default'] / wall[k]:.3f}")
     shutil.rmtree(base, ignore_errors=True)
-    return 0 if identical else 1
+    return 0 if identical_all else 1
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import CancelledError
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,7 @@ from defsentflow.config_tools import (
     set_dotted,
 )
 from defsentflow.dictionary.config import NAME_PATTERN
-from defsentflow.fanout import FanOut, sequential
+from defsentflow.fanout import FanOut, in_turn
 from defsentflow.storage import Catalog, check_identifier, data_root, hash_config, under_root
 from defsentflow.storage.atomic import atomic_path, pid_alive
 from defsentflow.sweep_seeds import SeedAggregation
@@ -377,13 +378,14 @@ RunPoint = Callable[[SweepPoint, str, str], dict[str, Any]]
 
 def run_sweep(sweep: Sweep, run_point: RunPoint, *, only: Sequence[str] | None = None, force: bool = False,
               fail_fast: bool = False, root: str | os.PathLike | None = None,
-              on_point: Callable[[SweepPoint, str], None] | None = None, fan_out: FanOut = sequential) -> SweepOutcome:
+              on_point: Callable[[SweepPoint, str], None] | None = None, fan_out: FanOut = in_turn) -> SweepOutcome:
     """Run the sweep's points with ``run_point(point, config_path, run_id)`` (returns the pipeline's
     summary, ``status`` 'completed' or 'unchanged'), through ``fan_out(fn, calls)`` (default one
     after another). A point whose last run completed with the same config is skipped (``force``
     reruns it: cache hits). A point that raises is recorded as failed and the sweep goes on
-    (``fail_fast`` stops); an interrupt marks the point 'interrupted' and stops. A point is a whole
-    pipeline run, which writes the catalog, so its call stays in the catalog's process; what goes to
+    (``fail_fast`` stops); an interrupt (or its work cancelled) marks the point 'interrupted' and
+    stops. A point is a whole pipeline run, which writes the catalog, so its call stays in the
+    catalog's process (on a cluster the flows run points side by side, in threads); what goes to
     workers is inside it (each PST step's candidates, on the command's Dask cluster)."""
     t0 = time.perf_counter()
     paths = write_point_configs(sweep, root)
@@ -416,7 +418,7 @@ def run_sweep(sweep: Sweep, run_point: RunPoint, *, only: Sequence[str] | None =
             summary = run_point(p, str(paths[p.point_id]), run_id)
             status = "completed" if summary.get("status") in ("completed", "unchanged") else "failed"
             note = summary.get("note") or (None if status == "completed" else json.dumps(summary, default=str)[:1000])
-        except (KeyboardInterrupt, SystemExit):
+        except (KeyboardInterrupt, SystemExit, CancelledError):
             status, note = "interrupted", "interrupted"
             raise
         except Exception as exc:  # noqa: BLE001 - one bad point must not end the sweep

@@ -18,6 +18,7 @@ from typing import Any
 
 from prefect import flow
 
+from defsentflow.compute import shared_paths
 from defsentflow.config import load_config
 from defsentflow.config_tools import resolve_config
 from defsentflow.flows.evaluate import evaluate_flow
@@ -31,7 +32,7 @@ from defsentflow.pipeline import PipelineSteps, log_path, new_run_id, run_pipeli
 from defsentflow.run_log import is_open, run_log
 from defsentflow.run_summary import summary_lines
 from defsentflow.storage.paths import choose_data_root
-from defsentflow.tasks.fanout import compute_cluster
+from defsentflow.tasks.cluster import compute_cluster
 from defsentflow.tasks.harvest import train_surrogate_encoder
 from defsentflow.tasks.report import write_run_report
 
@@ -67,7 +68,8 @@ def pipeline(config_path: str, only_if_changed: bool = False, run_id: str | None
     run_id = run_id or new_run_id(cfg.name)
     log = log_path(run_id)
     own = not is_open(log)  # a deployment run: nobody else writes this run's log
-    with run_log(log, terminal=False) if own else contextlib.nullcontext(), compute_cluster(cfg.compute):
+    with run_log(log, terminal=False) if own else contextlib.nullcontext(), \
+            compute_cluster(cfg.compute, needs=shared_paths(cfg, root)):  # the command's cluster, if it has one
         if own:
             print(f"run {run_id}: {config_path}; data root: {root} ({how}); full log: {log}")
         result = run_pipeline(path, steps=_steps(), only_if_changed=only_if_changed, run_id=run_id)

@@ -13,7 +13,9 @@ from typing import Any
 
 from prefect import flow
 
+from defsentflow.compute import compute_from_env
 from defsentflow.report.step_log import log_step
+from defsentflow.tasks.cluster import compute_cluster
 from defsentflow.tasks.training import pst_tasks
 from defsentflow.training.pst import run_pst
 from defsentflow.training.pst_config import PstSection
@@ -21,6 +23,9 @@ from defsentflow.training.pst_config import PstSection
 
 @flow(name="pst", log_prints=True)
 def pst_flow(section: dict[str, Any], run_id: str | None = None) -> Any:
-    """Run PST for a ``pst:`` config section (a dict validated as ``PstSection``); returns a ``PstResult``."""
-    return run_pst(PstSection.model_validate(section), run_id=run_id or f"pst-{uuid.uuid4().hex[:8]}",
-                   steps=pst_tasks(), on_step=log_step)  # each step's figure and candidates' losses: the run's log
+    """Run PST for a ``pst:`` config section (a dict validated as ``PstSection``); returns a ``PstResult``.
+    Its candidates run on the cluster of the command that called it, else on ``DEFSENTFLOW_DASK_ADDRESS``'s;
+    each step's figure and its candidates' losses go to the run's log."""
+    with compute_cluster(compute_from_env()):
+        return run_pst(PstSection.model_validate(section), run_id=run_id or f"pst-{uuid.uuid4().hex[:8]}",
+                       steps=pst_tasks(), on_step=log_step)

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import flow, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow
 
 from defsentflow.revdict import RevdictIndex, build_revdict_index
+from defsentflow.tasks.step import step_task
 
 
-@task(name="revdict-index", cache_policy=NO_CACHE)
-def revdict_index(model: str, dictionary: str, mode: str, add: list[dict[str, str]] | None) -> dict[str, Any]:
+def _revdict_index(model: str, dictionary: str, mode: str, add: list[dict[str, str]] | None) -> dict[str, Any]:
     """Build or load the index (and extend it with ``add``); returns its path and meta."""
     import pyarrow as pa  # lazy: pyarrow loads only where it is used
 
@@ -28,10 +27,13 @@ def revdict_index(model: str, dictionary: str, mode: str, add: list[dict[str, st
     return {"path": str(index.path), "meta": index.meta, "n_entries": len(index.entries)}
 
 
-@task(name="revdict-search", cache_policy=NO_CACHE)
-def revdict_search(index_path: str, definitions: list[str], k: int) -> list[dict[str, Any]]:
+def _revdict_search(index_path: str, definitions: list[str], k: int) -> list[dict[str, Any]]:
     hits = RevdictIndex(index_path).search(definitions, k=k)
     return [{"definition": d, "entries": [{"entry": e, "score": s} for e, s in h]} for d, h in zip(definitions, hits)]
+
+
+revdict_index = step_task(_revdict_index, "revdict-index")
+revdict_search = step_task(_revdict_search, "revdict-search")
 
 
 @flow(name="revdict", log_prints=True)

@@ -5,6 +5,11 @@ killed runs pile up orphaned servers. Here the same server app is started with t
 parent-death signal (``PR_SET_PDEATHSIG``): when the ``defsentflow`` process dies, even by
 ``kill -9``, its server dies with it. Orphans from runs killed before this existed are reaped from
 the pid file under the data root.
+
+The server listens on loopback, or, for a command whose Dask workers are on other hosts, on this
+host's address on the route to them (``host``): every task a worker runs reports there. It then
+asks for a random HTTP basic-auth string, which the command's flows and their tasks carry in
+their Prefect settings; ``PREFECT_API_URL`` set by the user (a persistent server) is used as is.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -20,6 +26,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from defsentflow.storage.atomic import pid_alive
 
@@ -37,9 +44,9 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
     os.setpgrp()
 
 
-def _free_port() -> int:
+def _free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
@@ -92,8 +99,9 @@ def _flush_api_logs() -> None:
 
 
 @contextlib.contextmanager
-def local_api(timeout: float = 180.0) -> Iterator[str]:
-    """Yield a ``PREFECT_API_URL`` for this process: the user's if set, else a temporary server."""
+def local_api(timeout: float = 180.0, host: str = "127.0.0.1") -> Iterator[str]:
+    """Yield a ``PREFECT_API_URL`` for this process: the user's if set, else a temporary server
+    listening on ``host`` (loopback, or the address the command's remote workers route to)."""
     if os.environ.get("PREFECT_API_URL"):
         yield os.environ["PREFECT_API_URL"]
         return
@@ -102,23 +110,26 @@ def local_api(timeout: float = 180.0) -> Iterator[str]:
     reap_orphan_servers()
     home = Path(os.environ["PREFECT_HOME"])
     home.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
+    port = _free_port(host)
+    auth = None if host in ("127.0.0.1", "localhost") else f"defsentflow:{secrets.token_urlsafe(24)}"
     env = {
         **os.environ,
         "PREFECT_UI_ENABLED": "0",
         "PREFECT__SERVER_EPHEMERAL": "1",
         "PREFECT__SERVER_FINAL": "1",
         SERVER_MARKER: str(os.getpid()),
+        **({"PREFECT_SERVER_API_AUTH_STRING": auth} if auth else {}),
     }
     proc = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(prefect.__file__).parent.parent), "--factory",
-         "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(port),
+         "prefect.server.api.server:create_app", "--host", host, "--port", str(port),
          "--log-level", "error", "--lifespan", "on"],
         env=env, preexec_fn=_die_with_parent, stdout=subprocess.DEVNULL,
     )
     with open(_pidfile(), "a") as fh:
         fh.write(f"\n{os.getpid()}:{proc.pid}")
-    url = f"http://127.0.0.1:{port}/api"
+    url = f"http://{host}:{port}/api"
+    saved_auth = os.environ.get("PREFECT_API_AUTH_STRING")
     deadline = time.monotonic() + timeout
     try:
         while True:
@@ -135,15 +146,25 @@ def local_api(timeout: float = 180.0) -> Iterator[str]:
             time.sleep(0.25)
         os.environ["PREFECT_API_URL"] = url
         from prefect.settings import (  # lazy: Prefect loads only where a flow or task runs
+            PREFECT_API_AUTH_STRING,
             PREFECT_API_URL,
             temporary_settings,
         )
 
-        with temporary_settings({PREFECT_API_URL: url}):
+        updates: dict[Any, Any] = {PREFECT_API_URL: url}
+        if auth:
+            os.environ["PREFECT_API_AUTH_STRING"] = auth
+            updates[PREFECT_API_AUTH_STRING] = auth
+        with temporary_settings(updates):
             yield url
     finally:
         _flush_api_logs()
         os.environ.pop("PREFECT_API_URL", None)
+        if auth:
+            if saved_auth is None:
+                os.environ.pop("PREFECT_API_AUTH_STRING", None)
+            else:
+                os.environ["PREFECT_API_AUTH_STRING"] = saved_auth
         proc.terminate()
         try:
             proc.wait(timeout=10)

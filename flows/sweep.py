@@ -2,26 +2,33 @@
 
 Points share every cached stage the pipeline has (dictionary ingestion, untrained scores and
 evaluations, entry matrices); a point that completed with the same config is skipped, so a
-killed sweep resumes where it stopped (see :mod:`defsentflow.sweep`). Ends by writing the sweep's
-table (Markdown and a PNG chart).
+killed sweep resumes where it stopped (see :mod:`defsentflow.sweep`). On a Dask cluster the
+points run side by side (:func:`defsentflow.tasks.fanout.points_fan_out`), their candidates on
+the workers; without one, one after another. Ends by writing the sweep's table (Markdown and a
+PNG chart).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from prefect import flow, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow
 
+from defsentflow.compute import compute_from_env
 from defsentflow.flows.pipeline import pipeline
 from defsentflow.report.sweep_report import write_sweep_report as write
 from defsentflow.sweep import load_sweep, run_sweep
+from defsentflow.tasks.cluster import compute_cluster
+from defsentflow.tasks.fanout import points_fan_out
+from defsentflow.tasks.step import step_task
 
 
-@task(name="sweep-report", cache_policy=NO_CACHE)
-def write_sweep_report(name: str) -> dict[str, str]:
+def _write_sweep_report(name: str) -> dict[str, str]:
     out = write(name)
     return {"markdown_path": str(out.markdown_path), "chart_path": str(out.chart_path) if out.chart_path else ""}
+
+
+write_sweep_report = step_task(_write_sweep_report, "sweep-report")
 
 
 @flow(name="sweep", log_prints=True)
@@ -35,7 +42,8 @@ def sweep_flow(sweep_path: str, only: list[str] | None = None, force: bool = Fal
         print(f"sweep {sweep.name}: point {point.position}/{len(sweep.points)} {point.point_id} ({point.label})")
         return pipeline(config_path, run_id=run_id)
 
-    outcome = run_sweep(sweep, run_point, only=only, force=force, fail_fast=fail_fast)
+    with compute_cluster(compute_from_env()):  # the command's cluster, or the deployment's address
+        outcome = run_sweep(sweep, run_point, only=only, force=force, fail_fast=fail_fast, fan_out=points_fan_out())
     report = write_sweep_report(sweep.name)
     print(f"sweep {sweep.name}: {len(outcome.ran)} ran, {len(outcome.skipped)} already done, "
           f"{len(outcome.failed)} failed; table: {report['markdown_path']}")

@@ -10,15 +10,13 @@ training once, resuming its checkpoint), not a second set of keys.
 
 from __future__ import annotations
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from defsentflow.tasks.retries import IO_RETRIES, TRAIN_RETRIES
+from defsentflow.tasks.step import step_task
 from defsentflow.training.pretrain import PretrainSteps, ingest_corpus_step, train_or_find
 
 __all__ = ["PRETRAIN_TASKS"]
 
 PRETRAIN_TASKS = PretrainSteps(
-    ingest_corpus=task(name="ingest-corpus", cache_policy=NO_CACHE, persist_result=False, **IO_RETRIES)(ingest_corpus_step),
-    train=task(name="pretrain-encoder", cache_policy=NO_CACHE, persist_result=False, **TRAIN_RETRIES)(train_or_find),
+    ingest_corpus=step_task(ingest_corpus_step, "ingest-corpus", retries=IO_RETRIES),
+    train=step_task(train_or_find, "pretrain-encoder", retries=TRAIN_RETRIES),
 )

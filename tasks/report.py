@@ -7,16 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from defsentflow.report import build_report
 from defsentflow.report.markup import inline_images
 from defsentflow.tasks.retries import IO_RETRIES
+from defsentflow.tasks.step import step_task
 
 
-@task(name="write-run-report", cache_policy=NO_CACHE, **IO_RETRIES)
-def write_run_report(run_id: str, out_dir: str | None = None, status: str | None = None) -> dict[str, Any]:
+def _write_run_report(run_id: str, out_dir: str | None = None, status: str | None = None) -> dict[str, Any]:
     """Write report.md/report.html for ``run_id`` and publish the Markdown as a Prefect artifact.
 
     ``status``: what the report shows as the run's status when the caller ends the run right after.
@@ -32,3 +29,6 @@ def write_run_report(run_id: str, out_dir: str | None = None, status: str | None
                              description=f"Run report of {run_id}")
     return {"dir": str(report.dir), "markdown_path": str(report.markdown_path), "html_path": str(report.html_path),
             "images": list(report.images)}
+
+
+write_run_report = step_task(_write_run_report, "write-run-report", retries=IO_RETRIES)

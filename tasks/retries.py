@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from defsentflow.fanout import CandidateStoppedError, GpuMissingError
+
 __all__ = ["IO_RETRIES", "TRAIN_RETRIES", "transient"]
 
-# Exceptions that mean "the input is wrong": the same call would fail again.
-_PERMANENT = (ValueError, KeyError, TypeError, LookupError, FileNotFoundError, PermissionError, NotImplementedError)
+# Exceptions that mean "the input is wrong" (the same call would fail again), a call stopped because
+# its command was cancelled, a call that asked for a GPU on a worker without one.
+_PERMANENT = (ValueError, KeyError, TypeError, LookupError, FileNotFoundError, PermissionError, NotImplementedError,
+              CandidateStoppedError, GpuMissingError)
 
 
 def transient(task: Any, task_run: Any, state: Any) -> bool:

@@ -14,13 +14,13 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from prefect import flow, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow
 
 from defsentflow.compute import compute_from_env
 from defsentflow.evaluation.selection import selection_score
 from defsentflow.tasks.fanout import fan_out_from_env
 from defsentflow.tasks.retries import TRAIN_RETRIES
+from defsentflow.tasks.step import step_task
 from defsentflow.training.candidate import train_candidate
 from defsentflow.training.defsent_run import DefSentSteps
 from defsentflow.training.entry_matrix import build_entry_matrix
@@ -30,7 +30,7 @@ __all__ = ["DEFSENT_TASKS", "PST_TASKS", "pst_tasks"]
 
 
 def _task(name: str, fn: Callable[..., Any]) -> Any:
-    return task(name=name, cache_policy=NO_CACHE, persist_result=False, **TRAIN_RETRIES)(fn)
+    return step_task(fn, name, retries=TRAIN_RETRIES)
 
 
 def _step_subflow(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -55,7 +55,8 @@ PST_TASKS = PstSteps(
 
 def pst_tasks() -> PstSteps:
     """PST's executor for a flow: the tasks above, and the candidates fanned out to the command's
-    Dask cluster (``compute:``) as ``pst-candidate`` tasks, or run in turn without one."""
+    Dask cluster (``compute:``) as ``pst-candidate`` tasks, or run in turn without one; every
+    candidate at ``compute.threads_per_candidate`` torch threads either way."""
     return dataclasses.replace(PST_TASKS, fan_out=fan_out_from_env("pst-candidate"),
                                threads=compute_from_env().threads_per_candidate)
 

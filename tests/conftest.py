@@ -102,6 +102,20 @@ def prefect_test_harness():
         yield
 
 
+@pytest.fixture(scope="session")
+def netns_dask(tmp_path_factory):
+    """Another host: a Dask scheduler here and two workers in a network namespace of their own,
+    joined by a veth pair (tests/netns.py), once per test process; skips with the reason where
+    network namespaces cannot be made."""
+    from tests.netns import netns_cluster, netns_unavailable
+
+    why = netns_unavailable()
+    if why:
+        pytest.skip(why)
+    with netns_cluster(tmp_path_factory.mktemp("netns"), workers=2) as cluster:
+        yield cluster
+
+
 def pytest_collection_modifyitems(config, items):
     """The ``first``-marked tests first (by rank), then the other slow ones (a stable sort: modules
     keep their order). ``make test`` runs two test processes (pytest-xdist, ``--dist loadgroup

@@ -24,7 +24,7 @@ from defsentflow.claims.config import ClaimsConfig
 from defsentflow.claims.figures import CatalogFigures, claim_checks, claim_series
 from defsentflow.claims.judge import CANNOT, Judgement, Series, judge, judge_family, series_text
 from defsentflow.claims.papers import CLAIMS
-from defsentflow.fanout import FanOut, sequential
+from defsentflow.fanout import FanOut, in_turn
 from defsentflow.storage import Catalog, hash_config
 from defsentflow.sweep import point_rows, run_sweep
 
@@ -148,7 +148,7 @@ RunPoint = Callable[[Any, str, str], dict[str, Any]]
 
 def run_claims(claims: ClaimsConfig, run_point: RunPoint | None, *, only: Sequence[str] | None = None,
                force: bool = False, root: str | os.PathLike | None = None, run_id: str | None = None,
-               fan_out: FanOut = sequential) -> ClaimsOutcome:
+               fan_out: FanOut = in_turn) -> ClaimsOutcome:
     """Run the arms the claims need (those not yet completed), then judge and record every claim.
 
     ``only`` restricts the run to some claims (their arms only). ``run_point=None`` runs nothing:

@@ -132,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except (UserError, OSError, ValueError) as exc:  # bad paths, files, models, configs: no traceback
         return _fail(exc)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (defsentflow.cli.compute): the command's work is cancelled
+        print("defsentflow: interrupted: queued tasks cancelled, running candidates stop at their next checkpoint; "
+              "the same command resumes", file=sys.stderr)
+        return 130
     return int(rc or 0)
 
 

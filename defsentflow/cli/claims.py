@@ -45,7 +45,6 @@ def _claims(args: argparse.Namespace) -> int:
         return 0
     from defsentflow.claims import run_claims
     from defsentflow.flows.pipeline import pipeline
-    from defsentflow.flows.runtime import local_api
 
     clean_stale_temporaries(data_root())
 
@@ -56,10 +55,15 @@ def _claims(args: argparse.Namespace) -> int:
     if args.no_run:
         outcome = run_claims(claims, None, only=args.only)
     else:
-        from defsentflow.cli.compute import command_cluster
+        from defsentflow.claims.arms import plan_arms
+        from defsentflow.cli.compute import command_runtime, compute_for, shared_paths_of
+        from defsentflow.config import config_from_dict
+        from defsentflow.tasks.fanout import points_fan_out
 
-        with local_api(), command_cluster(args):
-            outcome = run_claims(claims, run_point, only=args.only, force=args.force)
+        configs = [config_from_dict(p.config) for p in plan_arms(claims).points.values()]
+        compute = compute_for(args, configs[0].compute if configs else None)
+        with command_runtime(compute, shared_paths_of(configs)):
+            outcome = run_claims(claims, run_point, only=args.only, force=args.force, fan_out=points_fan_out())
     rows = claim_rows(Catalog(), run_id=outcome.run_id)
     _print(rows)
     from defsentflow.report.run_report import build_report

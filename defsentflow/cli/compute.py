@@ -1,19 +1,22 @@
-"""``--dask-address`` and ``--local-workers`` for the commands that fan out (run, sweep, claims, harvest)."""
+"""``--dask-address`` and ``--local-workers`` for the commands that fan out (run, sweep, claims,
+harvest), and the runtime those commands run in: their cluster, then their Prefect API."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Iterator
+import signal
+import threading
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["add_compute_flags", "command_cluster", "compute_for"]
+__all__ = ["add_compute_flags", "command_runtime", "compute_for", "shared_paths_of"]
 
 
 def add_compute_flags(p: argparse.ArgumentParser, *, what: str = "PST candidates") -> None:
     p.add_argument("--dask-address", metavar="tcp://HOST:8786",
                    help=f"run the {what} on this existing Dask cluster (workers: the project installed, "
-                        "DEFSENTFLOW_WORKER=1; see docs/distributed.md)")
+                        "DEFSENTFLOW_WORKER=1, --nthreads 1; see docs/distributed.md)")
     p.add_argument("--local-workers", type=int, metavar="N",
                    help=f"run the {what} on a LocalCluster of N single-threaded worker processes that this "
                         "command starts and stops (default: the config's compute:, else one at a time here)")
@@ -36,10 +39,56 @@ def compute_for(args: argparse.Namespace, default: Any = None):
     return compute.model_copy(update=update)
 
 
-@contextlib.contextmanager
-def command_cluster(args: argparse.Namespace, default: Any = None) -> Iterator[str | None]:
-    """The command's one Dask cluster (started here for ``--local-workers``), shared by every stage."""
-    from defsentflow.tasks.fanout import compute_cluster
+def shared_paths_of(configs: Iterable[Any]) -> dict[str, str]:
+    """What the workers must see for every config of a command (a sweep's points, the claims' arms)."""
+    from defsentflow.compute import shared_paths
+    from defsentflow.storage import data_root
 
-    with compute_cluster(compute_for(args, default)) as address:
-        yield address
+    paths: dict[str, str] = {}
+    for i, cfg in enumerate(configs):
+        for label, path in shared_paths(cfg, data_root()).items():
+            if paths.get(label, path) != path:
+                label = f"{label} #{i + 1}"
+            paths[label] = path
+    return paths
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends the command as Ctrl-C does (a flow run turns it into Prefect's own signal)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+@contextlib.contextmanager
+def command_runtime(compute: Any, needs: Mapping[str, str] | None = None) -> Iterator[str | None]:
+    """The command's one Dask cluster (started here for ``--local-workers``, attached and checked for
+    an address), then its Prefect API on an address the workers reach (``PREFECT_API_URL`` when
+    set). Yields the cluster's address (None: sequential). Ctrl-C or SIGTERM cancels the command's
+    queued tasks and stops its running candidates at their next checkpoint."""
+    from defsentflow.flows.runtime import local_api
+    from defsentflow.tasks.cluster import api_host, cancel_command, check_api, compute_cluster
+
+    try:
+        with _sigterm_as_interrupt(), compute_cluster(compute, needs) as address, \
+                local_api(host=api_host(address)) as url:
+            check_api(address, url)
+            try:
+                yield address
+            except BaseException:
+                cancel_command(address)  # while the API is up: the stopped candidates' states reach it
+                raise
+    except BaseException as exc:
+        if type(exc).__name__ == "TerminationSignal":  # Prefect's SIGTERM inside a flow run: an interrupt here
+            raise KeyboardInterrupt("SIGTERM") from None
+        raise

@@ -49,14 +49,17 @@ def _uses_dask(cfg) -> bool:
 
 
 def _harvest(args: argparse.Namespace) -> int:
+    from defsentflow.cli.compute import command_runtime
     from defsentflow.cli.stage import run_stage
+    from defsentflow.compute import shared_paths
     from defsentflow.scoring.stages import run_harvest
-    from defsentflow.storage import Catalog
+    from defsentflow.storage import Catalog, data_root
 
     cfg = harvest_config_arg(args)
     result, run_id, seconds = run_stage(
         args, prefix="harvest", flow="defsentflow.flows.harvest_pairs:run_harvest_flow", payload=cfg.model_dump(mode="json"),
-        local=lambda rid: run_harvest(cfg, run_id=rid), use_flow=args.prefect or _uses_dask(cfg))
+        local=lambda rid: run_harvest(cfg, run_id=rid), use_flow=args.prefect or _uses_dask(cfg),
+        runtime=lambda: command_runtime(cfg.compute, shared_paths(cfg, data_root(cfg.root))))
     _print_harvest(Catalog(cfg.root), result, seconds, run_id)
     return 0
 

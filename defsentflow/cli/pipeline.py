@@ -96,7 +96,8 @@ def _failed_stage(run_id: str) -> str | None:
 def _run(args: argparse.Namespace) -> int:
     cfg, config = _prepare_env(args.config, args.set)  # first: a bad config fails before torch is imported
     from defsentflow.cli import UserError
-    from defsentflow.cli.compute import command_cluster
+    from defsentflow.cli.compute import command_runtime, compute_for
+    from defsentflow.compute import shared_paths
     from defsentflow.pipeline import log_path, new_run_id
     from defsentflow.preflight import preflight
     from defsentflow.run_log import elapsed, run_log
@@ -110,11 +111,10 @@ def _run(args: argparse.Namespace) -> int:
     with run_log(path, verbose=getattr(args, "verbose", False)) as log:
         log.info(f"run {run_id}: {args.config}; full log: {path}")
         from defsentflow.flows.pipeline import pipeline
-        from defsentflow.flows.runtime import local_api
 
         clean_stale_temporaries(root)
         try:
-            with local_api(), command_cluster(args, cfg.compute):
+            with command_runtime(compute_for(args, cfg.compute), shared_paths(cfg, root)):
                 state = pipeline(str(config), only_if_changed=args.only_if_changed, run_id=run_id, return_state=True)
                 if state.is_failed() or state.is_crashed():
                     log.failed_task = _failed_task(state.state_details.flow_run_id)

@@ -14,7 +14,7 @@ __all__ = ["run_stage"]
 
 def run_stage(args: argparse.Namespace, *, prefix: str, flow: str, payload: dict,
               local: Callable[[str], Any], use_flow: bool | None = None,
-              run_id: str | None = None) -> tuple[Any, str, float]:
+              run_id: str | None = None, runtime: Callable[[], Any] | None = None) -> tuple[Any, str, float]:
     """``(result, run_id, seconds)`` of one stage run.
 
     Args:
@@ -26,6 +26,8 @@ def run_stage(args: argparse.Namespace, *, prefix: str, flow: str, payload: dict
         local: the in-process library call, given the run id.
         use_flow: overrides ``--prefect`` (e.g. a Dask-backed stage always runs as a flow).
         run_id: a run id chosen by the caller (default: ``--run-id`` or a fresh one).
+        runtime: the context the flow runs in (default: a local Prefect API;
+            :func:`defsentflow.cli.compute.command_runtime` for a stage that fans out).
     """
     run_id = run_id or args.run_id or f"{prefix}-{uuid.uuid4().hex[:8]}"
     t0 = time.perf_counter()
@@ -34,7 +36,7 @@ def run_stage(args: argparse.Namespace, *, prefix: str, flow: str, payload: dict
 
         module, name = flow.split(":")
         fn = getattr(importlib.import_module(module), name)
-        with local_api():
+        with (runtime or local_api)():
             result = fn(payload, run_id=run_id)
     else:
         result = local(run_id)

@@ -48,15 +48,15 @@ def _run(args: argparse.Namespace) -> int:
 
     for point in sweep.points:  # every point's paths, before the first point runs
         preflight(config_from_dict(point.config), f"{args.sweep}: point {point.point_id}")
-    from defsentflow.flows.runtime import local_api
     from defsentflow.flows.sweep import sweep_flow
     from defsentflow.storage import clean_stale_temporaries, data_root
 
     clean_stale_temporaries(data_root())
     print(f"sweep {sweep.name}: {len(sweep.points)} points")
-    from defsentflow.cli.compute import command_cluster
+    from defsentflow.cli.compute import command_runtime, compute_for, shared_paths_of
 
-    with local_api(), command_cluster(args):
+    configs = [config_from_dict(point.config) for point in sweep.points]
+    with command_runtime(compute_for(args, configs[0].compute), shared_paths_of(configs)):
         result = sweep_flow(sweep.path, only=args.only, force=args.force, fail_fast=args.fail_fast,
                             **({"max_points": args.max_points} if args.max_points else {}))
     _print_table(sweep.name)

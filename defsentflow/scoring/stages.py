@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 from defsentflow.corpus import ingest_corpus, resolve_corpus
 from defsentflow.corpus.schemas import CHUNKS_SCHEMA, SENTENCES_SCHEMA
 from defsentflow.encoders import model_content_hash, resolve_model_path
+from defsentflow.fanout import FanOut, call_one
 from defsentflow.progress import progress
 from defsentflow.retrieval import build_index, load_index, open_index
 from defsentflow.scoring.config import HarvestConfig, ScorerSection, resolve_input_path
@@ -373,26 +374,28 @@ def index_step(cfg: HarvestConfig, inputs: dict, run_id: str | None = None) -> d
     return prepare_index(cfg, inputs["corpus"], run_id)
 
 
-def _map_batches_here(cfg: HarvestConfig, refs: dict, plan: dict, batches: list[dict]) -> list[dict]:
-    return [run_batch(cfg, refs, plan, b) for b in progress(batches, desc="harvest batches", unit="batch")]
+def _batches_here(fn: Callable[..., dict], calls: list) -> list[dict]:
+    """The local executor of the batches: one after another, with a progress bar."""
+    return [call_one(fn, c) for c in progress(calls, desc="harvest batches", unit="batch")]
 
 
 @dataclasses.dataclass(frozen=True)
 class HarvestSteps:
     """The harvest's pieces, each a callable: the library's own functions here, Prefect tasks in the
-    ``harvest-pairs`` flow (``tasks/harvest.py``; its ``map_batches`` maps a task over the batches,
-    on Dask when the config asks). :func:`run_harvest` calls them in its one order.
+    ``harvest-pairs`` flow (``tasks/harvest.py``; its ``fan_out`` runs each batch as a task, on the
+    command's Dask cluster when it has one). :func:`run_harvest` calls them in its one order.
 
     Signatures: ``prepare(cfg, run_id) -> inputs``; ``train_scorer(cfg, inputs, run_id)`` and
     ``build_index(cfg, inputs, run_id)`` -> a reference; ``plan(cfg, refs) -> plan``;
-    ``map_batches(cfg, refs, plan, batches) -> parts``; ``finalize(cfg, refs, plan, run_id, seconds)``.
+    ``fan_out(run_batch, [(cfg, refs, plan, batch), ...]) -> parts`` (:mod:`defsentflow.fanout`, as
+    PST's candidates); ``finalize(cfg, refs, plan, run_id, seconds)``.
     """
 
     prepare: Callable[..., dict] = prepare_inputs
     train_scorer: Callable[..., dict] = scorer_step
     build_index: Callable[..., dict] = index_step
     plan: Callable[..., dict] = plan_harvest
-    map_batches: Callable[..., list[dict]] = _map_batches_here
+    fan_out: FanOut = _batches_here
     finalize: Callable[..., dict] = finalize_harvest
 
 
@@ -436,7 +439,7 @@ def _sequence(cfg: HarvestConfig, cat, run_id: str | None, steps: HarvestSteps) 
                 "std": meta.get("std"), "cached": True, "batches_computed": 0, **common,
                 "seconds_prepare": time.perf_counter() - t0, "seconds_batches": 0.0}
     t1 = time.perf_counter()
-    parts = steps.map_batches(cfg, refs, plan, plan["batches"])
+    parts = steps.fan_out(run_batch, [(cfg, refs, plan, b) for b in plan["batches"]])
     result = steps.finalize(cfg, refs, plan, run_id, time.perf_counter() - t1)
     return {**result, "batches_computed": sum(bool(p["computed"]) for p in parts), **common,
             "seconds_prepare": t1 - t0, "seconds_batches": time.perf_counter() - t1}

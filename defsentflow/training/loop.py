@@ -23,6 +23,7 @@ from torch import nn
 
 from defsentflow.encoders.export import base_has_normalize, save_encoder
 from defsentflow.encoders.loading import autocast_context, model_content_hash, pick_device
+from defsentflow.fanout import at_checkpoint
 from defsentflow.progress import progress
 from defsentflow.storage.hashing import code_version, combine_hashes, hash_bytes, hash_config, hash_text
 from defsentflow.training.adapters import prepare_backbone
@@ -203,6 +204,7 @@ def run_loop(model: nn.Module, loss_fn: Callable[[dict[str, torch.Tensor]], torc
                 epoch, position = epoch + 1, 0
             if step % checkpoint_every == 0:
                 checkpoint(epoch, position)
+                at_checkpoint(step)  # a cancelled command's call stops here; the next one resumes from it
             if position == 0:
                 break
     bar.close()

@@ -5,13 +5,16 @@ from __future__ import annotations
 import pytest
 from prefect import flow, task
 
+from defsentflow.scoring.config import HarvestConfig
 from defsentflow.tasks.retries import IO_RETRIES, TRAIN_RETRIES
 
 
 def test_io_tasks_and_harvest_batches_retry_with_a_delay():
     from defsentflow.tasks import corpus, dictionary, evaluation, harvest, pretrain, report, training
 
-    io = [harvest.harvest_pair_batch, harvest.HARVEST_TASKS.prepare, harvest.HARVEST_TASKS.build_index,
+    batches = harvest.harvest_tasks(HarvestConfig.model_validate({"corpus": {"name": "c"}})).fan_out
+    assert batches.retries["retries"] == 2 and batches.retries["retry_delay_seconds"] == [5, 30]
+    io = [harvest.HARVEST_TASKS.prepare, harvest.HARVEST_TASKS.build_index,
           harvest.HARVEST_TASKS.finalize, dictionary.DICTIONARY_TASKS.build, dictionary.DICTIONARY_TASKS.register,
           corpus.ingest_corpus, corpus.build_index, evaluation.EVALUATE_TASKS.record, evaluation.EVALUATE_TASKS.resolve,
           report.write_run_report, pretrain.PRETRAIN_TASKS.ingest_corpus]

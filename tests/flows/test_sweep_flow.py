@@ -4,6 +4,7 @@ a killed point resumes from its cached stages, results land in the catalog view 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -31,6 +32,49 @@ def _states(flow_run_id) -> dict[str, list[str]]:
     for r in runs:
         out.setdefault(r.name.rsplit("-", 1)[0], []).append(r.state.name)
     return out
+
+
+_VARYING = ("run_id", "seconds", "started_at", "ended_at", "config_path", "owner", "model_dir", "path")
+
+
+def _figures(root) -> list[dict]:
+    """The sweep's table without what differs from one run to the next (ids, times, paths), with the
+    hash of each point's selected weights."""
+    import hashlib
+    from pathlib import Path
+
+    from defsentflow.pipeline import selected_model_dir
+
+    out = []
+    for r in Catalog(root).query("SELECT * FROM sweep_results WHERE sweep = 'tiny-sweep' ORDER BY position"):
+        config = Catalog(root).query("SELECT config_path FROM sweep_points WHERE sweep = 'tiny-sweep' AND position = ?",
+                                     [r["position"]])[0]["config_path"]
+        weights = b"".join(f.read_bytes() for f in sorted(Path(selected_model_dir(config)).glob("*.safetensors")))
+        out.append({**{k: v for k, v in r.items() if not any(x in k for x in _VARYING)},
+                    "weights": hashlib.blake2b(weights).hexdigest()})
+    return out
+
+
+def _on_two_local_workers(path, root, barrier, monkeypatch) -> dict:
+    """Run the sweep file at ``path`` in data root ``root`` as ``defsentflow sweep run --local-workers 2`` does."""
+    from distributed import Client
+
+    from defsentflow.compute import ComputeSection
+    from defsentflow.fanout import BARRIER_ENV
+    from defsentflow.flows.sweep import sweep_flow
+    from defsentflow.tasks.cluster import compute_cluster
+
+    home = os.environ["DEFSENTFLOW_HOME"]
+    root.mkdir()
+    monkeypatch.setenv("DEFSENTFLOW_HOME", str(root))
+    try:
+        with compute_cluster(ComputeSection(local_workers=2)) as address, Client(address) as client:
+            client.run(lambda: os.environ.update({BARRIER_ENV: f"{barrier}:2"}))
+            result = sweep_flow(str(path))
+        assert len(result["ran"]) == 2 and not result["failed"], result
+        return {"rows": _figures(root), "met": sorted(f.read_text() for f in barrier.glob("call-*"))}
+    finally:
+        monkeypatch.setenv("DEFSENTFLOW_HOME", home)
 
 
 def test_sweep_flow_shares_stages_skips_finished_points_and_resumes(prefect_test_harness, tiny_bert_dir, home,
@@ -68,6 +112,13 @@ def test_sweep_flow_shares_stages_skips_finished_points_and_resumes(prefect_test
     assert all(r["trained_step"] == 1 and r["revdict_head_mrr"] is not None and r["revdict_cosine_mrr"] is not None
                for r in rows), rows
     assert json.loads(rows[1]["params"]) == {"pst.lr": 3e-4}
+
+    # The same sweep with --local-workers 2: both points at once (their candidates met at a barrier
+    # on the two workers), and the figures and the selected weights of the sequential sweep.
+    side_by_side = _on_two_local_workers(path, tmp_path / "par", tmp_path / "barrier", monkeypatch)
+    assert side_by_side["met"] == ["met", "met"], side_by_side["met"]
+    assert side_by_side["rows"] == _figures(home)
+    assert len({r["weights"] for r in side_by_side["rows"]}) == 2  # two learning rates: two models, compared bit for bit
 
     def forbidden(*a, **kw):
         raise AssertionError("a finished or cached point must not train")

@@ -230,3 +230,20 @@ def test_clip_gradients_equals_torch(scale):
     torch.nn.utils.clip_grad_norm_(a, 1.0)
     clip_gradients(b, 1.0)
     assert all(torch.equal(pa.grad, pb.grad) for pa, pb in zip(a, b))
+
+
+def test_a_stop_request_ends_training_at_a_checkpoint_that_the_next_run_resumes(tiny_bert_dir, toy_pairs, tmp_path,
+                                                                                 monkeypatch, caplog):
+    import defsentflow.fanout as fanout
+    from defsentflow.training.checkpoint import load_checkpoint
+
+    defs, targets, matrix = _plus_inputs(tiny_bert_dir, toy_pairs)
+    cfg = TrainConfig(method="defsent_plus", batch_size=3, lr=2e-3, epochs=2, checkpoint_every=4, device="cpu", seed=7)
+    monkeypatch.setattr(fanout, "_stop_requested", lambda: True)  # the command was cancelled
+    with pytest.raises(fanout.CandidateStoppedError, match="stopped at step 4"):
+        _run(cfg, tiny_bert_dir, defs, targets, tmp_path / "m", tmp_path / "ck", matrix)
+    assert load_checkpoint(tmp_path / "ck", map_location="cpu")["step"] == 4 and not (tmp_path / "m").exists()
+    monkeypatch.setattr(fanout, "_stop_requested", lambda: False)
+    with caplog.at_level("INFO", logger="defsentflow.training.loop"):
+        assert _run(cfg, tiny_bert_dir, defs, targets, tmp_path / "m", tmp_path / "ck", matrix).steps == 12
+    assert "resuming at step 4" in caplog.text

@@ -266,3 +266,21 @@ def test_defsent_trains_on_single_token_entries_only(tiny_mlm_dir, home, diction
     assert Catalog().query("SELECT status FROM runs WHERE run_id = 'd1'")[0]["status"] == "completed"
     again = run_defsent(s, run_id="d2")  # cached: no second training
     assert again.model_dir == res.model_dir and len(spies["train"]) == 1
+
+
+def test_ties_go_to_the_candidate_planned_first_and_to_the_earlier_step():
+    """The stated rule (docs/distributed.md): results come back in plan order whatever finished first,
+    and equal scores go to the earliest candidate, equal figures to the earliest step."""
+    from defsentflow.training.pst import choose_winner
+    from defsentflow.training.pst_records import Candidate, StepResult
+    from defsentflow.training.pst_steps import choose_step
+
+    def cand(step, seed, pooling="mean", score=0.5):
+        return Candidate(step=step, seed=seed, pooling=pooling, entry_encoding="amp", lr=1e-5, model_id=f"m{step}{seed}",
+                         model_dir="d", artifact_key=f"k{step}{seed}{pooling}", use_pooler=False, score=score)
+
+    tied = [cand(1, 0, "cls"), cand(1, 1, "cls"), cand(1, 0), cand(1, 1)]
+    assert choose_step(tied, "best_seed")[0] is tied[0]
+    assert choose_step(tied, "mean_over_seeds")[0] is tied[0]  # equal means: the first combination, its first seed
+    steps = [StepResult(step=s, candidates=(c,), best=c, figure=0.5) for s, c in enumerate([cand(0, None), cand(1, 0)])]
+    assert choose_winner(steps)[0].step == 0
