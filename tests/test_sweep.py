@@ -237,7 +237,7 @@ def test_cli_show_lists_points_and_rejects_a_bad_file(tmp_path):
                          ids=lambda p: p.name)
 def test_shipped_sweeps_validate(path):
     s = load_sweep(path)
-    assert len(s.points) >= 15 and len({p.point_id for p in s.points}) == len(s.points)
+    assert len(s.points) >= 2 and len({p.point_id for p in s.points}) == len(s.points)
 
 
 def test_defsent_lr_sweep_is_ranked_by_dev_word_prediction(home):

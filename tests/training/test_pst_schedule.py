@@ -273,7 +273,7 @@ def test_ties_go_to_the_candidate_planned_first_and_to_the_earlier_step():
     and equal scores go to the earliest candidate, equal figures to the earliest step."""
     from defsentflow.training.pst import choose_winner
     from defsentflow.training.pst_records import Candidate, StepResult
-    from defsentflow.training.pst_steps import choose_step
+    from defsentflow.training.step_plan import choose_step
 
     def cand(step, seed, pooling="mean", score=0.5):
         return Candidate(step=step, seed=seed, pooling=pooling, entry_encoding="amp", lr=1e-5, model_id=f"m{step}{seed}",
