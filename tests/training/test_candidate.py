@@ -50,12 +50,19 @@ def test_a_candidate_spec_carries_references_not_the_training_set(tiny_bert_dir,
     assert spec.request.dictionary is not None and not spec.request.dictionary.startswith("/")
 
 
-def test_defsent_and_defsent_plus_are_planned_by_one_function(tiny_bert_dir, tiny_mlm_dir, home):
+@pytest.fixture()
+def toy_matrix(tiny_bert_dir, home):
+    """(section, training data, entry matrix) of the toy dictionary in this test's data root."""
     register_table("toy", toy_dictionary(), home)
     data = load_training_data("toy", root=home)
     sec = section(tiny_bert_dir)
     matrix = build_entry_matrix(sec, data, encoder=str(tiny_bert_dir), encoder_id=base_model_of(sec)[1],
                                 encoding="amp", ica=False, root=home)
+    return sec, data, matrix
+
+
+def test_defsent_and_defsent_plus_are_planned_by_one_function(toy_matrix, tiny_mlm_dir, home):
+    sec, data, matrix = toy_matrix
     plus = plan_training(sec, data, method="defsent_plus", pooling="mean", lr=1e-4, seed=0, matrix=matrix, step=1,
                          root=home)
     ds = DefSentSection(base_model=str(tiny_mlm_dir), dictionary="toy", method="defsent", pooling="cls")
@@ -68,12 +75,8 @@ def test_defsent_and_defsent_plus_are_planned_by_one_function(tiny_bert_dir, tin
         plan_training(sec, data, method="defsent_plus", pooling="mean", lr=1e-4, seed=0, root=home)
 
 
-def test_a_trained_candidate_is_returned_as_recorded(tiny_bert_dir, home, monkeypatch):
-    register_table("toy", toy_dictionary(), home)
-    data = load_training_data("toy", root=home)
-    sec = section(tiny_bert_dir)
-    matrix = build_entry_matrix(sec, data, encoder=str(tiny_bert_dir), encoder_id=base_model_of(sec)[1],
-                                encoding="amp", ica=False, root=home)
+def test_a_trained_candidate_is_returned_as_recorded(toy_matrix, home, monkeypatch):
+    sec, data, matrix = toy_matrix
     spec = plan_training(sec, data, method="defsent_plus", pooling="mean", lr=1e-4, seed=0, matrix=matrix, root=home)
     first = train_candidate(spec, root=home, run_id="r1")
     assert first["key"] == spec.slot.key and first["model"]["model_id"] == spec.slot.model_id
