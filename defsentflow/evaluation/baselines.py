@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from defsentflow.encoders import resolve_model_path
+from defsentflow.encoders import model_construction, resolve_model_path
 
 __all__ = ["baseline_model_id", "tfidf_similarities", "word_vector_average"]
 
@@ -59,7 +59,8 @@ def word_vector_average(model: str | os.PathLike, texts: Sequence[str], *, batch
 
     path = resolve_model_path(model)
     tokenizer = AutoTokenizer.from_pretrained(path)
-    table = AutoModel.from_pretrained(path).get_input_embeddings().weight.detach().float()
+    with model_construction():
+        table = AutoModel.from_pretrained(path).get_input_embeddings().weight.detach().float()
     out = np.zeros((len(texts), table.shape[1]), dtype=np.float32)
     for a in range(0, len(texts), batch_size):
         ids = tokenizer(list(texts[a:a + batch_size]), add_special_tokens=False, truncation=True,

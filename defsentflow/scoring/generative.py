@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from defsentflow.encoders import model_content_hash, require_safetensors
+from defsentflow.encoders import model_construction, model_content_hash, require_safetensors
 from defsentflow.scoring.contexts import Context
 
 __all__ = ["GenerativeScorer"]
@@ -44,7 +44,9 @@ class GenerativeScorer:
 
         path = require_safetensors(model)
         self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.model = AutoModelForCausalLM.from_pretrained(path, use_safetensors=True).to(device).eval()
+        with model_construction():
+            self.model = AutoModelForCausalLM.from_pretrained(path, use_safetensors=True)
+        self.model = self.model.to(device).eval()
         self.device = torch.device(device)
         self.batch_size = batch_size
         self.max_part_tokens = max_part_tokens

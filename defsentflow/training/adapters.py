@@ -26,7 +26,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from defsentflow.encoders.loading import LoadedEncoder, has_mlm_head, load_encoder, resolve_model_path
+from defsentflow.encoders.loading import (
+    LoadedEncoder,
+    has_mlm_head,
+    load_encoder,
+    model_construction,
+    resolve_model_path,
+)
 
 __all__ = [
     "ADAPTERS",
@@ -195,7 +201,8 @@ def prepare_backbone(base_model: str | os.PathLike, *, device: torch.device, wor
             AutoModelForMaskedLM,  # lazy: transformers takes seconds to load; only code that loads a model needs it
         )
 
-        mlm_model = AutoModelForMaskedLM.from_pretrained(enc.path, use_safetensors=True)
+        with model_construction():
+            mlm_model = AutoModelForMaskedLM.from_pretrained(enc.path, use_safetensors=True)
     pooler_source = "checkpoint" if trained_pooler else "random"
     if use_pooler and from_mlm:
         if getattr(enc.model, "pooler", None) is None:

@@ -48,7 +48,7 @@ from defsentflow.corpus import ingest_corpus, load_sentences, resolve_corpus
 from defsentflow.dictionary import load_examples, resolve_dictionary
 from defsentflow.encoders.encoding import pad_batch, tokenize_sorted
 from defsentflow.encoders.export import save_encoder
-from defsentflow.encoders.loading import model_content_hash, pick_device, resolve_model_path
+from defsentflow.encoders.loading import model_construction, model_content_hash, pick_device, resolve_model_path
 from defsentflow.encoders.model_record import read_model_record
 from defsentflow.storage import Catalog, hash_path
 from defsentflow.storage.locks import artifact_lock
@@ -110,7 +110,8 @@ def build_mlm_model(section: PretrainSection, tokenizer: Any) -> torch.nn.Module
                      max_position_embeddings=config.max_position_embeddings, hidden_dropout_prob=config.dropout,
                      attention_probs_dropout_prob=config.dropout,
                      pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
-    return BertForMaskedLM(cfg)
+    with model_construction():
+        return BertForMaskedLM(cfg)
 
 
 def _masker(tokenizer: Any, mask_prob: float) -> Any:

@@ -32,7 +32,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from defsentflow.encoders import model_content_hash, pick_device, require_safetensors, resolve_model_path
+from defsentflow.encoders import (
+    model_construction,
+    model_content_hash,
+    pick_device,
+    require_safetensors,
+    resolve_model_path,
+)
 from defsentflow.encoders.model_record import model_ref, write_model_record
 from defsentflow.progress import live
 from defsentflow.scoring.stages import run_harvest
@@ -74,15 +80,16 @@ def build_surrogate_model(base_encoder: str, *, max_seq_length: int = 128, devic
 
     path = require_safetensors(base_encoder)
     safe = {"use_safetensors": True}
-    if (Path(path) / "modules.json").exists():
-        model = SentenceTransformer(path, device=device, model_kwargs=safe)
-        pools = [m for m in model if isinstance(m, models.Pooling)]
-        if pools and _pooling_mode(pools[0]) == "mean":
-            model.max_seq_length = max_seq_length
-            return model
-    word = models.Transformer(path, max_seq_length=max_seq_length, model_kwargs=safe)
-    pool = models.Pooling(word.get_embedding_dimension(), pooling_mode="mean")
-    return SentenceTransformer(modules=[word, pool], device=device)
+    with model_construction():
+        if (Path(path) / "modules.json").exists():
+            model = SentenceTransformer(path, device=device, model_kwargs=safe)
+            pools = [m for m in model if isinstance(m, models.Pooling)]
+            if pools and _pooling_mode(pools[0]) == "mean":
+                model.max_seq_length = max_seq_length
+                return model
+        word = models.Transformer(path, max_seq_length=max_seq_length, model_kwargs=safe)
+        pool = models.Pooling(word.get_embedding_dimension(), pooling_mode="mean")
+        return SentenceTransformer(modules=[word, pool], device=device)
 
 
 def _pooling_mode(pooling) -> str:

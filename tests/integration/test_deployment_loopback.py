@@ -25,7 +25,7 @@ import pytest
 import yaml
 from tiny_pipeline_utils import catalog_rows, run_cli
 
-pytestmark = [pytest.mark.slow, pytest.mark.first(4)]  # started early (tests/conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.first(3)]  # started early (tests/conftest.py)
 
 REPO = Path(__file__).resolve().parents[2]
 PREFECT = str(Path(sys.executable).parent / "prefect")

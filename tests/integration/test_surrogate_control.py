@@ -22,7 +22,7 @@ import pytest
 import yaml
 from tiny_pipeline_utils import ONE_THREAD, catalog_rows, run_cli
 
-pytestmark = [pytest.mark.slow, pytest.mark.first(3)]  # started early (tests/conftest.py), after the MiniLM STS test
+pytestmark = [pytest.mark.slow, pytest.mark.first(4)]  # started early (tests/conftest.py): after the MiniLM STS test, in its process
 
 REPO = Path(__file__).resolve().parents[2]
 
