@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from defsentflow.storage.swap import pid_alive
+
 __all__ = ["NetnsCluster", "netns_cluster", "netns_unavailable"]
 
 PREFIX = "dsfns-"
@@ -52,16 +54,6 @@ def _die_with_parent() -> None:  # in the child, between fork and exec: SIGKILL 
     os.setpgrp()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _delete_namespace(name: str) -> None:
     pids = _ip("netns", "pids", name, check=False).stdout.split()
     for pid in pids:
@@ -75,7 +67,7 @@ def reap_stale() -> list[str]:
     gone = []
     for line in _ip("netns", "list", check=False).stdout.splitlines():
         name = line.split()[0] if line.split() else ""
-        if name.startswith(PREFIX) and name[len(PREFIX):].isdigit() and not _alive(int(name[len(PREFIX):])):
+        if name.startswith(PREFIX) and name[len(PREFIX):].isdigit() and not pid_alive(int(name[len(PREFIX):])):
             _delete_namespace(name)
             gone.append(name)
     return gone
