@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from defsentflow.storage.atomic import atomic_path
+from defsentflow.storage.paths import to_root
 
 __all__ = ["MAX_RECORD_BYTES", "RECORD_FILE", "ModelRecord", "model_ref", "read_model_record", "record_of",
            "resolve_ref", "resolved_record", "write_model_record"]
@@ -184,20 +185,10 @@ def model_ref(value: str | os.PathLike | None, model_dir: str | os.PathLike, roo
     if value is None:
         return None
     text = str(value)
-    path = Path(text)
-    if not path.is_absolute():
-        return text
-    root_path = Path(root).resolve()
-    try:
-        resolved = Path(os.path.normpath(path))
-        resolved.relative_to(root_path)
-    except ValueError:
-        try:
-            resolved = path.resolve()
-            resolved.relative_to(root_path)
-        except (ValueError, OSError):
-            return text
-    return Path(os.path.relpath(resolved, Path(model_dir).resolve())).as_posix()
+    in_root = to_root(root, text)  # the one rule for "inside the data root" (a symlinked path included)
+    if in_root == text:
+        return text  # a name, a relative path as given, or a path outside the root
+    return Path(os.path.relpath(Path(root).resolve() / in_root, Path(model_dir).resolve())).as_posix()
 
 
 def resolve_ref(model_dir: str | os.PathLike, ref: str | None) -> str | None:
