@@ -13,7 +13,6 @@ it; a worker offering GPU=1 without a CUDA device is refused at attach and by th
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import sys
 import tempfile
@@ -22,15 +21,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-OUT = Path(os.environ.get("OUT", tempfile.gettempdir()))
-RESULTS: dict[str, object] = {}
 
+from bench.keylog import key_value_log  # noqa: E402 - after the checkout is on sys.path
 
-def log(key: str, value: object) -> None:
-    RESULTS[key] = value
-    print(key, "=", value, flush=True)
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "gpu_check.json").write_text(json.dumps(RESULTS, indent=1, default=str))
+log = key_value_log("gpu_check.json")
 
 
 def envs() -> tuple:

@@ -11,7 +11,6 @@ the model records hold no absolute path into the data root, that the entry matri
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
@@ -20,16 +19,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-OUT = Path(os.environ.get("OUT", tempfile.gettempdir()))
-RESULTS: dict[str, object] = {}
+
+from bench.keylog import key_value_log  # noqa: E402 - after the checkout is on sys.path
+
+log = key_value_log("gpu_pst.json")
 DEVICE = os.environ.get("GPU_CHECK_DEVICE", "cuda")  # cpu: try the script where there is no GPU
-
-
-def log(key: str, value: object) -> None:
-    RESULTS[key] = value
-    print(key, "=", value, flush=True)
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "gpu_pst.json").write_text(json.dumps(RESULTS, indent=1, default=str))
 
 
 def main() -> None:
