@@ -33,7 +33,7 @@ from defsentflow.storage import (
     data_root,
     hash_config,
     hash_path,
-    under_root,
+    root_place,
 )
 from defsentflow.storage.paths import relative_tree
 from defsentflow.storage.rebuild import heal_catalog
@@ -71,7 +71,7 @@ def new_run_id(name: str) -> str:
 
 def log_path(run_id: str) -> Path:
     """Where a pipeline run's log goes: ``<data root>/logs/RUN_ID.log``."""
-    return under_root(data_root(), "logs", f"{check_identifier(run_id, 'run id')}.log")
+    return root_place(data_root(), "logs", f"{check_identifier(run_id, 'run id')}.log")
 
 
 def previous_run(cat: Catalog, name: str, fingerprint: dict[str, Any]) -> str | None:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from defsentflow.storage import Catalog, check_identifier, under_root
+from defsentflow.storage import Catalog, check_identifier, root_place
 
 __all__ = ["STATS_COLUMNS", "entry_plot_path", "record_entry_space_stats"]
 
@@ -20,7 +20,7 @@ def entry_plot_path(root: str | os.PathLike, run_id: str, step: int, seed: int |
     """``<root>/plots/<run_id>/entry_space/step-03[-seed-1].png`` (the report copies it in)."""
     name = f"step-{int(step):02d}" + ("" if seed is None else f"-seed-{int(seed)}")
 
-    return under_root(root, "plots", check_identifier(run_id, "run id"), "entry_space", f"{name}.png")
+    return root_place(root, "plots", check_identifier(run_id, "run id"), "entry_space", f"{name}.png")
 
 
 def record_entry_space_stats(run_id: str, step: int, matrix_key: str, stats: Mapping[str, Any], *,

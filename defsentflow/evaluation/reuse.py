@@ -21,7 +21,7 @@ from typing import Any
 
 from defsentflow.evaluation.config import EvaluateSection
 from defsentflow.evaluation.suite import evaluation_key as suite_evaluation_key
-from defsentflow.storage import Catalog, hash_file, under_root, write_json
+from defsentflow.storage import Catalog, hash_file, root_place, write_json
 
 __all__ = ["evaluation_key", "store_evaluation", "stored_evaluation"]
 
@@ -53,7 +53,7 @@ def store_evaluation(key: str, evaluated: dict[str, Any], *, run_id: str | None 
                      root: str | os.PathLike | None = None) -> Path:
     """Write the result (``pooling``, ``rows``, ``seconds``) under the data root and register it."""
     cat = Catalog(root)
-    path = under_root(cat.root, "cache", "evaluations", f"{key}.json")
+    path = root_place(cat.root, "evaluations", f"{key}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json({k: evaluated[k] for k in ("pooling", "rows", "seconds")}, path)
     cat.register_artifact(key, "evaluation", path, hash_file(path), run_id=run_id)

@@ -36,7 +36,7 @@ from defsentflow.report.markup import Markdown, escape_html, md_code, md_text, r
 from defsentflow.report.plots import plot_label_histogram, plot_loss_curves, plot_pst_progress
 from defsentflow.report.seed_stats import seed_stats_section
 from defsentflow.report.summary import run_facts, summary_section
-from defsentflow.storage import Catalog, check_identifier, data_root, hash_path, under_root
+from defsentflow.storage import Catalog, check_identifier, data_root, hash_path, root_place
 from defsentflow.storage.outputs import output_dir
 
 __all__ = ["RunReport", "build_report", "markdown_table", "report_dir"]
@@ -66,7 +66,7 @@ class RunReport:
 
 def report_dir(run_id: str, root: str | os.PathLike | None = None) -> Path:
     """``<data root>/reports/<run_id>``."""
-    return under_root(data_root(root), "reports", check_identifier(run_id, "run id"))
+    return root_place(data_root(root), "reports", check_identifier(run_id, "run id"))
 
 
 def _cell(v: Any) -> str:

@@ -49,7 +49,7 @@ from defsentflow.storage import (
     write_parquet,
 )
 from defsentflow.storage.integrity import verify_artifact_files
-from defsentflow.storage.paths import from_root, to_root
+from defsentflow.storage.paths import from_root, root_place, to_root
 from defsentflow.training.heads import HeadQueryEncoder
 
 __all__ = ["RevdictIndex", "IndexMode", "build_revdict_index", "index_from_vectors", "measured_modes", "resolve_mode"]
@@ -248,7 +248,7 @@ class RevdictIndex:
         added_hash = dictionary_content_hash(table.select(["entry", "definition"]))
         key = combine_hashes(["revdict_index_add", self.meta["key"], added_hash])
         new_means = (sums / counts[:, None]).astype(np.float32)
-        final = data_root(root) / "revdict" / key
+        final = root_place(data_root(root), "revdict_indexes", key)
         meta = {**self.meta, "key": key, "extends": self.meta["key"], "added_hash": added_hash,
                 "n_entries": len(entries), "n_added_definitions": len(new_defs)}
         words = _headword_vectors(spec, entries, batch_size=batch_size, device=device)
@@ -392,7 +392,7 @@ def build_revdict_index(model: str | os.PathLike, dictionary: str | pa.Table, *,
         newest = _newest_extension(cat, key)
         return RevdictIndex(newest["path"] if newest else found["path"])
     entries, means, counts, probes = _entry_matrix(spec, table, batch_size=batch_size, device=device)
-    final = data_root(root) / "revdict" / key
+    final = root_place(data_root(root), "revdict_indexes", key)
     name = dictionary if isinstance(dictionary, str) else None
     meta = {**spec.__dict__, "key": key, "name": name, "dictionary_hash": dict_hash, "n_entries": len(entries),
             **({"index_kind": index_kind} if index_kind != "flat" else {})}
@@ -427,7 +427,7 @@ def index_from_vectors(model: str | os.PathLike, entries: Sequence[str], vectors
     digest.update("\n".join(entries).encode("utf-8", "surrogateescape"))
     vec_hash = digest.hexdigest()
     key = combine_hashes([_index_key(spec, vec_hash), index_kind, "vectors"])
-    final = data_root(root) / "revdict" / key
+    final = root_place(data_root(root), "revdict_indexes", key)
     meta = {**spec.__dict__, "key": key, "name": name, "dictionary_hash": vec_hash, "n_entries": len(entries),
             **({"index_kind": index_kind} if index_kind != "flat" else {})}
     _write_index(final, list(entries), vectors, np.ones(len(entries), dtype=np.int32), meta, spec.normalize,

@@ -51,7 +51,7 @@ from defsentflow.fanout import (
 )
 from defsentflow.storage import Catalog, data_root, hash_path, write_json
 from defsentflow.storage.locks import artifact_lock
-from defsentflow.storage.paths import from_root, to_root
+from defsentflow.storage.paths import from_root, place_relpath, root_place, to_root
 from defsentflow.storage.records import make_record, read_record, write_record
 from defsentflow.training.config import TrainConfig, paper_config
 from defsentflow.training.data import TrainingData, TrainingDataRef
@@ -86,8 +86,8 @@ class ModelSlot:
 def model_slot(method: str, key: str) -> ModelSlot:
     """The one rule: ``dsp-<key12>`` (DefSent+) or ``defsent-<key12>`` under ``models/pst/<key>``."""
     prefix = "dsp" if method == "defsent_plus" else method
-    return ModelSlot(key=key, method=method, model_id=f"{prefix}-{key[:12]}", folder=f"models/pst/{key}",
-                     checkpoint=f"checkpoints/pst/{key}")
+    return ModelSlot(key=key, method=method, model_id=f"{prefix}-{key[:12]}", folder=place_relpath("pst_models", key),
+                     checkpoint=place_relpath("pst_checkpoints", key))
 
 
 @dataclass(frozen=True)
@@ -253,7 +253,7 @@ class CandidateSpec:
 
     @property
     def score_path(self) -> Path:
-        return Path(self.root) / "pst" / "scores" / f"{self.score_key}.json"
+        return root_place(self.root, "selection_scores", f"{self.score_key}.json")
 
 
 def _request(section: PstSection, data: TrainingData, cand: Candidate, plan: SelectionPlan, root: Path) -> ScoreRequest:

@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 from defsentflow.encoders import load_encoder
 from defsentflow.encoders.model_record import model_ref, resolve_ref
 from defsentflow.entryspace import entry_space_stats, plot_entry_space
-from defsentflow.storage import Catalog, atomic_dir, data_root, hash_config, hash_path
+from defsentflow.storage import Catalog, atomic_dir, data_root, hash_config, hash_path, root_place
 from defsentflow.training import entry_shards  # its builder is looked up at call time (tests replace it there)
 from defsentflow.training.config import ENTRY_POOLING
 from defsentflow.training.data import TrainingData
@@ -145,7 +145,7 @@ def build_entry_matrix(section: PstSection | DefSentSection, data: TrainingData,
     enc = load_encoder(encoder, device=section.device)
     names, sums = entry_shards.build_entry_matrix_sharded(enc, data.definition_entries, data.definitions, encoding,
                                              shards=max(1, int(getattr(fan_out, "shards", 1) or 1)), fan_out=fan_out,
-                                             cache_dir=home / "cache" / "entry-shards",
+                                             cache_dir=root_place(home, "entry_shards"),
                                              batch_size=section.entry_batch_size, max_length=section.max_length,
                                              autocast=section.autocast, device=section.device)
     row = {e: i for i, e in enumerate(names)}
@@ -156,7 +156,7 @@ def build_entry_matrix(section: PstSection | DefSentSection, data: TrainingData,
         transform = IcaTransform.fit(matrix, max_iter=f.max_iter, random_state=f.random_state, scale=f.scale,
                                      standardize=f.standardize)
         matrix = np.asarray(transform(matrix), dtype=np.float32)
-    final = home / "pst" / "entry_matrices" / key
+    final = root_place(home, "entry_matrices", key)
     source = f"base {section.base_model}" if encoder_id == base_model_of(section)[1] else f"step {step - 1}'s best"
     title = f"PST step {step}: {encoding.upper()}{' + ICA' if ica else ''} entries by {source}"
     stats = {k: (float(v) if isinstance(v, np.floating | np.integer) else v)

@@ -17,7 +17,7 @@ specs on its workers.
 
 Example:
     >>> em = build_entry_matrix_sharded("minilm", ["dog", "dog", "cat"], ["a pet", "a hound", "a feline"],
-    ...                                 shards=2, cache_dir="cache/entry-shards")
+    ...                                 shards=2, cache_dir=root_place(root, "entry_shards"))
 """
 
 from __future__ import annotations

@@ -51,8 +51,8 @@ from typing import Any
 
 from defsentflow.encoders import resolve_model_path
 from defsentflow.fanout import FanOut, runs_beside, sequential
-from defsentflow.storage import Catalog, check_identifier, data_root, hash_config, hash_path, under_root, write_json
-from defsentflow.storage.paths import relative_tree, resolved_tree
+from defsentflow.storage import Catalog, check_identifier, data_root, hash_config, hash_path, write_json
+from defsentflow.storage.paths import relative_tree, resolved_tree, root_place
 from defsentflow.training.candidate import (
     Scorer,
     plan_base_candidate,
@@ -201,7 +201,7 @@ def run_step(section: PstSection, data: TrainingData, plan: StepPlan, selection:
     result = StepResult(step=plan.step, candidates=tuple(cands), best=best, key=key,
                         seconds=time.perf_counter() - t0, lr=plan.lr, entry_matrices=tuple(matrices.values()),
                         rule=section.selection_rule, figure=figure, group_means=means)
-    final = data_root(root) / "pst" / "steps" / f"{key}.json"
+    final = root_place(data_root(root), "pst_steps", f"{key}.json")
     write_json(relative_tree(cat.root, result.to_dict()), final)  # paths in the root: root-relative
     cat.register_artifact(key, "pst_step", final, hash_path(final), name=f"step{plan.step}", run_id=run_id,
                           config=plan.to_dict())
@@ -266,7 +266,7 @@ def finish_pst(section: PstSection, run_id: str, history: Sequence[StepResult], 
     winner, reason = choose_winner(history, section.final)
     notes = "; ".join(n for n in (selection.note, stop_note) if n)
     model_id = f"pst-{run_id}"
-    record_path = under_root(data_root(root), "pst", "runs", f"{check_identifier(run_id, 'run id')}.json")
+    record_path = root_place(data_root(root), "pst_runs", f"{check_identifier(run_id, 'run id')}.json")
     result = PstResult(run_id=run_id, selection=selection, steps=tuple(history), winner=winner, reason=reason,
                        stop_note=stop_note, model_id=model_id, model_dir=winner.model_dir, record_path=str(record_path),
                        seconds=seconds)
