@@ -22,8 +22,8 @@ from defsentflow.config import PipelineConfig, load_config, resolve_path
 from defsentflow.config_tools import resolve_data_dir
 from defsentflow.eval_tasks import DICTIONARY_TASKS
 from defsentflow.evaluation.baselines import baseline_model_id
-from defsentflow.evaluation.revdict import model_meta
 from defsentflow.evaluation.task_status import record_run_tasks, runnable_tasks, task_statuses
+from defsentflow.model import model_head
 from defsentflow.preflight import preflight
 from defsentflow.storage import (
     Catalog,
@@ -88,7 +88,7 @@ def selected_pooling(cfg: PipelineConfig, model_dir: str) -> str:
     """``eval.pooling: null``: the pooling a trained candidate was selected with (PST's
     ``selection_pooling``), else trained with (its ``defsentflow.json``), else mean."""
     chosen = getattr(cfg.pst, "selection_pooling", None) if cfg.pst is not None else None
-    return chosen or model_meta(model_dir).get("pooling") or "mean"
+    return chosen or model_head(model_dir).pooling
 
 
 def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate: dict[str, Any] | None,

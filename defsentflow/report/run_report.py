@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from defsentflow.evaluation.revdict import model_meta
+from defsentflow.model import matrix_folder, record_of
 from defsentflow.report.claims_report import claims_section
 from defsentflow.report.entry_space import analyse_entry_matrix
 from defsentflow.report.label_quality import label_quality_section
@@ -242,7 +242,7 @@ def _section_pst(ctx: _Ctx, analyse_missing: bool) -> list[str]:
         done = set()
         for r in steps:
             path = r.get("entry_matrix_path")
-            if r.get("matrix_key") is None and path and Path(path).is_file() and (r["step"], path) not in done:
+            if r.get("matrix_key") is None and path and Path(matrix_folder(path)).is_dir() and (r["step"], path) not in done:
                 done.add((r["step"], path))
                 analyse_entry_matrix(path, run_id=ctx.run_id, step=r["step"], seed=r.get("seed"), catalog=ctx.cat)
         if done:
@@ -257,7 +257,7 @@ def _section_pst(ctx: _Ctx, analyse_missing: bool) -> list[str]:
               for r in steps if r["step"] >= 1
               for path in [next((m["path"] for m in ctx.rows("SELECT path FROM models WHERE model_id = $m",
                                                              m=r["model_id"])), None)]
-              for loss in [model_meta(path).get("losses") if path and Path(path).is_dir() else None] if loss}
+              for loss in [record_of(path).losses if path else None] if loss}
     if curves:
         plot_loss_curves(curves, ctx.image("img/loss_curves.png"))
         lines += ["### Training loss", "", "![Training loss of every candidate](img/loss_curves.png)", ""]

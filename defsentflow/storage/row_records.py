@@ -50,7 +50,7 @@ FORMAT = 1
 RUN_TABLES: dict[str, str] = {"runs": "run_id", "stages": "run_id", "pst_steps": "run_id", "pst_runs": "run_id",
                               "run_tasks": "run_id", "entry_space_stats": "run_id", "harvest_stats": "run_id",
                               "claim_results": "claims_run_id"}
-MODEL_TABLES: dict[str, str] = {"models": "model_id", "metrics": "model_id"}
+MODEL_TABLES: dict[str, str] = {"models": "model_id", "metrics": "model_id", "model_names": "model_id"}
 _TABLES = {"run": RUN_TABLES, "model": MODEL_TABLES}
 _RUN_ID = re.compile(IDENTIFIER_PATTERN)
 

@@ -13,8 +13,8 @@ from defsentflow.training.config import (
     TrainConfig,
     paper_config,
 )
-from defsentflow.training.entry_embeddings import build_entry_embeddings, entry_means
-from defsentflow.training.entry_matrix import EntryMatrix
+from defsentflow.training.entry_matrix import EntryMatrix, encode_entry_matrix
+from defsentflow.training.entry_shards import entry_means
 from defsentflow.training.heads import DefinitionClassifier, head_vector, sentence_head_vectors
 from defsentflow.training.ica import IcaTransform, ica_transform
 from defsentflow.training.loop import (
@@ -43,9 +43,9 @@ __all__ = [
     "TrainConfig",
     "TrainResult",
     "adapter_for",
-    "build_entry_embeddings",
     "build_optimizer",
     "capture_rng",
+    "encode_entry_matrix",
     "entry_means",
     "entry_targets",
     "head_vector",

@@ -49,7 +49,7 @@ from defsentflow.dictionary import load_examples, resolve_dictionary
 from defsentflow.encoders.encoding import pad_batch, tokenize_sorted
 from defsentflow.encoders.export import save_encoder
 from defsentflow.encoders.loading import model_construction, model_content_hash, pick_device, resolve_model_path
-from defsentflow.encoders.model_record import read_model_record
+from defsentflow.model.record import read_model_record
 from defsentflow.storage import Catalog, hash_path, root_place
 from defsentflow.storage.locks import artifact_lock
 from defsentflow.training.batching import length_bucketed_batches

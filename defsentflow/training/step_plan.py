@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from defsentflow.config_tools import resolve_data_dir
+from defsentflow.model.ids import base_model_id
 from defsentflow.storage import Catalog, hash_config, hash_path
 from defsentflow.training.data import TrainingData
 from defsentflow.training.keys import artifact_key, base_model_of
@@ -108,9 +109,10 @@ def choose_step(candidates: Sequence[Candidate], rule: str) -> tuple[Candidate, 
 def base_candidates(section: PstSection, *, root: str | os.PathLike | None = None,
                     run_id: str | None = None) -> list[Candidate]:
     """Step 0: the untrained base model, once per pooling the later steps are scored with."""
-    base, base_hash = base_model_of(section)
-    model_id = f"base-{base_hash[:12]}"
-    Catalog(root).register_model(model_id, base, base_model=section.base_model, method="base", run_id=run_id)
+    _, base_hash = base_model_of(section)
+    model_id = base_model_id(section.base_model)  # by the name it was given, its content hash beside it
+    Catalog(root).register_model(model_id, base_name_or_path(section), base_model=section.base_model, method="base",
+                                 meta={"base_model_hash": base_hash})
     poolings = ([section.selection_pooling] if section.selection_pooling
                 else list(dict.fromkeys(g.pooling for g in section.grid)))
     return [Candidate(step=0, seed=None, pooling=p, entry_encoding=None, lr=None, model_id=model_id,

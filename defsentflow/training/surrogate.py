@@ -39,7 +39,7 @@ from defsentflow.encoders import (
     require_safetensors,
     resolve_model_path,
 )
-from defsentflow.encoders.model_record import model_ref, write_model_record
+from defsentflow.model.record import model_ref, write_model_record
 from defsentflow.progress import live
 from defsentflow.scoring.stages import run_harvest
 from defsentflow.storage import (

@@ -13,7 +13,7 @@ from defsentflow.encoders import encode_texts
 from defsentflow.training import (
     TrainConfig,
     adapter_for,
-    build_entry_embeddings,
+    encode_entry_matrix,
     prepare_backbone,
     sentence_head_vectors,
     train_encoder,
@@ -50,7 +50,7 @@ def test_roberta_word_prediction_layer_is_lm_head(tiny_roberta_dir):
 
 def test_roberta_defsent_plus_trains_with_gelu_pooler(tiny_roberta_dir, toy_pairs, tmp_path):
     entries, defs = [e for e, _ in toy_pairs], [d for _, d in toy_pairs]
-    em = build_entry_embeddings(tiny_roberta_dir, entries, defs, "ac", device="cpu")
+    em = encode_entry_matrix(tiny_roberta_dir, entries, defs, "ac", device="cpu")
     cfg = TrainConfig(pooling="cls", batch_size=4, lr=1e-3, device="cpu")
     train_encoder(cfg, tiny_roberta_dir, defs, em.rows(entries), out_dir=tmp_path / "m", checkpoint_dir=tmp_path / "ck",
                   entry_matrix=em.matrix)
