@@ -57,7 +57,7 @@ from defsentflow.encoders.loading import resolve_model_path
 from defsentflow.eval_tasks import CANONICAL, TASKS, FigureSettings, TieRule, dictionary_task
 from defsentflow.evaluation.protocols import normalize_definition, select_queries, trained_texts
 from defsentflow.evaluation.ranks import gold_ranks, rank_metrics, validate_ties
-from defsentflow.model import Head, model_head, record_of
+from defsentflow.model import ENTRY_POOLING, Head, model_head, record_of
 from defsentflow.training.entry_matrix import EntryMatrix
 from defsentflow.training.heads import sentence_head_vectors
 from defsentflow.training.ica import IcaTransform
@@ -386,7 +386,7 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
             result["modes"]["hybrid"] = ranked(vecs[data.query_rows], data.query_rows, vecs, data.def_entry, n,
                                                cosine=True, entry_vecs=words_cache[wkey])
         if head:
-            def_vecs = vectors_of(head["ent"], "cls" if head["entry_encoding"] == "ac" else "mean", data)
+            def_vecs = vectors_of(head["ent"], ENTRY_POOLING[head["entry_encoding"]], data)
             queries = sentence_head_vectors(enc.path, data.query_texts, pooling, head["use_pooler"],
                                             batch_size=batch_size, max_length=max_length, autocast=autocast,
                                             device=device)

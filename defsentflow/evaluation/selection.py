@@ -16,12 +16,14 @@ its request (no catalog access: the worker reads the dictionary folder itself).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from defsentflow.dictionary.store import load_dictionary_folder
 from defsentflow.eval_tasks import CANONICAL, SELECTION_METRICS, FigureSettings, SelectionMetric, metric_column
 from defsentflow.evaluation.config import EvalConfig
+from defsentflow.evaluation.sts_data import task_files
 from defsentflow.evaluation.suite import evaluation_key
 from defsentflow.evaluation.tasks import EVALUATORS
 from defsentflow.storage.paths import from_root
@@ -43,6 +45,15 @@ class SelectionScorer:
             return SELECTION_METRICS[request.metric]
         except KeyError:
             raise ValueError(f"selection metric must be one of {tuple(SELECTION_METRICS)}, got {request.metric!r}") from None
+
+    def input_file(self, metric: str, data_dir: str | os.PathLike) -> Path | None:
+        """The file the STS metric ``metric`` reads under ``data_dir`` (the registry's declaration, read
+        by the STS readers' path rule), when it is there; None otherwise (a dictionary metric reads none)."""
+        spec = SELECTION_METRICS.get(metric)
+        if spec is None or spec.metadata.kind != "sts":
+            return None
+        files = task_files(data_dir, spec.task)
+        return files[0] if files and all(f.is_file() for f in files) else None
 
     def config(self, request: Any) -> EvalConfig:
         """The evaluation the figure is. STS-B dev is read at the evaluation's canonical length (the

@@ -111,7 +111,7 @@ def export_model(model: str, dest: str | os.PathLike, *, root: str | os.PathLike
     """
     facts = model_facts(model, root=root)
     src = Path(require_safetensors(str(facts["path"])))
-    pooling = str(facts["meta"].get("pooling") or (facts["row"] or {}).get("pooling") or "mean")
+    pooling = str(facts["meta"].get("pooling") or (facts["row"] or {}).get("pooling") or model_head(facts["path"]).pooling)
     try:
         st_pooling_mode(pooling)
     except ValueError as exc:

@@ -45,6 +45,7 @@ __all__ = ["RunReport", "build_report", "markdown_table", "report_dir"]
 # it); models no run produced are baselines; other runs' models stay out.
 _ROLES_SQL = """
 SELECT model_id, 'selected (this run)' AS role, 0 AS prio FROM pst_runs WHERE run_id = $run_id
+UNION ALL SELECT winner_model_id, 'selected (this run)', 0 FROM pst_runs WHERE run_id = $run_id
 UNION ALL SELECT model_id, 'this run', 1 FROM models WHERE run_id = $run_id
 UNION ALL SELECT model_id, 'untrained (PST step 0)', 2 FROM pst_steps WHERE run_id = $run_id AND step = 0
 UNION ALL SELECT model_id, 'PST candidate', 3 FROM pst_steps WHERE run_id = $run_id AND step > 0

@@ -38,7 +38,7 @@ from defsentflow.encoders import encode_texts, load_encoder, model_content_hash,
 from defsentflow.encoders.finite import require_finite, require_search_scores
 from defsentflow.encoders.loading import portable_model_name
 from defsentflow.evaluation.revdict import candidate_set, entry_sums, headword_text, load_ica
-from defsentflow.model import model_head
+from defsentflow.model import ENTRY_POOLING, model_head
 from defsentflow.revdict.ann import INDEX_KINDS, make_index, set_search_breadth, tune_nprobe
 from defsentflow.storage import (
     Catalog,
@@ -262,7 +262,7 @@ class RevdictIndex:
 def _encode_definitions(spec: _Spec, definitions: Sequence[str], *, batch_size: int, device: str) -> np.ndarray:
     """The entry-side vectors of ``definitions``: the model's pooling (cosine) or the entry encoder's
     CLS (AC) / mean (AMP) vectors (head); cached in the data root's embedding cache."""
-    pool = spec.pooling if spec.mode != "head" else ("cls" if spec.entry_encoding == "ac" else "mean")
+    pool = spec.pooling if spec.mode != "head" else ENTRY_POOLING[spec.entry_encoding]
     enc = load_encoder(spec.entry_encoder, device=device)
     return encode_texts(enc, list(definitions), pooling=pool, batch_size=batch_size, max_length=spec.max_length,
                         cache=True, desc="indexing entries")

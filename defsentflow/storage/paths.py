@@ -8,6 +8,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from defsentflow.storage.identifiers import under_root
+
 __all__ = ["DATA_ROOT_LAYOUT", "ROOT_FOLDERS", "RootPlace", "place_folder", "place_relpath", "root_place",
            "choose_data_root", "data_root", "default_data_root", "sql_dir", "repo_root", "sample_dir", "to_root", "from_root", "relative_tree", "resolved_tree"]
 
@@ -164,8 +166,6 @@ def root_place(root: str | os.PathLike, place: str, *parts: str | os.PathLike) -
         >>> root_place("/data", "pst_models", "abc").as_posix()
         '/data/models/pst/abc'
     """
-    from defsentflow.storage.identifiers import under_root
-
     return under_root(root, *place_folder(place).split("/"), *parts)
 
 

@@ -49,6 +49,7 @@ from defsentflow.fanout import (
     worker_device,
     worker_threads,
 )
+from defsentflow.model.ids import trained_model_id
 from defsentflow.model.record import model_ref, read_model_record
 from defsentflow.storage import Catalog, data_root, hash_path, write_json
 from defsentflow.storage.locks import artifact_lock
@@ -88,9 +89,9 @@ class ModelSlot:
 
 
 def model_slot(method: str, key: str) -> ModelSlot:
-    """The one rule: ``dsp-<key12>`` (DefSent+) or ``defsent-<key12>`` under ``models/pst/<key>``."""
-    prefix = "dsp" if method == "defsent_plus" else method
-    return ModelSlot(key=key, method=method, model_id=f"{prefix}-{key[:12]}", folder=place_relpath("pst_models", key),
+    """Where a model trained here lies: its id by the one id rule (:func:`defsentflow.model.ids.trained_model_id`:
+    ``dsp-<key12>`` for DefSent+, ``defsent-<key12>``) under ``models/pst/<key>``."""
+    return ModelSlot(key=key, method=method, model_id=trained_model_id(method, key), folder=place_relpath("pst_models", key),
                      checkpoint=place_relpath("pst_checkpoints", key))
 
 

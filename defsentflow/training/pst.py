@@ -313,7 +313,7 @@ def run_pst(section: PstSection, *, run_id: str, root: str | os.PathLike | None 
     with cat.recorded_run("pst", run_id, config=section.model_dump(mode="json"), config_hash=hash_config(section)) as run:
         data = load_training_data(section.dictionary, section.max_train_entries,
                                   splits=splits_for(section.train_entries), root=root)
-        selection = selection_plan(section, data)
+        selection = selection_plan(section, data, getattr(steps.scorer, "input_file", None))
         history: list[StepResult] = []
         stop_note = ""
 

@@ -39,6 +39,7 @@ from defsentflow.encoders import (
     require_safetensors,
     resolve_model_path,
 )
+from defsentflow.model.ids import named_model_id
 from defsentflow.model.record import model_ref, write_model_record
 from defsentflow.progress import live
 from defsentflow.scoring.stages import run_harvest
@@ -238,7 +239,7 @@ def run_surrogate(cfg, pairs: dict, *, run_id: str | None = None) -> dict:
     cat = Catalog(cfg.root)
     key = combine_hashes(["surrogate", pairs["key"], model_content_hash(resolve_model_path(scfg.base_encoder)),
                           hash_config(_settings(scfg)), code_version()])
-    model_id = f"{cfg.surrogate.name}-{key[:10]}"
+    model_id = named_model_id(cfg.surrogate.name, key)
     final = root_place(cat.root, "surrogate_models", key)
     art = cat.artifact(key)
     if art is not None:

@@ -206,11 +206,25 @@ def test_auto_stops_when_the_metric_stops_improving(tiny_bert_dir, home, diction
 
 
 def test_falls_back_to_revdict_without_sts_data(tiny_bert_dir, home, dictionary, tmp_path):
+    from defsentflow.evaluation.selection import selection_score
     from defsentflow.training.pst import load_training_data, selection_plan
 
     s = section(tiny_bert_dir, selection="stsb-dev", data_dir=str(tmp_path / "missing"))
-    plan = selection_plan(s, load_training_data("toy"))
+    plan = selection_plan(s, load_training_data("toy"), selection_score.input_file)
     assert plan.metric == "revdict-mrr" and "not found" in plan.note
+    (tmp_path / "empty").mkdir()
+    s = section(tiny_bert_dir, selection="stsb-dev", data_dir=str(tmp_path / "empty"))
+    plan = selection_plan(s, load_training_data("toy"), selection_score.input_file)
+    assert plan.metric == "revdict-mrr" and "no STS-B dev set" in plan.note
+    # the file the registry declares (sts/STSBenchmark/sts-dev.csv), found by the STS readers' rule
+    from defsentflow.storage import hash_path
+
+    dev = tmp_path / "data" / "sts" / "STSBenchmark" / "sts-dev.csv"
+    dev.parent.mkdir(parents=True)
+    dev.write_text("genre\tfile\tyear\t0\t5.0\ta cat\ta cat\n")
+    plan = selection_plan(section(tiny_bert_dir, selection="stsb-dev", data_dir=str(tmp_path / "data")),
+                          load_training_data("toy"), selection_score.input_file)
+    assert plan.metric == "stsb-dev" and plan.data_hash == hash_path(dev) and plan.note is None
 
 
 def test_second_run_recomputes_nothing_and_a_killed_run_resumes(tiny_bert_dir, home, dictionary, monkeypatch, spies):
