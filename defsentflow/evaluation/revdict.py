@@ -57,10 +57,8 @@ from defsentflow.encoders.loading import resolve_model_path
 from defsentflow.eval_tasks import CANONICAL, TASKS, FigureSettings, TieRule, dictionary_task
 from defsentflow.evaluation.protocols import normalize_definition, select_queries, trained_texts
 from defsentflow.evaluation.ranks import gold_ranks, rank_metrics, validate_ties
-from defsentflow.model import ENTRY_POOLING, Head, model_head, record_of
-from defsentflow.training.entry_matrix import EntryMatrix
+from defsentflow.model import ENTRY_POOLING, head_ica, model_head, record_of
 from defsentflow.training.heads import sentence_head_vectors
-from defsentflow.training.ica import IcaTransform
 
 __all__ = [
     "CandidateSet",
@@ -79,7 +77,6 @@ __all__ = [
     "revdict_metric_rows",
     "revdict_ranks",
     "revdict_task",
-    "load_ica",
 ]
 
 Protocol = RevdictProtocol
@@ -235,25 +232,6 @@ def prepare_queries(table: pa.Table, *, split: str = "test", protocol: str = "un
                           candidates=candidates, n_excluded=chosen.n_excluded)
 
 
-# -- the head's ICA space ------------------------------------------------------------------------------
-def load_ica(head: Head) -> Callable[[np.ndarray], np.ndarray]:
-    """The ICA map the model's entry matrix was transformed with at training time (saved beside it).
-
-    Raises:
-        ValueError: the model records no entry matrix, or its matrix keeps no saved transform.
-    """
-    if head.entry_matrix is None:
-        raise ValueError("the model was trained with ICA but records no entry matrix: its ICA space is unknown")
-    try:
-        found = EntryMatrix.load(head.entry_matrix, mmap=True)
-    except FileNotFoundError as exc:
-        raise ValueError(f"the model's entry matrix is gone: {exc}") from None
-    if found.ica is None:
-        raise ValueError(f"{head.entry_matrix}: no saved ICA transform ({IcaTransform.FILE}); the entry matrix was built "
-                         "without ICA or before the ICA map was saved (commit f0d2839, 2026-11-22): rebuild it")
-    return found.ica
-
-
 # -- evaluation -----------------------------------------------------------------------------------------
 def _candidate_rows(data: RevdictQueries) -> tuple:
     """Which rows a query set's candidates come from: runs with equal values share encoded vectors."""
@@ -360,7 +338,7 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
         ica = spec.ica if ica is None else ica
         normalize_logits = spec.normalize_logits if normalize_logits is None else normalize_logits
         head = dict(use_pooler=spec.use_pooler, entry_encoding=spec.entry_encoding,
-                    transform=load_ica(spec) if ica else None, normalize_logits=normalize_logits,
+                    transform=head_ica(spec) if ica else None, normalize_logits=normalize_logits,
                     ent=enc if entry_encoder is None else load_encoder(entry_encoder, device=device))
     words_cache: dict[tuple, np.ndarray] = {}
     results = []

@@ -53,12 +53,12 @@ _STR, _BOOL, _INT, _FLOAT = (str,), (bool,), (int,), (int, float)
 class ModelRecord:
     """``defsentflow.json``: the typed fields every reader uses; anything else is kept in ``extra``.
 
-    Defaults are written here once: a model without a record (a Hugging Face checkpoint) reads as
-    mean pooling, no pooler use recorded, trained on nothing (``train_splits`` empty means "unknown":
-    readers fall back to ``train``).
+    A field the record does not hold is None (or empty): what that means for the model's head is
+    said once, in :data:`defsentflow.model.head.HEAD_DEFAULTS`; ``train_splits`` empty means
+    "unknown" (readers fall back to ``train``).
     """
 
-    pooling: str = "mean"
+    pooling: str | None = None
     method: str | None = None
     use_pooler: bool | None = None
     max_seq_length: int | None = None

@@ -37,8 +37,8 @@ from defsentflow.dictionary.tables import dictionary_content_hash
 from defsentflow.encoders import encode_texts, load_encoder, model_content_hash, resolve_model_path, validate_pooling
 from defsentflow.encoders.finite import require_finite, require_search_scores
 from defsentflow.encoders.loading import portable_model_name
-from defsentflow.evaluation.revdict import candidate_set, entry_sums, headword_text, load_ica
-from defsentflow.model import ENTRY_POOLING, model_head
+from defsentflow.evaluation.revdict import candidate_set, entry_sums, headword_text
+from defsentflow.model import ENTRY_POOLING, head_ica, model_head
 from defsentflow.revdict.ann import INDEX_KINDS, make_index, set_search_breadth, tune_nprobe
 from defsentflow.storage import (
     Catalog,
@@ -294,7 +294,7 @@ def _ica_of(spec: _Spec) -> Any:
     if not spec.ica:
         return None
 
-    return load_ica(model_head(spec.model))
+    return head_ica(model_head(spec.model))
 
 
 def _index_matrix(means: np.ndarray, transform: Any, normalize: bool, words: np.ndarray | None = None,

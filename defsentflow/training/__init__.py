@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from defsentflow.model.ica import IcaTransform, ica_transform
 from defsentflow.training.adapters import ADAPTERS, BackboneAdapter, PreparedBackbone, adapter_for, prepare_backbone
 from defsentflow.training.batching import TokenizedExamples, length_bucketed_batches, tokenize_examples
 from defsentflow.training.checkpoint import capture_rng, load_checkpoint, restore_rng, save_checkpoint, seed_everything
@@ -16,7 +17,6 @@ from defsentflow.training.config import (
 from defsentflow.training.entry_matrix import EntryMatrix, encode_entry_matrix
 from defsentflow.training.entry_shards import entry_means
 from defsentflow.training.heads import DefinitionClassifier, head_vector, sentence_head_vectors
-from defsentflow.training.ica import IcaTransform, ica_transform
 from defsentflow.training.loop import (
     LoopOutcome,
     TrainResult,

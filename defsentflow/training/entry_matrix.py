@@ -8,7 +8,7 @@ A matrix folder (``<root>/pst/entry_matrices/<key>/`` for the pipeline's, any fo
 * ``meta.json``: encoding (``ac``/``amp``), ICA, the encoder (a reference relative to the folder,
   or the name it was given) and its content key, ``max_length``, ``autocast``, the shape and the
   entry-space statistics;
-* ``ica.npz`` when the matrix was ICA-transformed (:class:`~defsentflow.training.ica.IcaTransform`);
+* ``ica.npz`` when the matrix was ICA-transformed (:class:`~defsentflow.model.ica.IcaTransform`);
 * ``entry_space.png`` for the pipeline's matrices.
 
 :meth:`EntryMatrix.load` is the one reader: training (the frozen head), word prediction, the
@@ -37,12 +37,12 @@ import pyarrow.parquet as pq
 from defsentflow.encoders import load_encoder
 from defsentflow.encoders.loading import LoadedEncoder, model_content_hash, portable_model_name
 from defsentflow.entryspace import entry_space_stats, plot_entry_space
+from defsentflow.model.ica import IcaTransform
 from defsentflow.model.record import matrix_folder, model_ref, resolve_ref
 from defsentflow.storage import Catalog, atomic_dir, data_root, hash_config, hash_path, root_place
 from defsentflow.training import entry_shards  # its builder is looked up at call time (tests replace it there)
 from defsentflow.training.config import ENTRY_ENCODINGS, ENTRY_POOLING, validate_choice
 from defsentflow.training.data import TrainingData
-from defsentflow.training.ica import IcaTransform
 from defsentflow.training.keys import artifact_key, base_model_of
 from defsentflow.training.pst_config import DefSentSection, PstSection
 from defsentflow.training.pst_records import MatrixRef

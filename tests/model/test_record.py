@@ -31,7 +31,7 @@ def test_round_trip_keeps_known_and_unknown_fields(tmp_path):
 
 def test_defaults_are_written_once():
     bare = ModelRecord()
-    assert bare.pooling == "mean" and bare.trained_splits == ("train",) and bare.ica is False
+    assert bare.pooling is None and bare.use_pooler is None and bare.trained_splits == ("train",) and bare.ica is False
     assert record_of(None) == bare and record_of("minilm") == bare  # no folder: the defaults
 
 
