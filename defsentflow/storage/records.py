@@ -34,7 +34,7 @@ from defsentflow.storage.atomic import TMP_PREFIX, atomic_path
 from defsentflow.storage.bounded_json import read_json_file
 from defsentflow.storage.hashing import code_version
 from defsentflow.storage.manifest import artifact_manifest, manifest_hash, quick_check
-from defsentflow.storage.paths import RECORD_NAME, relative_tree, to_root
+from defsentflow.storage.paths import RECORD_NAME, place_folder, relative_tree, to_root
 from defsentflow.storage.record_checks import ArtifactRecord, first_error
 
 __all__ = ["RECORD_NAME", "RECORD_FORMAT", "record_path", "make_record", "write_record", "read_record",
@@ -42,7 +42,7 @@ __all__ = ["RECORD_NAME", "RECORD_FORMAT", "record_path", "make_record", "write_
 
 RECORD_FORMAT = 1
 _FILE_SUFFIX = ".defsentflow-record.json"
-_NOT_SCANNED = ("records", "quarantine", "prefect")  # row records, records moved aside, Prefect's own files
+_NOT_SCANNED = tuple(place_folder(p) for p in ("records", "quarantine", "prefect"))  # row records, records moved aside, Prefect's own files
 
 
 def record_path(artifact_path: str | os.PathLike) -> Path:
