@@ -31,7 +31,8 @@ from pathlib import Path
 __all__ = ["BASE_PREFIX", "BUNDLED_NAMES", "base_model_id", "named_model_id", "run_alias", "trained_model_id"]
 
 BASE_PREFIX = "base:"
-BUNDLED_NAMES: dict[str, str] = {"minilm": "all-MiniLM-L6-v2"}
+BUNDLED_NAMES: dict[str, str] = {alias: "all-MiniLM-L6-v2"
+                                 for alias in ("minilm", "bundled:minilm", "bundled:all-MiniLM-L6-v2")}
 """The checkpoint's own name of each bundled alias (the name its base id shows)."""
 _METHOD_PREFIX = {"defsent_plus": "dsp", "defsent": "defsent"}
 
