@@ -7,7 +7,7 @@ from OEWN. The research code (DefSent+'s GenerateEntryEmbeddings.py) runs one fo
 entry with that entry's definitions padded to their longest, using the slow Python tokenizer and
 without ``torch.no_grad`` (the model is only put in eval mode); it is reproduced here as is.
 A stricter per-entry baseline (fast tokenizer, ``torch.inference_mode``) is timed beside it.
-``build_entry_embeddings`` encodes every distinct definition once in length-sorted batches and
+``encode_entry_matrix`` encodes every distinct definition once in length-sorted batches and
 averages per entry. The per-entry loops are timed on a random subset of the entries
 (``--slow-entries``; all with 0) and throughputs are compared in entries per second; outputs are
 compared on that subset. Repeats alternate the ways so a machine shared with other jobs slows
@@ -109,7 +109,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
 
     from defsentflow.encoders import load_encoder
-    from defsentflow.training import build_entry_embeddings
+    from defsentflow.training import encode_entry_matrix
 
     os.environ.setdefault("DEFSENTFLOW_QUIET", "1")
     pairs = load_oewn_pairs(args.yaml_dir, args.entries)
@@ -131,7 +131,7 @@ def main() -> None:
           f"per-entry loops on {n_slow} random entries ({slow_pairs} pairs); "
           f"torch threads {torch.get_num_threads()}; load average {os.getloadavg()[0]:.2f}")
     ways = {
-        "fast": lambda: build_entry_embeddings(enc, entries, definitions, args.encoding, batch_size=args.batch_size),
+        "fast": lambda: encode_entry_matrix(enc, entries, definitions, args.encoding, batch_size=args.batch_size),
         "research": lambda: research_entry_embeddings(enc.model, slow_tokenizer, subset, pooling, grad=True),
         "per-entry": lambda: research_entry_embeddings(enc.model, enc.tokenizer, subset, pooling, grad=False),
     }
@@ -150,7 +150,7 @@ def main() -> None:
     diff = max(float(np.abs(em.matrix[row[e]] - v).max()) for e, v in results["research"].items())
     med = {k: statistics.median(v) for k, v in rates.items()}
     per_pair = {"fast": len(pairs) / len(groups), "research": slow_pairs / n_slow, "per-entry": slow_pairs / n_slow}
-    labels = {"fast": f"build_entry_embeddings ({args.encoding}, batch {args.batch_size})",
+    labels = {"fast": f"encode_entry_matrix ({args.encoding}, batch {args.batch_size})",
               "research": "research code (per entry, slow tokenizer, autograd on)",
               "per-entry": "per entry, fast tokenizer, inference mode"}
     for k in ways:

@@ -38,7 +38,7 @@ def tiny_candidate(root: str) -> dict:
     from transformers import BertConfig, BertModel, BertTokenizer
 
     from defsentflow.fanout import worker_device
-    from defsentflow.training import TrainConfig, build_entry_embeddings, train_encoder
+    from defsentflow.training import TrainConfig, encode_entry_matrix, train_encoder
 
     words = "the a of cat dog small large house water drink river sea fish bird tree green sun light day night".split()
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
@@ -50,7 +50,7 @@ def tiny_candidate(root: str) -> dict:
     pairs = [(words[i], " ".join(words[(i * 3 + k) % len(words)] for k in range(5))) for i in range(len(words))]
     entries, defs = [e for e, _ in pairs], [d for _, d in pairs]
     device = worker_device("auto")  # refuses the CPU for a call that asked for a GPU
-    em = build_entry_embeddings(base, entries, defs, "amp", device=device)
+    em = encode_entry_matrix(base, entries, defs, "amp", device=device)
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
     result = train_encoder(TrainConfig(method="defsent_plus", batch_size=4, lr=1e-3, epochs=2, device=device), base,

@@ -1,12 +1,16 @@
 """On a machine with a GPU: one PST run (2 steps, 2 seeds) of a tiny random BERT, trained on CUDA
 through the one unit of training work (``train_candidate``), then the same run again (nothing
-recomputed), with the library alone (no Prefect, no network).
+recomputed), then the same run with ``autocast: bf16`` (training, entry matrices and selection in
+bf16), with the library alone (no Prefect, no network).
 
-    python bench/gpu_pst_check.py           # key = value lines, also $OUT/gpu_pst.json
+    python bench/gpu_pst_check.py                      # key = value lines, also $OUT/gpu_pst.json
+    GPU_CHECK_DEVICE=cpu python bench/gpu_pst_check.py # the same on the CPU (bf16 autocast included)
 
 It checks that every candidate trained on the GPU (``device`` recorded in its model record), that
-the model records hold no absolute path into the data root, that the entry matrices load through
-``EntryMatrix.load``, and that a second identical run registers no new artifact.
+no JSON under the data root names the root or this virtual environment, that the entry matrices
+load through ``EntryMatrix.load``, that a second identical run registers no new artifact and keeps
+the winner's id, and that the bf16 run completes through selection: step 0's figure is recomputed
+under a bf16 key (``stsb``/``revdict`` figure names carry ``+bf16``), not reused from the fp32 run.
 """
 
 from __future__ import annotations
@@ -35,8 +39,8 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="gpu-pst-"))
     os.environ["DEFSENTFLOW_HOME"] = str(work / "home")
-    from defsentflow.encoders.model_record import read_model_record
     from defsentflow.evaluation.selection import selection_score
+    from defsentflow.model import read_model_record
     from defsentflow.storage import Catalog
     from defsentflow.training.entry_matrix import EntryMatrix
     from defsentflow.training.pst import PstSteps, run_pst
@@ -65,9 +69,9 @@ def main() -> None:
     log("record_devices", sorted(devices))
     log("winner", f"step {first.winner.step} {first.winner.label} {first.winner.metric}={first.winner.score:.4f}")
     home = str(work / "home")
-    absolute = [c.model_dir for c in trained
-                if home in (Path(c.model_dir) / "defsentflow.json").read_text()]
-    log("records_with_root_paths", len(absolute))
+    named = [str(p.relative_to(home)) for p in Path(home).rglob("*.json")
+             if home in p.read_text(errors="replace") or sys.prefix in p.read_text(errors="replace")]
+    log("json_naming_root_or_venv", len(named))
     for m in first.steps[-1].entry_matrices:
         em = EntryMatrix.load(m.path, mmap=True)
         log(f"entry_matrix_{m.key[:8]}", f"{em.matrix.shape} ica={em.ica is not None}")
@@ -78,6 +82,20 @@ def main() -> None:
     log("second_run_s", round(time.time() - t0, 1))
     log("second_run_new_artifacts", after - before)
     log("same_winner", again.winner.artifact_key == first.winner.artifact_key and again.winner.score == first.winner.score)
+    log("same_id", again.model_id == first.model_id)
+
+    # autocast bf16: the whole run, selection included; step 0 (untrained, same model) is scored again
+    bf16 = section.model_copy(update={"autocast": "bf16"})
+    t0 = time.time()
+    third = run_pst(bf16, run_id="gpu3", steps=steps)
+    log("bf16_run_s", round(time.time() - t0, 1))
+    step0 = {s.step: s for s in first.steps}[0].candidates[0], {s.step: s for s in third.steps}[0].candidates[0]
+    log("bf16_step0_column", step0[1].column)
+    log("bf16_step0_score", f"{step0[1].score:.6f} (fp32 {step0[0].score:.6f})")
+    tasks = {r["task"] for r in Catalog().query("SELECT DISTINCT task FROM metrics WHERE run_id = 'gpu3'")}
+    log("bf16_figures_named_bf16", bool(tasks) and all(t.endswith("+bf16") for t in tasks))
+    log("bf16_step0_recomputed", "bf16" in (step0[1].column or "") and "bf16" not in (step0[0].column or ""))
+    log("bf16_winner", f"step {third.winner.step} {third.winner.label} {third.winner.metric}={third.winner.score:.4f}")
 
 
 if __name__ == "__main__":

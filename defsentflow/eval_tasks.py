@@ -35,7 +35,7 @@ from typing import Literal, NamedTuple
 __all__ = ["AVERAGE_COLUMN", "AVERAGE_TASK", "AVERAGE_TASKS", "CANONICAL", "DEFAULT_TASKS", "DICTIONARY_TASKS",
            "EVAL_TASKS", "PROTOCOLS", "SPLITS", "STS_TASKS", "TASKS", "TIE_RULES", "FigureSettings", "Protocol",
            "ProtocolSpec", "TaskMetadata", "TaskParts", "TieRule", "VARIANT_SEP", "dictionary_task", "metric_column", "registry_ddl",
-           "split_group", "task_parts", "with_variant"]
+           "split_group", "task_parts", "with_variant", "SELECTION_METRICS", "SelectionMetric"]
 
 Split = Literal["train", "dev", "trial", "test"]
 SPLITS: tuple[str, ...] = ("train", "dev", "trial", "test")
@@ -251,6 +251,49 @@ def split_group(task: str) -> Literal["dev", "train", "test"]:
     """Which figures a choice may read: ``dev``; ``train``; everything else is reported (``test``)."""
     split = task_parts(task).split
     return split if split in ("dev", "train") else "test"  # type: ignore[return-value]
+
+
+# -- selection figures ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SelectionMetric:
+    """A figure a choice is made by (PST's ``selection:``): a dev-split figure of a registry task, its
+    main metric, named as every figure is. A selection figure is computed by the task's evaluator and
+    stored in the evaluation store under the evaluation key, like any other figure.
+
+    Example:
+        >>> SELECTION_METRICS["stsb-dev"].figure(settings=FigureSettings(autocast="bf16"))
+        ('stsb-dev+bf16', 'all', 'spearman')
+        >>> SELECTION_METRICS["revdict-mrr"].column(mode="cosine", settings=FigureSettings(max_length=64))
+        'revdict_dev_unseen_len64_cosine_mrr'
+    """
+
+    name: str               # as a config names it
+    task: str               # the registry task whose evaluator computes it
+    split: Split = "dev"
+
+    @property
+    def metadata(self) -> TaskMetadata:
+        return TASKS[self.task]
+
+    def figure(self, *, mode: str | None = None, settings: FigureSettings = CANONICAL) -> tuple[str, str, str]:
+        """``(recorded task, setting, metric)`` of the figure: the task's main metric, in ``mode`` for a
+        dictionary task (its setting), under ``settings``."""
+        meta = self.metadata
+        if meta.kind == "sts":
+            return with_variant(self.task, settings.tokens("sts")), meta.main_setting or "all", meta.main_metric
+        if not mode:
+            raise ValueError(f"selection by {self.name} needs a reverse-dictionary mode")
+        return dictionary_task(meta.family, self.split, meta.default_protocol or "unseen", settings), mode, meta.main_metric
+
+    def column(self, *, mode: str | None = None, settings: FigureSettings = CANONICAL) -> str:
+        """The figure's leaderboard column."""
+        return metric_column(*self.figure(mode=mode, settings=settings))
+
+
+SELECTION_METRICS: dict[str, SelectionMetric] = {m.name: m for m in (
+    SelectionMetric("stsb-dev", "stsb-dev"),
+    SelectionMetric("revdict-mrr", "revdict"),
+)}
 
 
 # -- the same, for the catalog ---------------------------------------------------------------------------

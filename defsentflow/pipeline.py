@@ -20,10 +20,11 @@ from typing import Any
 
 from defsentflow.config import PipelineConfig, load_config, resolve_path
 from defsentflow.config_tools import resolve_data_dir
+from defsentflow.encoders.loading import resolve_model_path
 from defsentflow.eval_tasks import DICTIONARY_TASKS
 from defsentflow.evaluation.baselines import baseline_model_id
-from defsentflow.evaluation.revdict import model_meta
 from defsentflow.evaluation.task_status import record_run_tasks, runnable_tasks, task_statuses
+from defsentflow.model import model_head
 from defsentflow.preflight import preflight
 from defsentflow.storage import (
     Catalog,
@@ -33,7 +34,7 @@ from defsentflow.storage import (
     data_root,
     hash_config,
     hash_path,
-    under_root,
+    root_place,
 )
 from defsentflow.storage.paths import relative_tree
 from defsentflow.storage.rebuild import heal_catalog
@@ -71,7 +72,7 @@ def new_run_id(name: str) -> str:
 
 def log_path(run_id: str) -> Path:
     """Where a pipeline run's log goes: ``<data root>/logs/RUN_ID.log``."""
-    return under_root(data_root(), "logs", f"{check_identifier(run_id, 'run id')}.log")
+    return root_place(data_root(), "logs", f"{check_identifier(run_id, 'run id')}.log")
 
 
 def previous_run(cat: Catalog, name: str, fingerprint: dict[str, Any]) -> str | None:
@@ -88,7 +89,7 @@ def selected_pooling(cfg: PipelineConfig, model_dir: str) -> str:
     """``eval.pooling: null``: the pooling a trained candidate was selected with (PST's
     ``selection_pooling``), else trained with (its ``defsentflow.json``), else mean."""
     chosen = getattr(cfg.pst, "selection_pooling", None) if cfg.pst is not None else None
-    return chosen or model_meta(model_dir).get("pooling") or "mean"
+    return chosen or model_head(model_dir).pooling
 
 
 def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate: dict[str, Any] | None,
@@ -174,15 +175,20 @@ def selected_model_dir(config_path: str | os.PathLike, stage: str = "pst") -> st
         "AND json_extract_string(config, '$.name') = ? ORDER BY ended_at DESC", [cfg.name])
     methods = list(STAGE_METHODS[stage])
     for r in rows:
-        # The run's own models (PST's pst-<run_id>, the surrogate), and models its stages produced or
-        # reused (content-addressed, so shared between runs): a stage row keyed by the model's artifact key.
+        # PST's choice (pst_runs names it by its own id: a candidate, or the untrained base model), the
+        # run's own models (the surrogate; pst-<run_id> rows of catalogs before stable ids), and models
+        # its stages produced or reused (content-addressed, so shared between runs): a stage row keyed
+        # by the model's artifact key.
         hits = cat.query(
-            "SELECT path, created_at FROM models WHERE run_id = $run AND list_contains($methods, method) "
+            "SELECT m.path, TIMESTAMP '9999-01-01' AS created_at FROM pst_runs AS p JOIN models AS m "
+            "ON m.model_id = p.winner_model_id WHERE p.run_id = $run AND $stage = 'pst' "
+            "UNION ALL SELECT path, created_at FROM models WHERE run_id = $run AND list_contains($methods, method) "
             "UNION ALL SELECT m.path, s.ended_at FROM stages AS s JOIN models AS m ON m.artifact_key = s.cache_key "
             "WHERE s.run_id = $run AND list_contains($methods, m.method) ORDER BY created_at DESC LIMIT 1",
-            {"run": r["run_id"], "methods": methods})
-        if hits and Path(hits[0]["path"]).exists():
-            return hits[0]["path"]
+            {"run": r["run_id"], "methods": methods, "stage": stage})
+        found = resolve_model_path(hits[0]["path"]) if hits else None  # a base model is filed by its name
+        if found and Path(found).exists():
+            return found
     raise FileNotFoundError(f"no completed run of config {cfg.name!r} has a {stage} model; run: defsentflow run {config_path}")
 
 

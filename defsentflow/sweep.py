@@ -62,7 +62,7 @@ from defsentflow.config_tools import (
 )
 from defsentflow.dictionary.config import NAME_PATTERN
 from defsentflow.fanout import FanOut, in_turn
-from defsentflow.storage import Catalog, check_identifier, data_root, hash_config, under_root
+from defsentflow.storage import Catalog, check_identifier, data_root, hash_config, root_place
 from defsentflow.storage.atomic import atomic_path, pid_alive
 from defsentflow.sweep_seeds import SeedAggregation
 
@@ -308,7 +308,7 @@ def load_sweep(path: str | os.PathLike | None = None, *, data: dict[str, Any] | 
 
 
 def point_config_path(sweep: Sweep, point: SweepPoint, root: str | os.PathLike | None = None) -> Path:
-    return under_root(data_root(root), "sweeps", check_identifier(sweep.name, "sweep name"),
+    return root_place(data_root(root), "sweeps", check_identifier(sweep.name, "sweep name"),
                       f"{check_identifier(point.point_id, 'point id')}.yaml")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from defsentflow.storage.paths import data_root
+from defsentflow.storage.paths import data_root, root_place
 
 _DEFAULTS = {
     "DO_NOT_TRACK": "1",
@@ -24,5 +24,5 @@ def configure_prefect_env() -> None:
     for key, value in _DEFAULTS.items():
         os.environ.setdefault(key, value)
     root = data_root(create=False)  # importing the flows creates nothing
-    os.environ.setdefault("PREFECT_HOME", str(root / "prefect"))
-    os.environ.setdefault("PREFECT_LOCAL_STORAGE_PATH", str(root / "prefect" / "results"))
+    os.environ.setdefault("PREFECT_HOME", str(root_place(root, "prefect")))
+    os.environ.setdefault("PREFECT_LOCAL_STORAGE_PATH", str(root_place(root, "prefect", "results")))

@@ -9,21 +9,18 @@ the seed out of its series (the claim's row then says so).
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from defsentflow.claims.arms import ArmPlan, arm_name
 from defsentflow.claims.judge import Check, Series, mean_sd, series_text
 from defsentflow.evaluation.baselines import baseline_model_id
+from defsentflow.model import matrix_folder
 
 __all__ = ["CatalogFigures", "claim_checks", "claim_series"]
 
 
 def _matrix_dir(path: str | None) -> str | None:
-    if not path:
-        return None
-    p = Path(path)
-    return str(p.parent if p.name == "matrix.npy" else p)
+    return matrix_folder(path) if path else None
 
 
 class CatalogFigures:

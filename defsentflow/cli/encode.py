@@ -146,7 +146,8 @@ def _encode(args: argparse.Namespace) -> int:
     from defsentflow.config_tools import LIMITS
     from defsentflow.encoders import encode_texts, load_encoder, validate_pooling
     from defsentflow.encoders.finite import require_finite
-    from defsentflow.evaluation.revdict import model_meta
+    from defsentflow.encoders.loading import resolve_model_path
+    from defsentflow.model import model_head
     from defsentflow.storage.outputs import check_output, output_file, parquet_output_metadata
 
     check_count(args.batch_size, "--batch-size", LIMITS["batch"])
@@ -159,7 +160,8 @@ def _encode(args: argparse.Namespace) -> int:
     if not texts:
         raise UserError(f"{args.input}: no sentences")
     args.model = _catalog_model(args.model)  # an id from `defsentflow leaderboard`, a folder, minilm, a cached hub id
-    pooling = args.pooling or model_meta(args.model).get("pooling") or "mean"
+    head = model_head(resolve_model_path(args.model), pooling=args.pooling)
+    pooling = head.pooling
     try:
         validate_pooling(pooling)
     except ValueError as exc:
@@ -167,7 +169,7 @@ def _encode(args: argparse.Namespace) -> int:
     if args.normalize is None:
         from defsentflow.encoders.export import normalizes
 
-        args.normalize = normalizes(args.model, model_meta(args.model))
+        args.normalize = normalizes(args.model, head)
     t0 = time.perf_counter()
     enc = load_encoder(args.model, device=args.device)
     vecs = encode_texts(enc, texts, pooling=pooling, batch_size=args.batch_size, max_length=args.max_length,
@@ -227,7 +229,8 @@ def _revdict(args: argparse.Namespace) -> int:
     from defsentflow.cli import UserError, check_count
     from defsentflow.cli.table import print_table
     from defsentflow.dictionary.validate import check_text
-    from defsentflow.evaluation.revdict import model_meta
+    from defsentflow.encoders.loading import resolve_model_path
+    from defsentflow.model import record_of
     from defsentflow.revdict import build_revdict_index
 
     check_count(args.k, "-k", 1000)
@@ -235,7 +238,7 @@ def _revdict(args: argparse.Namespace) -> int:
         if bad := check_text(d, f"definition {n}", MAX_QUERY_CHARS):
             raise UserError(f"{bad[1]}: nothing to look up" if bad[0] in ("empty", "whitespace_only") else bad[1])
     args.model = _catalog_model(args.model)
-    dictionary = args.dictionary or model_meta(args.model).get("dictionary") or "sample"
+    dictionary = args.dictionary or record_of(resolve_model_path(args.model)).dictionary or "sample"
     try:
         index = build_revdict_index(args.model, dictionary, mode=args.mode, pooling=args.pooling, device=args.device,
                                     rebuild=args.rebuild, index_kind=args.index)
@@ -255,12 +258,13 @@ def _revdict(args: argparse.Namespace) -> int:
 
 def _revdict_add(args: argparse.Namespace) -> int:
     from defsentflow.cli import UserError
-    from defsentflow.evaluation.revdict import model_meta
+    from defsentflow.encoders.loading import resolve_model_path
+    from defsentflow.model import record_of
     from defsentflow.revdict import build_revdict_index
 
     rows = read_entries(Path(args.file))
     args.model = _catalog_model(args.model)
-    dictionary = args.dictionary or model_meta(args.model).get("dictionary") or "sample"
+    dictionary = args.dictionary or record_of(resolve_model_path(args.model)).dictionary or "sample"
     try:
         index = build_revdict_index(args.model, dictionary, mode=args.mode, pooling=args.pooling, device=args.device)
     except (KeyError, LookupError) as exc:

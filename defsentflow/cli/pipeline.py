@@ -72,10 +72,10 @@ def write_config_as_run(cfg: Any, origin: Path) -> Path:
     the same overrides, the same file)."""
     import yaml
 
-    from defsentflow.storage import atomic_path, check_identifier, data_root, hash_config, under_root
+    from defsentflow.storage import atomic_path, check_identifier, data_root, hash_config, root_place
 
     data = cfg.model_dump(mode="json", exclude_unset=True)
-    out = under_root(data_root(), "configs", f"{check_identifier(cfg.name, 'config name')}-{hash_config(data)[:8]}.yaml")
+    out = root_place(data_root(), "configs", f"{check_identifier(cfg.name, 'config name')}-{hash_config(data)[:8]}.yaml")
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(out) as tmp:
         tmp.write_text(f"# {origin} with --set overrides, as run\n" + yaml.safe_dump(data, sort_keys=False))

@@ -34,7 +34,8 @@ from defsentflow.storage import (
     hash_path,
     write_json,
 )
-from defsentflow.storage.identifiers import IDENTIFIER_PATTERN, under_root
+from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
+from defsentflow.storage.paths import root_place
 
 __all__ = ["CorpusConfig", "IngestResult", "corpus_key", "ingest_corpus", "load_sentences", "load_chunks", "resolve_corpus"]
 
@@ -147,7 +148,7 @@ def ingest_corpus(paths: Sequence[str | os.PathLike] | str | os.PathLike, name: 
     sources = [{"path": str(p.resolve()), "hash": hash_path(p)} for p in paths]
     key = _key(name, [s["hash"] for s in sources], config)
     cat = Catalog(root)
-    final = under_root(cat.root, "parquet", "corpora", name, key)
+    final = root_place(cat.root, "corpora", name, key)
     if cat.artifact(key) is not None and (final / "sentences.parquet").exists() and (final / "chunks.parquet").exists():
         rows = cat.query("SELECT * FROM corpora WHERE artifact_key = ?", [key])
         if rows:

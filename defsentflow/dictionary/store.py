@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from defsentflow.dictionary.records import SPLITS, check_choice
-from defsentflow.storage import Catalog, check_identifier, combine_hashes, data_root, hash_file, under_root
+from defsentflow.storage import Catalog, check_identifier, combine_hashes, data_root, hash_file, root_place
 
 __all__ = [
     "FILES",
@@ -42,7 +42,7 @@ _CORPUS_SOURCE = "corpus"
 
 
 def dictionary_dir(name: str, key: str, root: str | os.PathLike | None = None) -> Path:
-    return under_root(data_root(root), "parquet", "dictionaries", check_identifier(name, "dataset name"), key)
+    return root_place(data_root(root), "dictionaries", check_identifier(name, "dataset name"), key)
 
 
 def seal_artifact(tmp: Path, summary: dict[str, Any]) -> dict[str, Any]:

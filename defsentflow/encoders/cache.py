@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
 from defsentflow.storage.atomic import atomic_path
 from defsentflow.storage.hashing import hash_text
+from defsentflow.storage.paths import root_place
 
 __all__ = ["EmbeddingCache", "text_keys"]
 
@@ -29,7 +29,7 @@ class EmbeddingCache:
     """Vectors for one (model, pooling spec) pair under ``root``."""
 
     def __init__(self, root: str | os.PathLike, model_hash: str, spec: str):
-        self.dir = Path(root) / "cache" / "embeddings" / model_hash / spec
+        self.dir = root_place(root, "embeddings", model_hash, spec)
         self._index: dict[bytes, tuple[int, int]] | None = None
         self._shards: list[np.ndarray] = []
 

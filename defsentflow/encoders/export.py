@@ -22,7 +22,8 @@ import torch
 
 from defsentflow.encoders.card import model_card
 from defsentflow.encoders.loading import model_construction, resolve_model_path
-from defsentflow.encoders.model_record import ModelRecord, read_model_record, write_model_record
+from defsentflow.model import Head, model_head
+from defsentflow.model.record import ModelRecord, read_model_record, write_model_record
 from defsentflow.storage.atomic import atomic_dir
 
 __all__ = ["EVAL_MAX_LENGTH", "ST_POOLING", "UnsupportedPooling", "base_has_normalize", "make_readable",
@@ -71,13 +72,14 @@ def base_has_normalize(base_model: str | os.PathLike | None) -> bool:
         return False
 
 
-def normalizes(model_dir: str | os.PathLike, meta: dict) -> bool:
+def normalizes(model_dir: str | os.PathLike, head: Head | None = None) -> bool:
     """Whether the model's sentence vectors are L2-normalised, for ``export model`` and ``encode`` alike:
-    as its ``defsentflow.json`` (``meta``) says, else as its base model (or the folder itself) ends
-    its sentence-transformers modules (all-MiniLM-L6-v2: with ``Normalize``)."""
-    if "normalize" in meta:
-        return bool(meta["normalize"])
-    return base_has_normalize(meta.get("base_model")) or base_has_normalize(model_dir)
+    as its head says (:func:`defsentflow.model.model_head`), else as its base model (or the folder
+    itself) ends its sentence-transformers modules (all-MiniLM-L6-v2: with ``Normalize``)."""
+    head = head or model_head(resolve_model_path(model_dir))
+    if head.normalize is not None:
+        return bool(head.normalize)
+    return base_has_normalize(head.base_model) or base_has_normalize(model_dir)
 
 
 def make_readable(path: str | os.PathLike) -> None:

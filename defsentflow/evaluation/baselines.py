@@ -12,23 +12,24 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
 from defsentflow.encoders import model_construction, resolve_model_path
+from defsentflow.model.ids import base_model_id
 
 __all__ = ["baseline_model_id", "tfidf_similarities", "word_vector_average"]
 
 
 def baseline_model_id(base_model: str) -> str:
-    """The catalog id the untrained baseline's scores are filed under (``base:<name>``).
+    """The catalog id the untrained baseline's scores are filed under: the base model's own id
+    (``base:<name>``, :func:`defsentflow.model.ids.base_model_id`), the one PST's step 0 files it under.
 
     Example:
         >>> baseline_model_id("/models/bert-base-uncased")
         'base:bert-base-uncased'
     """
-    return "base:all-MiniLM-L6-v2" if base_model == "minilm" else f"base:{Path(str(base_model)).name}"
+    return base_model_id(base_model)
 
 
 def tfidf_similarities(sentences1: Sequence[str], sentences2: Sequence[str], fit_texts: Sequence[str]) -> np.ndarray:

@@ -1,11 +1,13 @@
-"""A finished identical evaluation is reused: its content key and its stored rows.
+"""The one evaluation store: finished evaluations by their content key.
 
-The key is what the figures depend on, by content: the model's files, the evaluation settings
-(never the id the scores are filed under, the folder names or the cache switch), the evaluation
-data's files, the dictionary's artifact key for the dictionary tasks, and the code version. The
-rows are stored under the data root as an artifact of kind ``evaluation``, so the same key finds
-them whoever evaluates: ``defsentflow eval``, the ``evaluate`` flow in a ``defsentflow run``, or
-a deployment run on a worker.
+The key (:func:`defsentflow.evaluation.suite.evaluation_key`) is what the figures depend on, by
+content: the model's files, the evaluation settings (never the id the scores are filed under, the
+folder names or the cache switch), the evaluation data's files, the dictionary's artifact key for
+the dictionary tasks, and the code version. The rows are stored under the data root
+(``cache/evaluations``) as an artifact of kind ``evaluation``, so the same key finds them whoever
+evaluates: ``defsentflow eval``, the ``evaluate`` flow in a ``defsentflow run``, a deployment run on
+a worker, or PST's selection (:mod:`defsentflow.evaluation.selection`, written by the candidate's
+worker and registered by the flow).
 
 Example:
     >>> key = evaluation_key(section, "/models/m")
@@ -19,18 +21,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from defsentflow.evaluation.config import EvaluateSection
-from defsentflow.evaluation.suite import evaluation_key as suite_evaluation_key
-from defsentflow.storage import Catalog, hash_file, under_root, write_json
+from defsentflow.storage import Catalog, hash_file, root_place, write_json
 
-__all__ = ["evaluation_key", "store_evaluation", "stored_evaluation"]
-
-def evaluation_key(section: EvaluateSection, model_path: str | os.PathLike,
-                   root: str | os.PathLike | None = None) -> str:
-    """The content key of evaluating ``model_path`` with ``section``'s settings: the registry's key
-    (:func:`defsentflow.evaluation.suite.evaluation_key`: model content, every task's declared inputs,
-    the settings that change a figure, the code version)."""
-    return suite_evaluation_key(section, model_path)
+__all__ = ["store_evaluation", "stored_evaluation"]
 
 
 def stored_evaluation(key: str, root: str | os.PathLike | None = None) -> dict[str, Any] | None:
@@ -53,7 +46,7 @@ def store_evaluation(key: str, evaluated: dict[str, Any], *, run_id: str | None 
                      root: str | os.PathLike | None = None) -> Path:
     """Write the result (``pooling``, ``rows``, ``seconds``) under the data root and register it."""
     cat = Catalog(root)
-    path = under_root(cat.root, "cache", "evaluations", f"{key}.json")
+    path = root_place(cat.root, "evaluations", f"{key}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json({k: evaluated[k] for k in ("pooling", "rows", "seconds")}, path)
     cat.register_artifact(key, "evaluation", path, hash_file(path), run_id=run_id)

@@ -44,7 +44,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, get_args
 
 import numpy as np
@@ -55,13 +54,11 @@ from defsentflow.dictionary import tables
 from defsentflow.encoders import encode_texts, load_encoder, validate_pooling
 from defsentflow.encoders.finite import NonFiniteError, require_finite
 from defsentflow.encoders.loading import resolve_model_path
-from defsentflow.encoders.model_record import resolved_record
 from defsentflow.eval_tasks import CANONICAL, TASKS, FigureSettings, TieRule, dictionary_task
 from defsentflow.evaluation.protocols import normalize_definition, select_queries, trained_texts
 from defsentflow.evaluation.ranks import gold_ranks, rank_metrics, validate_ties
-from defsentflow.training.entry_matrix import EntryMatrix
+from defsentflow.model import ENTRY_POOLING, head_ica, model_head, record_of
 from defsentflow.training.heads import sentence_head_vectors
-from defsentflow.training.ica import IcaTransform
 
 __all__ = [
     "CandidateSet",
@@ -76,12 +73,10 @@ __all__ = [
     "trained_texts",
     "headword_text",
     "evaluate_revdict",
-    "model_meta",
     "prepare_queries",
     "revdict_metric_rows",
     "revdict_ranks",
     "revdict_task",
-    "load_ica",
 ]
 
 Protocol = RevdictProtocol
@@ -237,37 +232,6 @@ def prepare_queries(table: pa.Table, *, split: str = "test", protocol: str = "un
                           candidates=candidates, n_excluded=chosen.n_excluded)
 
 
-# -- model metadata -----------------------------------------------------------------------------------
-def model_meta(model: str | os.PathLike) -> dict[str, Any]:
-    """The model record (``defsentflow.json``) of a model directory, references resolved (training
-    pooling, pooler use, entry encoder, the entry matrix folder), or {}."""
-    return resolved_record(resolve_model_path(model))
-
-
-def _has_pooler(enc: Any) -> bool:
-    return getattr(enc.model, "pooler", None) is not None
-
-
-def load_ica(meta: dict[str, Any]) -> Callable[[np.ndarray], np.ndarray]:
-    """The ICA map the model's entry matrix was transformed with at training time (saved beside it).
-
-    Raises:
-        ValueError: the model records no entry matrix, or its matrix keeps no saved transform.
-    """
-    matrix = meta.get("entry_matrix")
-    if not matrix:
-        raise ValueError("the model was trained with ICA but records no entry matrix: its ICA space is unknown")
-    try:
-        found = EntryMatrix.load(matrix, mmap=True)
-    except FileNotFoundError as exc:
-        raise ValueError(f"the model's entry matrix is gone: {exc}") from None
-    if found.ica is None:
-        directory = Path(matrix).parent if Path(matrix).suffix == ".npy" else Path(matrix)
-        raise ValueError(f"{directory}: no saved ICA transform ({IcaTransform.FILE}); the entry matrix was built "
-                         "without ICA or before the ICA map was saved (commit f0d2839, 2026-11-22): rebuild it")
-    return found.ica
-
-
 # -- evaluation -----------------------------------------------------------------------------------------
 def _candidate_rows(data: RevdictQueries) -> tuple:
     """Which rows a query set's candidates come from: runs with equal values share encoded vectors."""
@@ -300,9 +264,9 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
     """Reverse-dictionary figures of ``model`` for each ``(split, protocol)`` of ``runs``.
 
     Definition vectors are encoded once and shared by the runs. Settings left as None come from
-    the model's ``defsentflow.json`` (written at training time), else: mean pooling, the pooler
-    when the model has one, the model itself as entry encoder, AMP for mean pooling and AC for
-    CLS pooling, no ICA, trained on the ``train`` split. ``pooling`` (default: the training pooling)
+    the model's head (:func:`defsentflow.model.model_head`: its record, else the one table of
+    defaults: mean pooling, no pooler, the model itself as entry encoder, AMP for mean pooling and
+    AC for CLS pooling, no ICA), trained on the record's splits, else ``train``. ``pooling`` (default: the training pooling)
     is every mode's: the cosine modes' queries and entries, and the head mode's input. A model
     trained with ICA is scored in the ICA space fitted at training time.
 
@@ -334,13 +298,14 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
                          + (" (all-definitions is word prediction's: leave-one-out needs an entry's second definition)"
                             if "all-definitions" in bad else ""))
     validate_ties(ties)
-    meta = model_meta(model)
-    pooling = validate_pooling(pooling or meta.get("pooling") or "mean")
+    folder = resolve_model_path(model)
+    record = record_of(folder)
+    pooling = validate_pooling(model_head(folder, pooling=pooling, record=record).pooling)
     settings = FigureSettings(max_length=max_length, autocast=autocast, max_queries=max_queries,
                               candidates=candidates, ties=ties)
 
     table = tables.load_dictionary_table(dictionary, root=root)
-    train_splits = tuple(train_splits or meta.get("train_splits") or ("train",))
+    train_splits = tuple(train_splits or record.trained_splits)
     seen = trained_texts(table, train_splits) if any(p == "unseen" for _, p in runs) else None
     datasets = []
     for split, protocol in runs:
@@ -368,15 +333,12 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
 
     head: dict[str, Any] = {}
     if "head" in modes:
-        use_pooler = meta.get("use_pooler", _has_pooler(enc)) if use_pooler is None else use_pooler
-        entry_encoder = entry_encoder or meta.get("entry_encoder")
-        entry_encoding = entry_encoding or meta.get("entry_encoding") or ("ac" if pooling == "cls" else "amp")
-        if entry_encoding not in ("ac", "amp"):
-            raise ValueError(f"entry_encoding must be 'ac' or 'amp', got {entry_encoding!r}")
-        ica = bool(meta.get("ica", False)) if ica is None else ica
-        normalize_logits = bool(meta.get("normalize_logits", False)) if normalize_logits is None else normalize_logits
-        head = dict(use_pooler=use_pooler, entry_encoding=entry_encoding,
-                    transform=load_ica(meta) if ica else None, normalize_logits=normalize_logits,
+        spec = model_head(folder, pooling=pooling, use_pooler=use_pooler, entry_encoding=entry_encoding, record=record)
+        entry_encoder = entry_encoder or spec.entry_encoder
+        ica = spec.ica if ica is None else ica
+        normalize_logits = spec.normalize_logits if normalize_logits is None else normalize_logits
+        head = dict(use_pooler=spec.use_pooler, entry_encoding=spec.entry_encoding,
+                    transform=head_ica(spec) if ica else None, normalize_logits=normalize_logits,
                     ent=enc if entry_encoder is None else load_encoder(entry_encoder, device=device))
     words_cache: dict[tuple, np.ndarray] = {}
     results = []
@@ -402,7 +364,7 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
             result["modes"]["hybrid"] = ranked(vecs[data.query_rows], data.query_rows, vecs, data.def_entry, n,
                                                cosine=True, entry_vecs=words_cache[wkey])
         if head:
-            def_vecs = vectors_of(head["ent"], "cls" if head["entry_encoding"] == "ac" else "mean", data)
+            def_vecs = vectors_of(head["ent"], ENTRY_POOLING[head["entry_encoding"]], data)
             queries = sentence_head_vectors(enc.path, data.query_texts, pooling, head["use_pooler"],
                                             batch_size=batch_size, max_length=max_length, autocast=autocast,
                                             device=device)

@@ -5,7 +5,8 @@ identical evaluation), file the scores, own the run.
 ``evaluate`` flow (the same steps wrapped as Prefect tasks, ``tasks/evaluation.py``), so both write
 the same ``runs``, ``stages`` and ``metrics`` rows and reuse by the same key: an evaluation whose
 :func:`~defsentflow.evaluation.suite.evaluation_key` (model content, task inputs, settings, code
-version) finished before is filed again from the catalog's ``evaluations`` table, not recomputed.
+version) finished before is filed again from the one evaluation store (:mod:`defsentflow.evaluation.reuse`,
+``cache/evaluations``), not recomputed.
 
 Example:
     >>> out = run_evaluate(EvaluateSection(model="minilm", tasks=("sts12",)), run_id="eval-1")
@@ -22,9 +23,9 @@ from typing import Any
 
 from defsentflow.encoders.lookup import find_model
 from defsentflow.evaluation.config import EvaluateSection
-from defsentflow.evaluation.reuse import evaluation_key, store_evaluation, stored_evaluation
+from defsentflow.evaluation.reuse import store_evaluation, stored_evaluation
 from defsentflow.evaluation.sts import average_row
-from defsentflow.evaluation.suite import EvalResult, record_evaluation, run_evaluation
+from defsentflow.evaluation.suite import EvalResult, evaluation_key, record_evaluation, run_evaluation
 from defsentflow.storage import Catalog, hash_config
 from defsentflow.storage.locks import artifact_lock
 from defsentflow.storage.runs import RunRecord
@@ -65,7 +66,7 @@ def _reused_or_evaluated(section: EvaluateSection, model: dict[str, Any], run_id
     new one, stored for the next. Without a run nothing is read or written: ``eval --no-record``."""
     if run_id is None:
         return steps.evaluate(section, model)
-    key = evaluation_key(section, model["path"], root)
+    key = evaluation_key(section, model["path"])
     with artifact_lock(key, root):  # two runs at the same evaluation: the second finds the first's rows
         found = stored_evaluation(key, root)
         if found is not None:

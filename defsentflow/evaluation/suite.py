@@ -18,9 +18,8 @@ from typing import Any
 
 from defsentflow.encoders import model_content_hash, validate_pooling
 from defsentflow.encoders.finite import NonFiniteError
-from defsentflow.encoders.loading import resolve_model_path
+from defsentflow.encoders.loading import portable_model_name, resolve_model_path
 from defsentflow.encoders.lookup import UnknownModelError, find_model
-from defsentflow.encoders.model_record import record_of
 from defsentflow.evaluation.config import (
     EVAL_TASKS,
     EvalConfig,
@@ -30,6 +29,7 @@ from defsentflow.evaluation.config import (
 )
 from defsentflow.evaluation.sts import average_row
 from defsentflow.evaluation.tasks import EVALUATORS
+from defsentflow.model import HEAD_DEFAULTS, model_head
 from defsentflow.storage import code_version, combine_hashes, hash_config
 
 __all__ = ["EVAL_TASKS", "EvalConfig", "EvalResult", "EvaluateSection", "default_data_dir", "default_pooling",
@@ -56,11 +56,11 @@ class EvalResult:
 
 
 def default_pooling(model: str | os.PathLike) -> str:
-    """The pooling a model was trained with (its ``defsentflow.json``), else ``mean``."""
+    """The pooling a model was trained with (its head, :func:`defsentflow.model.model_head`)."""
     try:
-        return record_of(resolve_model_path(model)).pooling or "mean"
+        return model_head(resolve_model_path(model)).pooling
     except ValueError:  # an unreadable record: the default, as for a bare checkpoint
-        return "mean"
+        return HEAD_DEFAULTS["pooling"]
 
 
 def run_evaluation(model: str | os.PathLike, config: EvalConfig) -> EvalResult:
@@ -84,14 +84,21 @@ def evaluation_inputs_hash(config: EvalConfig) -> str:
                            for part in evaluator.inputs(config)])
 
 
-def evaluation_key(config: EvalConfig, model_path: str | os.PathLike) -> str:
+def evaluation_key(config: EvalConfig, model_path: str | os.PathLike, *, model_key: str | None = None,
+                   inputs_hash: str | None = None) -> str:
     """The content key of one evaluation: the model's content, the inputs' content, every setting
     that changes a figure (the pooling resolved as :func:`run_evaluation` resolves it) and the code
-    version. An evaluation finished under the same key has the same figures."""
+    version. An evaluation finished under the same key has the same figures.
+
+    ``model_key``: the model's content key when the caller has one (a PST candidate's artifact key,
+    known before it is trained), else the hash of its files; ``inputs_hash``: the content of the
+    inputs when the caller has hashed them (a worker reads no catalog), else
+    :func:`evaluation_inputs_hash`.
+    """
     settings = {k: v for k, v in config.model_dump(mode="json").items() if k not in _NOT_SETTINGS}
     settings["pooling"] = config.pooling or default_pooling(model_path)
-    return combine_hashes(["evaluation", model_content_hash(model_path), evaluation_inputs_hash(config),
-                           hash_config(settings), code_version()])
+    return combine_hashes(["evaluation", model_key or model_content_hash(model_path),
+                           inputs_hash or evaluation_inputs_hash(config), hash_config(settings), code_version()])
 
 
 def resolve_model(catalog: Any, model: str) -> tuple[str, str]:
@@ -120,10 +127,9 @@ def record_evaluation(catalog: Any, model_id: str, result: EvalResult, *, run_id
     if bad:
         raise NonFiniteError(f"model {model_id}: finite-value check failed: {len(bad)} of {len(rows)} scores are NaN "
                              f"or infinite (first: {bad[0]['task']} {bad[0]['metric']}); nothing recorded")
-    catalog.record_metrics(model_id, rows, run_id=run_id)
     if Path(result.model).exists():
-        # An id scores are filed under names a directory: the leaderboard then merges it with the
-        # other ids of that directory (a baseline's base:<name> with PST's base-<hash>).
-        catalog.execute("INSERT INTO models (model_id, path) VALUES (?, ?) ON CONFLICT (model_id) DO NOTHING",
-                        [model_id, catalog.rel(result.model)])
+        # The id scores are filed under names the model (a row already filed keeps its fields): the
+        # one writer of models rows, by the name a user passes for a model made elsewhere.
+        catalog.register_model(model_id, portable_model_name(result.model), keep=True)
+    catalog.record_metrics(model_id, rows, run_id=run_id)
     return len(rows)

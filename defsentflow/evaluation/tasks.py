@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import pyarrow as pa
+
 from defsentflow.dictionary.store import resolve_dictionary
 from defsentflow.eval_tasks import STS_TASKS, TASKS, TaskMetadata
 from defsentflow.evaluation import revdict, wordpred
@@ -44,8 +46,11 @@ class EvalTask(Protocol):
     def inputs(self, config: EvalConfig) -> list[str]:
         """One string per input it reads, naming its content (a file's hash, a dataset's key)."""
 
-    def run(self, model: str, config: EvalConfig, pooling: str) -> list[dict[str, Any]]:
-        """Metric rows ``{task, setting, metric, value, n, n_excluded, pooling}``."""
+    def run(self, model: str, config: EvalConfig, pooling: str, *, table: pa.Table | None = None,
+            root: str | None = None) -> list[dict[str, Any]]:
+        """Metric rows ``{task, setting, metric, value, n, n_excluded, pooling}``. A dictionary task
+        reads ``table`` when given (a worker reads the dictionary folder, not the catalog), else
+        ``config.dictionary`` from the catalog of ``root``."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +67,8 @@ class StsEvaluator:
         return [f"{task}:{f.name}:{hash_file(f) if f.is_file() else 'missing'}" for task in self.tasks(config)
                 for f in task_files(config.resolved_data_dir(), task, sick_split=config.sick_split)]
 
-    def run(self, model: str, config: EvalConfig, pooling: str) -> list[dict[str, Any]]:
+    def run(self, model: str, config: EvalConfig, pooling: str, *, table: pa.Table | None = None,
+            root: str | None = None) -> list[dict[str, Any]]:
         return evaluate_sts(model, self.tasks(config), data_dir=config.resolved_data_dir(), pooling=pooling,
                             batch_size=config.batch_size, autocast=config.autocast, max_length=config.max_length,
                             sick_split=config.sick_split, per_subset=config.per_subset, cache=config.cache,
@@ -101,10 +107,11 @@ class RevdictEvaluator(_DictionaryTask):
 
     name: str = "revdict"
 
-    def run(self, model: str, config: EvalConfig, pooling: str) -> list[dict[str, Any]]:
+    def run(self, model: str, config: EvalConfig, pooling: str, *, table: pa.Table | None = None,
+            root: str | None = None) -> list[dict[str, Any]]:
         # looked up on its module at call time, so tests can replace it there
         results = revdict.evaluate_revdict_runs(
-            model, config.dictionary, runs=dictionary_runs(self.metadata, config), pooling=pooling,
+            model, config.dictionary if table is None else table, root=root, runs=dictionary_runs(self.metadata, config), pooling=pooling,
             candidates=config.revdict_candidates, modes=config.revdict_modes, max_queries=config.revdict_max_queries,
             batch_size=config.batch_size, max_length=config.max_length, autocast=config.autocast,
             device=config.device, cache=config.cache, ties=config.ties)
@@ -117,11 +124,12 @@ class WordpredEvaluator(_DictionaryTask):
 
     name: str = "wordpred"
 
-    def run(self, model: str, config: EvalConfig, pooling: str) -> list[dict[str, Any]]:
+    def run(self, model: str, config: EvalConfig, pooling: str, *, table: pa.Table | None = None,
+            root: str | None = None) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
         for split, protocol in dictionary_runs(self.metadata, config):
             rows += wordpred.evaluate_wordpred(
-                model, config.dictionary, split=split, protocol=protocol, pooling=pooling,
+                model, config.dictionary if table is None else table, root=root, split=split, protocol=protocol, pooling=pooling,
                 max_queries=config.revdict_max_queries, batch_size=config.batch_size, max_length=config.max_length,
                 autocast=config.autocast, device=config.device, ties=config.ties)["rows"]
         return rows

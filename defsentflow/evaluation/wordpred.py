@@ -37,7 +37,8 @@ from defsentflow.encoders.loading import pick_device, resolve_model_path
 from defsentflow.eval_tasks import CANONICAL, TASKS, FigureSettings, TieRule, dictionary_task
 from defsentflow.evaluation.protocols import select_queries, trained_texts
 from defsentflow.evaluation.ranks import chance_mrr, gold_ranks, rank_metrics, validate_ties
-from defsentflow.evaluation.revdict import Protocol, model_meta
+from defsentflow.evaluation.revdict import Protocol
+from defsentflow.model import Head, model_head, record_of
 from defsentflow.training.entry_matrix import EntryMatrix
 from defsentflow.training.heads import sentence_head_vectors
 from defsentflow.training.targets import single_token_targets
@@ -83,11 +84,11 @@ def _word_head(source: str, device: Any) -> tuple[Any, dict[str, int], str]:
     return prepared.word_head, prepared.encoder.tokenizer, str(prepared.decoder)
 
 
-def read_entry_matrix(model: str | os.PathLike, meta: dict[str, Any]) -> tuple[np.ndarray, list[str]]:
+def read_entry_matrix(model: str | os.PathLike, head: Head) -> tuple[np.ndarray, list[str]]:
     """The DefSent+ entry matrix a model was trained against (``[n_entries, H]`` float32) and its
     entries' names, through the one entry-matrix reader (:meth:`EntryMatrix.load`)."""
     try:
-        em = EntryMatrix.load(str(meta.get("entry_matrix") or ""))
+        em = EntryMatrix.load(str(head.entry_matrix or ""))
     except FileNotFoundError as exc:
         raise ValueError(f"{model}: the model's entry matrix is missing ({exc})") from None
     return np.asarray(em.matrix, dtype=np.float32), em.entries
@@ -108,7 +109,7 @@ def evaluate_wordpred(model: str | os.PathLike, dictionary: str | pa.Table, *, s
         protocol: ``unseen`` (no query text the model trained on, at most ``max_queries``),
             ``multi-definition`` or ``all-definitions`` (no cap): :mod:`defsentflow.evaluation.protocols`.
         pooling, use_pooler: the sentence vector fed to the head (default: the model's training
-            settings from ``defsentflow.json``, else mean pooling without the pooler).
+            head, :func:`defsentflow.model.model_head`: its record, else mean pooling without the pooler).
         train_splits: the splits the model trained on (default: its record, else ``train``).
         max_length, autocast: how every query is encoded.
         ties: the rank of a word tied with other candidates (``pessimistic``, ``mid``, ``optimistic``).
@@ -127,22 +128,23 @@ def evaluate_wordpred(model: str | os.PathLike, dictionary: str | pa.Table, *, s
     if protocol not in WORDPRED_PROTOCOLS:
         raise ValueError(f"word-prediction protocol must be one of {WORDPRED_PROTOCOLS}, got {protocol!r}")
     validate_ties(ties)
-    meta = model_meta(model)
-    pooling = validate_pooling(pooling or meta.get("pooling") or "mean")
-    use_pooler = bool(meta.get("use_pooler", False)) if use_pooler is None else use_pooler
+    folder = resolve_model_path(model)
+    record = record_of(folder)
+    head = model_head(folder, pooling=pooling, use_pooler=use_pooler, record=record)
+    pooling, use_pooler = validate_pooling(head.pooling), head.use_pooler
     settings = FigureSettings(max_length=max_length, autocast=autocast, max_queries=max_queries, ties=ties)
 
     table = tables.load_dictionary_table(dictionary, root=root)
-    train_splits = list(train_splits or meta.get("train_splits") or ["train"])
+    train_splits = list(train_splits or record.trained_splits)
     exclude = trained_texts(table, train_splits) if protocol == "unseen" else None
     dev = pick_device(device)
     entries = sorted(set(table.column("entry").to_pylist()))
     score: Callable[[torch.Tensor], torch.Tensor]
-    if meta.get("decoder") == "entry_matrix":
-        matrix, names = read_entry_matrix(model, meta)
+    if head.decoder == "entry_matrix":
+        matrix, names = read_entry_matrix(model, head)
         targets_of = {e: i for i, e in enumerate(names)}
         head_kind, n_candidates = "entry_matrix", len(names)
-        normalize = bool(meta.get("normalize_logits", False))
+        normalize = head.normalize_logits
         weights = torch.from_numpy(matrix / np.linalg.norm(matrix, axis=1, keepdims=True).clip(min=1e-12)
                                    if normalize else matrix).to(dev)
 
@@ -151,7 +153,7 @@ def evaluate_wordpred(model: str | os.PathLike, dictionary: str | pa.Table, *, s
                 h = torch.nn.functional.normalize(h, dim=-1)
             return h @ weights.T
     else:
-        source = str(meta.get("base_model") or resolve_model_path(model)) if meta.get("decoder") else str(model)
+        source = str(head.base_model or folder) if head.decoder else str(model)
         head, tokenizer, head_kind = _word_head(source, dev)
         mask, ids = single_token_targets(tokenizer, entries)
         targets_of = {e: int(t) for e, m, t in zip(entries, mask, ids) if m}

@@ -25,7 +25,7 @@ from defsentflow.encoders.export import (
 )
 from defsentflow.encoders.loading import require_safetensors
 from defsentflow.encoders.lookup import find_model
-from defsentflow.encoders.model_record import resolved_record, write_model_record
+from defsentflow.model import model_head, record_of, write_model_record
 from defsentflow.storage import Catalog
 from defsentflow.storage.outputs import output_dir
 
@@ -73,7 +73,11 @@ def model_facts(model: str, *, root: str | os.PathLike | None = None) -> ModelFa
     path = Path(ref.path).expanduser()
     if not path.is_dir():
         raise FileNotFoundError(f"{model!r} is a Hugging Face id, not a local model folder: nothing to export")
-    meta = resolved_record(path)
+    record = record_of(path)
+    head = model_head(path, record=record)
+    # the record as written, its references resolved (the card names base models by name)
+    meta = {**record.to_dict(), **{k: v for k, v in (("base_model", head.base_model),
+                                                     ("entry_encoder", head.entry_encoder)) if v}} if head.trained else {}
     local = str(model).startswith(("/", "~", ".")) or Path(model).exists()
     facts: ModelFacts = {"model_id": row["model_id"] if row else (path.name if local else str(model)), "path": path, "meta": meta, "row": row,
                          "metrics": [], "pst": None, "dictionary": None}
@@ -107,12 +111,12 @@ def export_model(model: str, dest: str | os.PathLike, *, root: str | os.PathLike
     """
     facts = model_facts(model, root=root)
     src = Path(require_safetensors(str(facts["path"])))
-    pooling = str(facts["meta"].get("pooling") or (facts["row"] or {}).get("pooling") or "mean")
+    pooling = str(facts["meta"].get("pooling") or (facts["row"] or {}).get("pooling") or model_head(facts["path"]).pooling)
     try:
         st_pooling_mode(pooling)
     except ValueError as exc:
         raise ValueError(f"{model}: {exc}") from None
-    normalize = normalizes(facts["path"], facts["meta"])  # as `defsentflow encode` does by default
+    normalize = normalizes(facts["path"])  # as `defsentflow encode` does by default
     limit = _max_positions(src)
     length = min(max_seq_length, limit) if limit else max_seq_length
     with output_dir(dest, command="export model", root=root) as tmp:

@@ -11,6 +11,7 @@ import numpy as np
 from defsentflow.entryspace.figures import plot_entry_space
 from defsentflow.entryspace.isotropy import entry_space_stats
 from defsentflow.entryspace.records import STATS_COLUMNS, entry_plot_path, record_entry_space_stats
+from defsentflow.model.record import MATRIX_FILE, matrix_folder
 from defsentflow.storage import data_root, hash_bytes, hash_file
 
 __all__ = ["STATS_COLUMNS", "analyse_entry_matrix", "entry_plot_path", "record_entry_space_stats"]
@@ -18,10 +19,11 @@ __all__ = ["STATS_COLUMNS", "analyse_entry_matrix", "entry_plot_path", "record_e
 def analyse_entry_matrix(matrix: np.ndarray | str | os.PathLike, *, run_id: str, step: int, seed: int | None = None,
                          matrix_key: str | None = None, catalog: Any = None, root: str | os.PathLike | None = None,
                          plot: bool = True, n_pairs: int = 100_000) -> dict[str, Any]:
-    """Statistics and a scatter plot of an entry matrix (array or ``.npy`` path), recorded in the catalog.
+    """Statistics and a scatter plot of an entry matrix (array or its folder), recorded in the catalog.
 
     Args:
-        matrix: ``[N, D]`` array or the path of the ``.npy`` the training stage wrote.
+        matrix: ``[N, D]`` array or the entry-matrix folder the training stage wrote (a reference to its
+            ``matrix.npy``, from before the folder form, reads as the folder).
         matrix_key: the matrix's artifact key; default: the content hash of the file (or array).
         catalog: a :class:`~defsentflow.storage.Catalog` to record in (None: don't record).
         root: data root for the plot (default: the catalog's root, else ``data_root()``).
@@ -31,11 +33,11 @@ def analyse_entry_matrix(matrix: np.ndarray | str | os.PathLike, *, run_id: str,
     """
     path = None
     if isinstance(matrix, (str, os.PathLike)):
-        path = Path(matrix)
-        if not path.is_file():
+        path = Path(matrix_folder(str(matrix)))
+        if not (path / MATRIX_FILE).is_file():
             raise FileNotFoundError(f"entry matrix not found: {path}")
-        arr = np.load(path, mmap_mode="r")
-        key = matrix_key or hash_file(path)
+        arr = np.load(path / MATRIX_FILE, mmap_mode="r")
+        key = matrix_key or hash_file(path / MATRIX_FILE)
     else:
         arr = np.asarray(matrix)
         key = matrix_key or hash_bytes(np.ascontiguousarray(arr).tobytes())

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from defsentflow.evaluation.revdict import model_meta
+from defsentflow.model import matrix_folder, record_of
 from defsentflow.report.claims_report import claims_section
 from defsentflow.report.entry_space import analyse_entry_matrix
 from defsentflow.report.label_quality import label_quality_section
@@ -36,7 +36,7 @@ from defsentflow.report.markup import Markdown, escape_html, md_code, md_text, r
 from defsentflow.report.plots import plot_label_histogram, plot_loss_curves, plot_pst_progress
 from defsentflow.report.seed_stats import seed_stats_section
 from defsentflow.report.summary import run_facts, summary_section
-from defsentflow.storage import Catalog, check_identifier, data_root, hash_path, under_root
+from defsentflow.storage import Catalog, check_identifier, data_root, hash_path, root_place
 from defsentflow.storage.outputs import output_dir
 
 __all__ = ["RunReport", "build_report", "markdown_table", "report_dir"]
@@ -45,6 +45,7 @@ __all__ = ["RunReport", "build_report", "markdown_table", "report_dir"]
 # it); models no run produced are baselines; other runs' models stay out.
 _ROLES_SQL = """
 SELECT model_id, 'selected (this run)' AS role, 0 AS prio FROM pst_runs WHERE run_id = $run_id
+UNION ALL SELECT winner_model_id, 'selected (this run)', 0 FROM pst_runs WHERE run_id = $run_id
 UNION ALL SELECT model_id, 'this run', 1 FROM models WHERE run_id = $run_id
 UNION ALL SELECT model_id, 'untrained (PST step 0)', 2 FROM pst_steps WHERE run_id = $run_id AND step = 0
 UNION ALL SELECT model_id, 'PST candidate', 3 FROM pst_steps WHERE run_id = $run_id AND step > 0
@@ -66,7 +67,7 @@ class RunReport:
 
 def report_dir(run_id: str, root: str | os.PathLike | None = None) -> Path:
     """``<data root>/reports/<run_id>``."""
-    return under_root(data_root(root), "reports", check_identifier(run_id, "run id"))
+    return root_place(data_root(root), "reports", check_identifier(run_id, "run id"))
 
 
 def _cell(v: Any) -> str:
@@ -242,7 +243,7 @@ def _section_pst(ctx: _Ctx, analyse_missing: bool) -> list[str]:
         done = set()
         for r in steps:
             path = r.get("entry_matrix_path")
-            if r.get("matrix_key") is None and path and Path(path).is_file() and (r["step"], path) not in done:
+            if r.get("matrix_key") is None and path and Path(matrix_folder(path)).is_dir() and (r["step"], path) not in done:
                 done.add((r["step"], path))
                 analyse_entry_matrix(path, run_id=ctx.run_id, step=r["step"], seed=r.get("seed"), catalog=ctx.cat)
         if done:
@@ -257,7 +258,7 @@ def _section_pst(ctx: _Ctx, analyse_missing: bool) -> list[str]:
               for r in steps if r["step"] >= 1
               for path in [next((m["path"] for m in ctx.rows("SELECT path FROM models WHERE model_id = $m",
                                                              m=r["model_id"])), None)]
-              for loss in [model_meta(path).get("losses") if path and Path(path).is_dir() else None] if loss}
+              for loss in [record_of(path).losses if path else None] if loss}
     if curves:
         plot_loss_curves(curves, ctx.image("img/loss_curves.png"))
         lines += ["### Training loss", "", "![Training loss of every candidate](img/loss_curves.png)", ""]

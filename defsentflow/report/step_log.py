@@ -14,7 +14,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from defsentflow.evaluation.revdict import model_meta
+from defsentflow.model import record_of
 
 __all__ = ["log_step", "loss_summary", "step_lines"]
 
@@ -41,7 +41,7 @@ def step_lines(step: Any) -> tuple[str, list[str]]:
     lines = []
     for c in step.candidates:
         score = "-" if c.score is None else f"{c.score:.4f}"
-        losses = model_meta(c.model_dir).get("losses") if c.step >= 1 else None
+        losses = record_of(c.model_dir).losses if c.step >= 1 else None
         lines.append(f"  step {c.step} {c.group} seed {c.seed}: {metric} {score}; {c.model_id}"
                      + (f"; loss {loss_summary(losses)}" if losses else ""))
     return headline, lines

@@ -67,8 +67,8 @@ def run_facts(rows: Callable[..., list[dict[str, Any]]], run: dict[str, Any], st
     error = (data or {}).get("error") or (text if final == "failed" else None)
     pst = next(iter(rows("SELECT * FROM pst_runs WHERE run_id = $run_id")), None)
     selected: list[str] = []
-    if pst and pst.get("model_id"):
-        selected.append(pst["model_id"])
+    if pst and (pst.get("winner_model_id") or pst.get("model_id")):  # the chosen model's own id (pst-<run> names it)
+        selected.append(pst.get("winner_model_id") or pst["model_id"])
     selected += [r["model_id"] for r in rows("SELECT model_id FROM models WHERE run_id = $run_id AND method IN "
                                              "('pst', 'defsent', 'defsent_plus') ORDER BY created_at DESC")]
     path = next((r["path"] for r in rows("SELECT path FROM models WHERE model_id = $m", m=selected[0])), None) \

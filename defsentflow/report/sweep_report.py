@@ -16,7 +16,7 @@ from typing import Any
 
 from defsentflow.entryspace.figures import new_figure, save_figure
 from defsentflow.evaluation.baselines import baseline_model_id
-from defsentflow.storage import Catalog, check_identifier, data_root, under_root
+from defsentflow.storage import Catalog, check_identifier, data_root, root_place
 from defsentflow.storage.atomic import atomic_path
 from defsentflow.sweep_seeds import catalog_figure, seed_rows
 
@@ -199,7 +199,7 @@ def seeds_section(sweep: str, table: SweepTable, root: str | os.PathLike | None 
 def write_sweep_report(sweep: str, root: str | os.PathLike | None = None) -> SweepReport:
     """Write ``sweep.md`` (the table, what each column means) and ``sweep.png``."""
     table = sweep_table(sweep, root)
-    out = under_root(data_root(root), "reports", "sweeps", check_identifier(sweep, "sweep name"))
+    out = root_place(data_root(root), "reports", "sweeps", check_identifier(sweep, "sweep name"))
     out.mkdir(parents=True, exist_ok=True)
     chart = plot_sweep(table, out / "sweep.png")
     done = sum(1 for r in table.results if r["status"] == "completed")

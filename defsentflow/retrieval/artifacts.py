@@ -15,7 +15,7 @@ from defsentflow.corpus import load_chunks, resolve_corpus
 from defsentflow.retrieval.bm25 import Bm25Config, Bm25Index
 from defsentflow.retrieval.dense import DenseConfig, DenseIndex, Encoder
 from defsentflow.retrieval.tfidf import TfidfConfig, TfidfIndex
-from defsentflow.storage import Catalog, atomic_dir, code_version, combine_hashes, hash_config, hash_path, under_root
+from defsentflow.storage import Catalog, atomic_dir, code_version, combine_hashes, hash_config, hash_path, root_place
 from defsentflow.storage.integrity import verify_artifact_files
 
 __all__ = ["IndexKind", "INDEX_KINDS", "IndexArtifact", "build_index", "load_index", "open_index"]
@@ -91,7 +91,7 @@ def build_index(kind: IndexKind, corpus_name: str, *, root: str | os.PathLike | 
     name = corpus["name"]
     key = combine_hashes(["index", kind, corpus["artifact_key"], hash_config(config), encoder_id or "", code_version()])
     cat = Catalog(root)
-    final = under_root(cat.root, "indexes", name, kind, key)
+    final = root_place(cat.root, "indexes", name, kind, key)
     art = cat.artifact(key)
     if art is not None:
         log.info("index %s over %s: cached (%s)", kind, name, key)

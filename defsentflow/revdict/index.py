@@ -36,7 +36,9 @@ from defsentflow.dictionary import tables
 from defsentflow.dictionary.tables import dictionary_content_hash
 from defsentflow.encoders import encode_texts, load_encoder, model_content_hash, resolve_model_path, validate_pooling
 from defsentflow.encoders.finite import require_finite, require_search_scores
-from defsentflow.evaluation.revdict import candidate_set, entry_sums, headword_text, load_ica, model_meta
+from defsentflow.encoders.loading import portable_model_name
+from defsentflow.evaluation.revdict import candidate_set, entry_sums, headword_text
+from defsentflow.model import ENTRY_POOLING, head_ica, model_head
 from defsentflow.revdict.ann import INDEX_KINDS, make_index, set_search_breadth, tune_nprobe
 from defsentflow.storage import (
     Catalog,
@@ -49,7 +51,7 @@ from defsentflow.storage import (
     write_parquet,
 )
 from defsentflow.storage.integrity import verify_artifact_files
-from defsentflow.storage.paths import from_root, to_root
+from defsentflow.storage.paths import from_root, root_place, to_root
 from defsentflow.training.heads import HeadQueryEncoder
 
 __all__ = ["RevdictIndex", "IndexMode", "build_revdict_index", "index_from_vectors", "measured_modes", "resolve_mode"]
@@ -63,14 +65,14 @@ _ENTRIES_SCHEMA = pa.schema([pa.field("entry", pa.string(), nullable=False),
                              pa.field("n_definitions", pa.int32(), nullable=False)])
 
 
-def resolve_mode(mode: str, meta: dict[str, Any], measured: dict[str, float] | None = None) -> str:
+def resolve_mode(mode: str, entry_encoder: str | None, measured: dict[str, float] | None = None) -> str:
     """``auto``: the mode with the higher measured dev MRR (``measured``: mode -> MRR) when at least
     two modes were measured; otherwise ``head`` for models trained against an entry head (their
-    meta names the entry encoder), else ``cosine``."""
+    head names the ``entry_encoder`` that built it), else ``cosine``."""
     if mode not in ("auto", *_MODES):
         raise ValueError(f"mode must be one of {('auto', *_MODES)}, got {mode!r}")
     if mode == "auto":
-        can_head = bool(meta.get("entry_encoder"))
+        can_head = bool(entry_encoder)
         scores = {m: v for m, v in (measured or {}).items() if m in _MODES and (m != "head" or can_head)}
         if len(scores) >= 2:  # a comparison needs two measured modes (PST's selection measures one)
             return max(sorted(scores), key=lambda m: scores[m])
@@ -112,17 +114,15 @@ class _Spec:
 
 def _spec(model: str | os.PathLike, mode: str, pooling: str | None, max_length: int,
           root: str | os.PathLike | None = None) -> _Spec:
-    meta = model_meta(model)
-    mode = resolve_mode(mode, meta, measured_modes(model, root) if mode == "auto" else None)
-    pooling = validate_pooling(pooling or meta.get("pooling") or "mean")
-    model_path = resolve_model_path(model)
+    model_path = portable_model_name(resolve_model_path(model))  # meta.json names the bundled model, not its venv
+    head = model_head(resolve_model_path(model_path), pooling=pooling)
+    mode = resolve_mode(mode, head.entry_encoder, measured_modes(model, root) if mode == "auto" else None)
+    pooling = validate_pooling(head.pooling)
     if mode in ("cosine", "hybrid"):
         return _Spec(str(model_path), mode, pooling, False, str(model_path), "same", False, True, max_length,
                      headword=mode == "hybrid")
-    encoding = meta.get("entry_encoding") or ("ac" if pooling == "cls" else "amp")
-    return _Spec(str(model_path), mode, pooling, bool(meta.get("use_pooler", True)),
-                 str(resolve_model_path(meta.get("entry_encoder") or model)), encoding,
-                 bool(meta.get("ica", False)), bool(meta.get("normalize_logits", False)), max_length)
+    return _Spec(str(model_path), mode, pooling, head.use_pooler, portable_model_name(head.entry_encoder or model_path),
+                 head.entry_encoding, head.ica, head.normalize_logits, max_length)
 
 
 def _index_key(spec: _Spec, dictionary_hash: str) -> str:
@@ -248,7 +248,7 @@ class RevdictIndex:
         added_hash = dictionary_content_hash(table.select(["entry", "definition"]))
         key = combine_hashes(["revdict_index_add", self.meta["key"], added_hash])
         new_means = (sums / counts[:, None]).astype(np.float32)
-        final = data_root(root) / "revdict" / key
+        final = root_place(data_root(root), "revdict_indexes", key)
         meta = {**self.meta, "key": key, "extends": self.meta["key"], "added_hash": added_hash,
                 "n_entries": len(entries), "n_added_definitions": len(new_defs)}
         words = _headword_vectors(spec, entries, batch_size=batch_size, device=device)
@@ -262,7 +262,7 @@ class RevdictIndex:
 def _encode_definitions(spec: _Spec, definitions: Sequence[str], *, batch_size: int, device: str) -> np.ndarray:
     """The entry-side vectors of ``definitions``: the model's pooling (cosine) or the entry encoder's
     CLS (AC) / mean (AMP) vectors (head); cached in the data root's embedding cache."""
-    pool = spec.pooling if spec.mode != "head" else ("cls" if spec.entry_encoding == "ac" else "mean")
+    pool = spec.pooling if spec.mode != "head" else ENTRY_POOLING[spec.entry_encoding]
     enc = load_encoder(spec.entry_encoder, device=device)
     return encode_texts(enc, list(definitions), pooling=pool, batch_size=batch_size, max_length=spec.max_length,
                         cache=True, desc="indexing entries")
@@ -294,7 +294,7 @@ def _ica_of(spec: _Spec) -> Any:
     if not spec.ica:
         return None
 
-    return load_ica(model_meta(spec.model))
+    return head_ica(model_head(spec.model))
 
 
 def _index_matrix(means: np.ndarray, transform: Any, normalize: bool, words: np.ndarray | None = None,
@@ -392,7 +392,7 @@ def build_revdict_index(model: str | os.PathLike, dictionary: str | pa.Table, *,
         newest = _newest_extension(cat, key)
         return RevdictIndex(newest["path"] if newest else found["path"])
     entries, means, counts, probes = _entry_matrix(spec, table, batch_size=batch_size, device=device)
-    final = data_root(root) / "revdict" / key
+    final = root_place(data_root(root), "revdict_indexes", key)
     name = dictionary if isinstance(dictionary, str) else None
     meta = {**spec.__dict__, "key": key, "name": name, "dictionary_hash": dict_hash, "n_entries": len(entries),
             **({"index_kind": index_kind} if index_kind != "flat" else {})}
@@ -427,7 +427,7 @@ def index_from_vectors(model: str | os.PathLike, entries: Sequence[str], vectors
     digest.update("\n".join(entries).encode("utf-8", "surrogateescape"))
     vec_hash = digest.hexdigest()
     key = combine_hashes([_index_key(spec, vec_hash), index_kind, "vectors"])
-    final = data_root(root) / "revdict" / key
+    final = root_place(data_root(root), "revdict_indexes", key)
     meta = {**spec.__dict__, "key": key, "name": name, "dictionary_hash": vec_hash, "n_entries": len(entries),
             **({"index_kind": index_kind} if index_kind != "flat" else {})}
     _write_index(final, list(entries), vectors, np.ones(len(entries), dtype=np.int32), meta, spec.normalize,

@@ -64,6 +64,7 @@ from defsentflow.storage import (
     hash_config,
     hash_path,
     hash_text,
+    root_place,
     write_json,
     write_parquet,
 )
@@ -178,7 +179,7 @@ def prepare_pair_file(cfg: HarvestConfig) -> dict | None:
 # -- stage 2: the discriminative scorer ---------------------------------------------------------
 def vectors_path(root: Path, encoder: str, texts: list[str]) -> Path:
     key = combine_hashes(["vectors", model_content_hash(resolve_model_path(encoder)), hash_text("\n".join(texts))])
-    return root / "cache" / "sentence_vectors" / f"{key}.npy"
+    return root_place(root, "sentence_vectors", f"{key}.npy")
 
 
 def prepare_scorer(cfg: HarvestConfig, corpus: dict, extras: dict | None = None, run_id: str | None = None) -> dict:
@@ -191,7 +192,7 @@ def prepare_scorer(cfg: HarvestConfig, corpus: dict, extras: dict | None = None,
     key = combine_hashes(["scorer", corpus["key"], model_content_hash(resolve_model_path(dcfg.encoder)),
                           hash_config(dcfg.model_dump(mode="json", exclude={"min_accuracy"})), str(cfg.contexts.k),
                           code_version()])
-    final = cat.root / "models" / "scorers" / key
+    final = root_place(cat.root, "scorers", key)
     art = cat.artifact(key)
     if art is None or not (final / "scorer.json").exists():
         t0 = time.perf_counter()
@@ -284,7 +285,7 @@ def plan_harvest(cfg: HarvestConfig, refs: dict) -> dict:
     source = [pair_file["hash"], *map(str, pair_file["columns"]), str(pair_file["header"])] if pair_file else []
     key = combine_hashes(["pairs", refs["corpus"]["key"], res.scorer.version, refs["index"]["key"],
                           (refs.get("extras") or {}).get("hash", "-"), *source, _settings_hash(cfg), code_version()])
-    out_dir = Catalog(cfg.root).root / "parquet" / "harvest" / refs["corpus"]["name"] / key
+    out_dir = root_place(Catalog(cfg.root).root, "harvest", refs["corpus"]["name"], key)
     if pair_file:
         batches = [{"index": i, "rows": rows.tolist()} for i, rows in enumerate(_sampled(cfg, pair_file)[1])]
     else:
@@ -418,7 +419,7 @@ def run_harvest(cfg: HarvestConfig, *, run_id: str | None = None, steps: Harvest
     """
     cat = Catalog(cfg.root)
     with cat.recorded_run("harvest-pairs", run_id, config=cfg.model_dump(mode="json")) as run:
-        clean_stale_temporaries(cat.root / "parquet" / "harvest")  # parts half-written by a killed run
+        clean_stale_temporaries(root_place(cat.root, "harvest"))  # parts half-written by a killed run
         result = _sequence(cfg, cat, run_id, steps)
         run.note = f"{result['n_pairs']} pairs -> {result['key']}"
     return result

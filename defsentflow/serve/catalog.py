@@ -101,7 +101,7 @@ class ServeCatalog:
             "AND json_extract_string(b.input_hashes, '$.extends') = a.artifact_key) ORDER BY a.created_at DESC")
         by_path = {}
         for r in self.query("SELECT a.path, a.display_id, list_sort(list(DISTINCT a.model_id)) AS aliases "
-                            "FROM model_aliases AS a WHERE a.path IS NOT NULL GROUP BY ALL"):
+                            "FROM model_ids AS a WHERE a.path IS NOT NULL GROUP BY ALL"):
             by_path.setdefault(r["path"], (r["display_id"], tuple(r["aliases"])))
         # which index of a model to serve is a choice: it reads dev figures only
         mrr = {(r["model_id"], r["setting"]): r["mrr"] for r in self.query(

@@ -11,7 +11,7 @@
 -- 'revdict_test_unseen_q500_splitcands_cosine_mrr' (tests/evaluation/test_leaderboard.py compares them).
 
 -- Headline scores, one row per (model, pooling, figure): the newest value over all of the model's
--- ids (model_aliases, 045). A task's headline metric is its family's main metric and setting in the
+-- ids (model_ids, 045). A task's headline metric is its family's main metric and setting in the
 -- registry (Spearman, 'all' setting, for STS; MRR in every mode for dictionary tasks); a family the
 -- registry does not know keeps each metric. Per-subset rows and STS's 'mean' setting stay out. Two
 -- more figures per model and variant: the mean over the registry's STS-average tasks that it has
@@ -20,7 +20,7 @@ CREATE OR REPLACE VIEW model_scores AS
 WITH headline AS (
     SELECT a.display_id, a.aliases, x.*
     FROM metrics AS x
-    JOIN model_aliases AS a USING (model_id)
+    JOIN model_ids AS a USING (model_id)
     WHERE NOT contains(x.task, '/') AND x.setting <> 'mean' AND is_headline(x.task, x.setting, x.metric)
     QUALIFY row_number() OVER (PARTITION BY display_id, coalesce(pooling, ''), task, setting, metric
                                ORDER BY created_at DESC) = 1
@@ -60,4 +60,4 @@ CREATE OR REPLACE VIEW leaderboard AS
 SELECT display_id AS model_id, CAST(NULL AS VARCHAR) AS pooling, any_value(method) AS method,
        CAST(NULL AS VARCHAR) AS run_id,
        array_to_string(list_filter(any_value(aliases), lambda a: a <> display_id), ', ') AS also_known_as
-FROM model_aliases GROUP BY display_id ORDER BY model_id;
+FROM model_ids GROUP BY display_id ORDER BY model_id;

@@ -21,7 +21,7 @@ from defsentflow.storage.hashing import (
     hash_text,
 )
 from defsentflow.storage.identifiers import IDENTIFIER_PATTERN, check_identifier, under_root
-from defsentflow.storage.paths import data_root, repo_root, sample_dir, sql_dir
+from defsentflow.storage.paths import data_root, repo_root, root_place, sample_dir, sql_dir
 from defsentflow.storage.rebuild import heal_catalog, rebuild_catalog
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "hash_text",
     "heal_catalog",
     "repo_root",
+    "root_place",
     "sample_dir",
     "sql_dir",
     "under_root",

@@ -29,8 +29,8 @@ from defsentflow.storage.swap import (
     temporary_sibling,
 )
 
-# The top-level folders of a data root the project writes into (storage.paths.ROOT_FOLDERS and PST's).
-WRITTEN_FOLDERS = ROOT_FOLDERS | {"pst", "records", "quarantine"}
+# The top-level folders of a data root the project writes into (the layout table, storage.paths).
+WRITTEN_FOLDERS = ROOT_FOLDERS
 
 __all__ = [
     "WRITTEN_FOLDERS",

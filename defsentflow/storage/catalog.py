@@ -449,16 +449,24 @@ class Catalog:
     # -- models and metrics ----------------------------------------------------------------
     def register_model(self, model_id: str, path: str | os.PathLike, *, base_model: str | None = None,
                        method: str | None = None, pooling: str | None = None, run_id: str | None = None,
-                       artifact_key: str | None = None, meta: Any = None) -> None:
-        self.execute(
-            "INSERT OR REPLACE INTO models (model_id, path, base_model, method, pooling, run_id, artifact_key, meta) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [model_id, to_root(self.root, path), base_model, method, pooling, run_id, artifact_key, _json(meta)],
-            keep=("model", [model_id]),
-        )
-        records_module.amend_record(self.root, path, model={
-            "model_id": model_id, "path": path, "base_model": base_model, "method": method, "pooling": pooling,
-            "run_id": run_id, "artifact_key": artifact_key, "meta": meta})
+                       artifact_key: str | None = None, meta: Any = None, names: Sequence[tuple[str, str]] = (),
+                       keep: bool = False) -> None:
+        """File a model under ``model_id`` (and ``names``, ``[(name, kind)]``, that stand for it) through
+        the one writer (:func:`~defsentflow.storage.records.write_model_row`), mirrored to its row
+        record and to the artifact record of its folder. ``keep``: an existing row is left as it is."""
+        row = {"model_id": model_id, "path": path, "base_model": base_model, "method": method, "pooling": pooling,
+               "run_id": run_id, "artifact_key": artifact_key, "meta": meta}
+        with self.connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                records_module.write_model_row(con, self.root, {**row, "names": list(names), "keep": keep})
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+            self._keep_on(con, "model", [model_id])
+        if not keep:
+            records_module.amend_record(self.root, path, model=row)
 
     def record_metrics(self, model_id: str, rows: Sequence[Mapping[str, Any]], run_id: str | None = None) -> None:
         """Replace this model's metrics for the (task, setting, metric, pooling) keys given."""

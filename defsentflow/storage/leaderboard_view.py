@@ -16,14 +16,12 @@ Example:
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import duckdb
 
-from defsentflow.eval_tasks import EVAL_TASKS, FigureSettings, dictionary_task, metric_column
+from defsentflow.eval_tasks import EVAL_TASKS, SELECTION_METRICS
 
 __all__ = ["IDENTITY_COLUMNS", "leaderboard_select", "refresh_leaderboard_view", "selection_column"]
 
@@ -35,7 +33,7 @@ _FAMILIES = list(dict.fromkeys(t.split("-")[0] for t in EVAL_TASKS))
 def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
     try:
         return con.execute(sql, list(params)).fetchall()
-    except duckdb.CatalogException:  # a catalog from before the table or view existed (read-only)
+    except (duckdb.CatalogException, duckdb.BinderException):  # a catalog from before the table, view or column
         return []
 
 
@@ -53,34 +51,19 @@ def selection_column(con: duckdb.DuckDBPyConnection, dev_columns: Sequence[str],
                      run_id: str | None = None) -> tuple[str | None, str]:
     """The dev column a run selected by (default: the newest PST run), and a sentence saying so.
 
-    PST's ``stsb-dev`` is ``stsb_dev_spearman``; ``revdict-mrr`` the dev MRR in the run's
-    selection mode, named with the settings PST scored it with (``revdict_dev_unseen_q1000_len64_cosine_mrr``);
-    another metric a dev column of its family. Without a PST run: STS-B dev, else the first dev column.
+    The column is the one PST's selection scorer named from the task registry when it computed the
+    figure (``pst_runs.selection_column``: ``stsb_dev_spearman``, ``stsb_dev_bf16_spearman``,
+    ``revdict_dev_unseen_q1000_len64_cosine_mrr``, ...). Without a PST run (or a run from before the
+    column was kept): STS-B dev, else the first dev column.
     """
-    sql = ("SELECT p.run_id, p.selection_metric, coalesce(json_extract(r.config, '$.pst'), r.config)::VARCHAR "
-           "FROM pst_runs AS p LEFT JOIN runs AS r USING (run_id) ")
-    rows = _rows(con, sql + ("WHERE p.run_id = ?" if run_id else "ORDER BY p.created_at DESC LIMIT 1"),
+    sql = "SELECT run_id, selection_metric, selection_column FROM pst_runs "
+    rows = _rows(con, sql + ("WHERE run_id = ?" if run_id else "ORDER BY created_at DESC LIMIT 1"),
                  [run_id] if run_id else [])
     dev = list(dev_columns)
-    stsb = metric_column("stsb-dev", "all", "spearman")
-    if rows and rows[0][1]:
-        run, metric, config = rows[0]
-        if metric.startswith("revdict"):
-            pst = json.loads(config) if config else {}
-            settings = FigureSettings(max_length=pst.get("max_length", 64), autocast=pst.get("autocast", "none"),
-                                      max_queries=pst.get("selection_max_queries", 2000))
-            mode = pst.get("selection_revdict_mode") or "cosine"
-            exact = metric_column(dictionary_task("revdict", "dev", "unseen", settings), mode, "mrr")
-            # the exact figure, else the same figure under other settings (a catalog from before the names)
-            wanted = [exact, *(c for c in dev if c.startswith("revdict_dev_unseen_") and c.endswith(f"_{mode}_mrr"))]
-        elif metric == "stsb-dev":
-            wanted = [stsb]
-        else:  # wordpred-dev-mrr: a dev column of the same family and metric
-            family, last = metric.split("-")[0], re.split(r"[^A-Za-z0-9]+", metric)[-1]
-            wanted = [c for c in dev if c.startswith(family + "_dev_") and c.endswith("_" + last)]
-        for c in wanted:
-            if c in dev:
-                return c, f"sorted by {c} (dev split), the figure run {run} selected by ({metric})"
+    stsb = SELECTION_METRICS["stsb-dev"].column()
+    if rows and rows[0][2] in dev:
+        run, metric, column = rows[0]
+        return column, f"sorted by {column} (dev split), the figure run {run} selected by ({metric})"
     if stsb in dev:
         return stsb, f"sorted by {stsb} (dev split)" + ("" if rows else "; no PST run in the catalog")
     if dev:
@@ -114,7 +97,7 @@ def leaderboard_select(con: duckdb.DuckDBPyConnection, run_id: str | None = None
     meta = ("SELECT a.display_id AS model_id, "
             "coalesce(max(a.method) FILTER (WHERE a.model_id = a.display_id), max(a.method)) AS method, "
             "max(m.run_id) FILTER (WHERE a.model_id = a.display_id) AS run_id "
-            "FROM model_aliases AS a LEFT JOIN models AS m USING (model_id) GROUP BY a.display_id")
+            "FROM model_ids AS a LEFT JOIN models AS m USING (model_id) GROUP BY a.display_id")
     if not columns:
         return (f"SELECT model_id, CAST(NULL AS VARCHAR) AS pooling, method, run_id, '' AS also_known_as "
                 f"FROM ({meta}) ORDER BY model_id"), (), {}, None, note

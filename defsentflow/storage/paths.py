@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["choose_data_root", "data_root", "default_data_root", "sql_dir", "repo_root", "sample_dir", "to_root", "from_root", "relative_tree", "resolved_tree"]
+from defsentflow.storage.identifiers import under_root
+
+__all__ = ["DATA_ROOT_LAYOUT", "ROOT_FOLDERS", "RootPlace", "place_folder", "place_relpath", "root_place",
+           "choose_data_root", "data_root", "default_data_root", "sql_dir", "repo_root", "sample_dir", "to_root", "from_root", "relative_tree", "resolved_tree"]
 
 # The on-disk record beside every artifact (defsentflow.storage.records); here so that modules
 # below records (outputs, atomic) can recognise it without an import cycle.
@@ -81,9 +85,93 @@ def sample_dir() -> Path:
     return Path(str(resources.files("defsentflow") / "sample"))
 
 
-# The folders a data root holds (a stored relative path starts with one of them).
-ROOT_FOLDERS = frozenset({"models", "parquet", "cache", "configs", "revdict", "reports", "sweeps", "claims", "indexes", "logs",
-                          "locks", "prefect", "exports", "embeddings", "checkpoints", "corpora", "dictionaries"})
+# -- the data root's layout --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RootPlace:
+    """One folder of a data root: where it lies (root-relative, POSIX), which artifact kind is filed
+    there (None: not an artifact folder) and how the artifact's key shows in its path (``name``: the
+    key names its folder or file; ``run``: it is filed under its run's id, as PST's result and the run
+    report are)."""
+
+    folder: str
+    kind: str | None = None
+    naming: str = "name"
+
+
+DATA_ROOT_LAYOUT: dict[str, RootPlace] = {
+    # tables and their inputs
+    "dictionaries": RootPlace("parquet/dictionaries", "dictionary"),
+    "corpora": RootPlace("parquet/corpora", "corpus"),
+    "harvest": RootPlace("parquet/harvest", "pairs"),
+    # models (one artifact kind; a folder per trainer) and their heads
+    "models": RootPlace("models", "model"),
+    "pst_models": RootPlace("models/pst", "model"),
+    "surrogate_models": RootPlace("models/surrogate", "model"),
+    "pretrain_models": RootPlace("models/pretrain", "model"),
+    "scorers": RootPlace("models/scorers", "scorer"),
+    "entry_matrices": RootPlace("pst/entry_matrices", "entry_matrix"),
+    "selection_scores": RootPlace("pst/scores", "selection_score"),  # written before selection used the evaluation store
+    "pst_steps": RootPlace("pst/steps", "pst_step"),
+    "pst_runs": RootPlace("pst/runs", "pst_result", "run"),
+    # what is computed from a model
+    "evaluations": RootPlace("cache/evaluations", "evaluation"),
+    "revdict_indexes": RootPlace("revdict", "revdict_index"),
+    "indexes": RootPlace("indexes", "index"),
+    "reports": RootPlace("reports", "report", "run"),
+    "plots": RootPlace("plots"),
+    "sweeps": RootPlace("sweeps"),
+    "claims": RootPlace("claims"),
+    "exports": RootPlace("exports"),
+    # caches and work in progress
+    "embeddings": RootPlace("cache/embeddings"),
+    "entry_shards": RootPlace("cache/entry-shards"),
+    "sentence_vectors": RootPlace("cache/sentence_vectors"),
+    "surrogate_checkpoints": RootPlace("cache/surrogate-checkpoints"),
+    "checkpoints": RootPlace("checkpoints"),
+    "pst_checkpoints": RootPlace("checkpoints/pst"),
+    "pretrain_checkpoints": RootPlace("checkpoints/pretrain"),
+    # the catalog's own files and the run's side files
+    "records": RootPlace("records"),          # row records (storage/row_records.py)
+    "run_records": RootPlace("records/runs"),
+    "model_records": RootPlace("records/models"),
+    "quarantine": RootPlace("quarantine"),    # records set aside as invalid
+    "configs": RootPlace("configs"),
+    "logs": RootPlace("logs"),
+    "locks": RootPlace("locks"),
+    "prefect": RootPlace("prefect"),
+}
+"""The one table of where things live in a data root: the writers build their paths from it
+(:func:`root_place`), the record checks read each artifact kind's folder from it, and the path rules
+(:func:`from_root`) read its top-level folders. Spell a root folder here, nowhere else."""
+
+ROOT_FOLDERS = (frozenset(p.folder.split("/", 1)[0] for p in DATA_ROOT_LAYOUT.values())
+                | {"corpora", "dictionaries", "embeddings"})
+"""The top-level folders of a data root: a stored relative path starts with one of them (``corpora``,
+``dictionaries``, ``embeddings``: top-level folders of roots written before the layout above)."""
+
+
+def place_folder(place: str) -> str:
+    """The root-relative folder of ``place`` (a key of :data:`DATA_ROOT_LAYOUT`)."""
+    try:
+        return DATA_ROOT_LAYOUT[place].folder
+    except KeyError:
+        raise KeyError(f"no place {place!r} in the data root's layout; known: {sorted(DATA_ROOT_LAYOUT)}") from None
+
+
+def root_place(root: str | os.PathLike, place: str, *parts: str | os.PathLike) -> Path:
+    """``<root>/<place's folder>/<parts>``, refused (ValueError) if it resolves outside the root
+    (:func:`~defsentflow.storage.identifiers.under_root`).
+
+    Example:
+        >>> root_place("/data", "pst_models", "abc").as_posix()
+        '/data/models/pst/abc'
+    """
+    return under_root(root, *place_folder(place).split("/"), *parts)
+
+
+def place_relpath(place: str, *parts: str) -> str:
+    """The root-relative POSIX path of ``parts`` in ``place`` (what the catalog stores)."""
+    return "/".join([place_folder(place), *parts])
 
 
 def to_root(root: str | os.PathLike, path: str | os.PathLike) -> str:

@@ -32,11 +32,12 @@ from defsentflow.storage.bounded_json import read_json_file
 from defsentflow.storage.hashing import hash_path
 from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
 from defsentflow.storage.manifest import full_check, manifest_hash
+from defsentflow.storage.paths import DATA_ROOT_LAYOUT, place_folder
 
 __all__ = ["ArtifactRecord", "MetricRow", "ModelRow", "PLACES", "QUARANTINE_DIR", "RecordError", "check_artifact_record",
            "first_error", "quarantine_record", "record_location", "timestamp"]
 
-QUARANTINE_DIR = ("quarantine", "records")
+QUARANTINE_DIR = (place_folder("quarantine"), "records")
 
 
 class RecordError(ValueError):
@@ -142,16 +143,14 @@ def first_error(exc: ValidationError) -> str:
 
 # Where each kind lies (root-relative folder) and how its key shows in its path: "name" (the key is the
 # folder or file name the artifact is filed under, in the kind's folder), "run" (the file or folder is
-# named after the record's run, as PST's result and the run report are). Other kinds: anywhere but the
-# folders below, with the key as a name on the path.
-PLACES: dict[str, tuple[str, str]] = {
-    "dictionary": ("parquet/dictionaries", "name"), "corpus": ("parquet/corpora", "name"),
-    "pairs": ("parquet/harvest", "name"), "model": ("models", "name"), "scorer": ("models/scorers", "name"),
-    "index": ("indexes", "name"), "revdict_index": ("revdict", "name"), "entry_matrix": ("pst/entry_matrices", "name"),
-    "selection_score": ("pst/scores", "name"), "pst_step": ("pst/steps", "name"), "pst_result": ("pst/runs", "run"),
-    "report": ("reports", "run"), "evaluation": ("cache/evaluations", "name"),
-}
-_NOT_ARTIFACTS = ("records", "quarantine", "prefect", "locks", "logs")
+# named after the record's run, as PST's result and the run report are). Read from the one layout table
+# (storage.paths.DATA_ROOT_LAYOUT: a kind filed in several folders, as models, has its common folder).
+# Other kinds: anywhere but the folders below, with the key as a name on the path.
+PLACES: dict[str, tuple[str, str]] = {}
+for _place in DATA_ROOT_LAYOUT.values():
+    if _place.kind is not None and _place.kind not in PLACES:
+        PLACES[_place.kind] = (_place.folder, _place.naming)
+_NOT_ARTIFACTS = tuple(place_folder(p) for p in ("records", "quarantine", "prefect", "locks", "logs"))
 
 
 def _stem(part: str) -> str:

@@ -34,15 +34,15 @@ from defsentflow.storage.atomic import TMP_PREFIX, atomic_path
 from defsentflow.storage.bounded_json import read_json_file
 from defsentflow.storage.hashing import code_version
 from defsentflow.storage.manifest import artifact_manifest, manifest_hash, quick_check
-from defsentflow.storage.paths import RECORD_NAME, relative_tree, to_root
+from defsentflow.storage.paths import RECORD_NAME, place_folder, relative_tree, to_root
 from defsentflow.storage.record_checks import ArtifactRecord, first_error
 
 __all__ = ["RECORD_NAME", "RECORD_FORMAT", "record_path", "make_record", "write_record", "read_record",
-           "iter_record_files", "register_records", "amend_record", "settle_record"]
+           "iter_record_files", "register_records", "amend_record", "settle_record", "write_model_row"]
 
 RECORD_FORMAT = 1
 _FILE_SUFFIX = ".defsentflow-record.json"
-_NOT_SCANNED = ("records", "quarantine", "prefect")  # row records, records moved aside, Prefect's own files
+_NOT_SCANNED = tuple(place_folder(p) for p in ("records", "quarantine", "prefect"))  # row records, records moved aside, Prefect's own files
 
 
 def record_path(artifact_path: str | os.PathLike) -> Path:
@@ -177,13 +177,8 @@ def register_records(con: Any, root: str | os.PathLike, records: Sequence[Mappin
         )
         model = rec.get("model")
         if model:
-            con.execute(
-                "INSERT OR REPLACE INTO models (model_id, path, base_model, method, pooling, run_id, artifact_key, meta) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [model["model_id"], to_root(root, model.get("path") or rec["path"]), model.get("base_model"),
-                 model.get("method"), model.get("pooling"), model.get("run_id"), model.get("artifact_key") or rec["key"],
-                 _json(model.get("meta"))],
-            )
+            write_model_row(con, root, {**model, "path": model.get("path") or rec["path"],
+                                        "artifact_key": model.get("artifact_key") or rec["key"]})
         for r in rec.get("metrics") or []:
             con.execute("DELETE FROM metrics WHERE model_id = ? AND task = ? AND setting = ? AND metric = ? "
                         "AND coalesce(pooling, '') = coalesce(?, '')",
@@ -193,6 +188,35 @@ def register_records(con: Any, root: str | os.PathLike, records: Sequence[Mappin
                         [r["model_id"], r["task"], r["setting"], r["metric"], float(r["value"]), r.get("n"),
                          r.get("n_excluded"), r.get("pooling"), r.get("run_id", rec.get("run_id"))])
     return len(records)
+
+
+def write_model_row(con: Any, root: str | os.PathLike, model: Mapping[str, Any]) -> None:
+    """The one writer of a ``models`` row (and of the names it is known by, ``model_names``), on ``con``
+    inside the caller's transaction: :meth:`Catalog.register_model`, a registered artifact record
+    and an evaluation of a model the catalog does not know all file a model here. The caller mirrors
+    the rows to the model's row record (``Catalog._keep_on(con, "model", [model_id])``).
+
+    ``model``: ``model_id`` (:mod:`defsentflow.model.ids`), ``path`` (a folder in the root, stored
+    root-relative; a model made elsewhere by the name a user passes, never a path into a virtual
+    environment), ``base_model``, ``method``, ``pooling``, ``run_id``, ``artifact_key``, ``meta``, and
+    ``names``: ``[(name, kind)]`` (PST's ``pst-<run>``, kind ``run``) that stand for it. ``keep``: a
+    row already filed under the id keeps its fields (an evaluation files scores, not the model).
+    """
+    model_id = model["model_id"]
+    verb = "INSERT OR IGNORE" if model.get("keep") else "INSERT OR REPLACE"
+    con.execute(
+        f"{verb} INTO models (model_id, path, base_model, method, pooling, run_id, artifact_key, meta) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [model_id, to_root(root, model["path"]), model.get("base_model"), model.get("method"), model.get("pooling"),
+         model.get("run_id"), model.get("artifact_key"), _json(model.get("meta"))])
+    for name, kind in model.get("names") or ():
+        if name == model_id:
+            continue
+        taken = con.execute("SELECT 1 FROM models WHERE model_id = ?", [name]).fetchone()
+        if taken:  # a model's own id is never an alias of another
+            raise ValueError(f"name {name!r} is the id of another model: it cannot also name {model_id!r}")
+        con.execute("INSERT OR REPLACE INTO model_names (name, model_id, kind, run_id) VALUES (?, ?, ?, ?)",
+                    [name, model_id, kind, model.get("run_id")])
 
 
 def amend_record(root: str | os.PathLike, artifact_path: str | os.PathLike, *, model: Mapping[str, Any] | None = None,

@@ -35,6 +35,7 @@ from defsentflow.storage.atomic import atomic_path
 from defsentflow.storage.bounded_json import loads_bounded, read_json_file
 from defsentflow.storage.hashing import hash_text
 from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
+from defsentflow.storage.paths import place_folder, root_place
 from defsentflow.storage.record_checks import RecordError
 
 __all__ = ["MODEL_TABLES", "RECORDS_DIR", "RUN_TABLES", "RowRecord", "column_types", "keep_rows", "load_row_record",
@@ -42,14 +43,14 @@ __all__ = ["MODEL_TABLES", "RECORDS_DIR", "RUN_TABLES", "RowRecord", "column_typ
 
 log = logging.getLogger(__name__)
 
-RECORDS_DIR = "records"
+RECORDS_DIR = place_folder("records")
 MIGRATED = ".complete"  # records/.complete: every catalog row has had its row record written once
 FORMAT = 1
 # table -> the column that says whose row it is
 RUN_TABLES: dict[str, str] = {"runs": "run_id", "stages": "run_id", "pst_steps": "run_id", "pst_runs": "run_id",
                               "run_tasks": "run_id", "entry_space_stats": "run_id", "harvest_stats": "run_id",
                               "claim_results": "claims_run_id"}
-MODEL_TABLES: dict[str, str] = {"models": "model_id", "metrics": "model_id"}
+MODEL_TABLES: dict[str, str] = {"models": "model_id", "metrics": "model_id", "model_names": "model_id"}
 _TABLES = {"run": RUN_TABLES, "model": MODEL_TABLES}
 _RUN_ID = re.compile(IDENTIFIER_PATTERN)
 
@@ -76,13 +77,13 @@ def row_record_path(root: Path, kind: str, ident: str) -> Path:
     if kind == "run":
         if not _RUN_ID.fullmatch(ident):
             raise ValueError(f"run id {ident!r} is not allowed")
-        return root / RECORDS_DIR / "runs" / f"{ident}.json"
+        return root_place(root, "run_records", f"{ident}.json")
     readable = re.sub(r"[^A-Za-z0-9._-]", "_", ident)[:80].lstrip(".")
-    return root / RECORDS_DIR / "models" / f"{readable}-{hash_text(ident)[:16]}.json"
+    return root_place(root, "model_records", f"{readable}-{hash_text(ident)[:16]}.json")
 
 
 def row_record_files(root: Path, kind: str) -> list[Path]:
-    folder = root / RECORDS_DIR / ("runs" if kind == "run" else "models")
+    folder = root_place(root, "run_records" if kind == "run" else "model_records")
     return sorted(p for p in folder.glob("*.json") if not p.name.startswith(".")) if folder.is_dir() else []
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from defsentflow.model.ica import IcaTransform, ica_transform
 from defsentflow.training.adapters import ADAPTERS, BackboneAdapter, PreparedBackbone, adapter_for, prepare_backbone
 from defsentflow.training.batching import TokenizedExamples, length_bucketed_batches, tokenize_examples
 from defsentflow.training.checkpoint import capture_rng, load_checkpoint, restore_rng, save_checkpoint, seed_everything
@@ -13,10 +14,9 @@ from defsentflow.training.config import (
     TrainConfig,
     paper_config,
 )
-from defsentflow.training.entry_embeddings import build_entry_embeddings, entry_means
-from defsentflow.training.entry_matrix import EntryMatrix
+from defsentflow.training.entry_matrix import EntryMatrix, encode_entry_matrix
+from defsentflow.training.entry_shards import entry_means
 from defsentflow.training.heads import DefinitionClassifier, head_vector, sentence_head_vectors
-from defsentflow.training.ica import IcaTransform, ica_transform
 from defsentflow.training.loop import (
     LoopOutcome,
     TrainResult,
@@ -43,9 +43,9 @@ __all__ = [
     "TrainConfig",
     "TrainResult",
     "adapter_for",
-    "build_entry_embeddings",
     "build_optimizer",
     "capture_rng",
+    "encode_entry_matrix",
     "entry_means",
     "entry_targets",
     "head_vector",

@@ -33,6 +33,7 @@ from defsentflow.encoders.loading import (
     model_construction,
     resolve_model_path,
 )
+from defsentflow.model import model_head
 
 __all__ = [
     "ADAPTERS",
@@ -213,6 +214,11 @@ def prepare_backbone(base_model: str | os.PathLike, *, device: torch.device, wor
     if use_pooler and pooler_source == "random":
         log.warning("%s has no trained pooler weights: the pooler starts from random weights", enc.path)
     activation: PoolerActivation = "gelu" if pooler_source == "mlm_dense" else adapter.pooler_activation
+    recorded = model_head(enc.path).pooler_activation if trained_pooler else None
+    if recorded is not None and not (use_pooler and from_mlm and mlm_model is not None):
+        # a model trained here keeps the activation its pooler was trained with (continuing a
+        # masked-LM-only BERT trained through GELU must not flip to BERT's tanh)
+        activation = recorded  # type: ignore[assignment]
     head: nn.Module | None = None
     decoder: Decoder | None = None
     if word_head:

@@ -31,6 +31,7 @@ import json
 import os
 import random
 import shutil
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +40,6 @@ from typing import Any
 import numpy as np
 
 from defsentflow.encoders import resolve_model_path
-from defsentflow.encoders.model_record import model_ref, read_model_record
 from defsentflow.fanout import (
     FanOut,
     kill_hook_steps,
@@ -49,9 +49,11 @@ from defsentflow.fanout import (
     worker_device,
     worker_threads,
 )
+from defsentflow.model.ids import trained_model_id
+from defsentflow.model.record import model_ref, read_model_record
 from defsentflow.storage import Catalog, data_root, hash_path, write_json
 from defsentflow.storage.locks import artifact_lock
-from defsentflow.storage.paths import from_root, to_root
+from defsentflow.storage.paths import from_root, place_relpath, root_place, to_root
 from defsentflow.storage.records import make_record, read_record, write_record
 from defsentflow.training.config import TrainConfig, paper_config
 from defsentflow.training.data import TrainingData, TrainingDataRef
@@ -67,7 +69,10 @@ __all__ = ["CandidateSpec", "ModelSlot", "Scorer", "TrainSpec", "model_slot", "p
            "train_candidate", "train_config_for"]
 
 Scorer = Callable[[ScoreRequest], "tuple[float, list[dict[str, Any]]]"]
-"""``scorer(request) -> (value, metric rows)``: the selection score of ``request.candidate``."""
+"""``scorer(request) -> (value, metric rows)``: the selection score of ``request.candidate``. The
+evaluation's scorer (:class:`defsentflow.evaluation.selection.SelectionScorer`) also names the
+figure's evaluation key (``scorer.key(request, model_key=, inputs_hash=)``) and leaderboard column
+(``scorer.column(request)``); a stand-in without them is keyed by :func:`_score_key`."""
 
 
 # -- where a trained model lives --------------------------------------------------------------------------
@@ -84,10 +89,10 @@ class ModelSlot:
 
 
 def model_slot(method: str, key: str) -> ModelSlot:
-    """The one rule: ``dsp-<key12>`` (DefSent+) or ``defsent-<key12>`` under ``models/pst/<key>``."""
-    prefix = "dsp" if method == "defsent_plus" else method
-    return ModelSlot(key=key, method=method, model_id=f"{prefix}-{key[:12]}", folder=f"models/pst/{key}",
-                     checkpoint=f"checkpoints/pst/{key}")
+    """Where a model trained here lies: its id by the one id rule (:func:`defsentflow.model.ids.trained_model_id`:
+    ``dsp-<key12>`` for DefSent+, ``defsent-<key12>``) under ``models/pst/<key>``."""
+    return ModelSlot(key=key, method=method, model_id=trained_model_id(method, key), folder=place_relpath("pst_models", key),
+                     checkpoint=place_relpath("pst_checkpoints", key))
 
 
 @dataclass(frozen=True)
@@ -253,7 +258,8 @@ class CandidateSpec:
 
     @property
     def score_path(self) -> Path:
-        return Path(self.root) / "pst" / "scores" / f"{self.score_key}.json"
+        """The figure in the one evaluation store (``cache/evaluations/<key>.json``)."""
+        return root_place(self.root, "evaluations", f"{self.score_key}.json")
 
 
 def _request(section: PstSection, data: TrainingData, cand: Candidate, plan: SelectionPlan, root: Path) -> ScoreRequest:
@@ -266,8 +272,19 @@ def _request(section: PstSection, data: TrainingData, cand: Candidate, plan: Sel
 
 
 def _score_key(section: PstSection, cand: Candidate, plan: SelectionPlan) -> str:
+    """A stand-in scorer's key (every setting of the request: the evaluation's scorer names its own)."""
     pooling = section.selection_pooling or cand.pooling
-    return artifact_key("pst_score", cand.artifact_key, plan.metric, plan.data_hash, pooling, section.max_length)
+    return artifact_key("pst_score", cand.artifact_key, plan.metric, plan.data_hash, pooling, section.max_length,
+                        section.autocast)
+
+
+def _keyed(spec: CandidateSpec, scorer: Scorer | None) -> CandidateSpec:
+    """``spec`` with its figure's key as ``scorer`` names it (the evaluation key of the registry's scorer)."""
+    key = getattr(scorer, "key", None)
+    if key is None:
+        return spec
+    return dataclasses.replace(spec, score_key=key(spec.request, model_key=spec.candidate.artifact_key,
+                                                   inputs_hash=spec.data_hash))
 
 
 def plan_candidate(section: PstSection, data: TrainingData, plan: SelectionPlan, *, step: int, seed: int,
@@ -280,7 +297,7 @@ def plan_candidate(section: PstSection, data: TrainingData, plan: SelectionPlan,
                           start=start, start_id=start_id, step=step, root=home)
     cand = Candidate(step=step, seed=seed, pooling=grid.pooling, entry_encoding=grid.entry_encoding, lr=lr,
                      model_id=train.slot.model_id, model_dir=str(home / train.slot.folder), artifact_key=train.slot.key,
-                     use_pooler=section.use_pooler, entry_matrix_path=str(Path(matrix.path) / "matrix.npy"),
+                     use_pooler=section.use_pooler, entry_matrix_path=matrix.path,
                      ica=matrix.ica)
     return CandidateSpec(label=f"step {step} {cand.label}", root=str(home), run_id=run_id, threads=threads,
                          candidate=cand, train=train, score_key=_score_key(section, cand, plan),
@@ -298,7 +315,8 @@ def plan_base_candidate(section: PstSection, data: TrainingData, plan: Selection
 
 
 def _scored(spec: CandidateSpec, rec: dict[str, Any]) -> Candidate:
-    return dataclasses.replace(spec.candidate, metric=rec["metric"], score=float(rec["value"]), score_note=spec.note)
+    return dataclasses.replace(spec.candidate, metric=rec["metric"], score=float(rec["value"]), score_note=spec.note,
+                               column=rec.get("column"))
 
 
 def _finished(spec: CandidateSpec) -> dict[str, Any] | None:
@@ -329,14 +347,17 @@ def run_candidate(spec: CandidateSpec, scorer: Scorer) -> dict[str, Any]:
             if done is not None:
                 return done
             req = dataclasses.replace(spec.request, device=worker_device(spec.request.device) or spec.request.device)
+            t0 = time.perf_counter()
             with _own_rng():
                 value, rows = scorer(req)
             rows = [{**r, "model_id": spec.candidate.model_id} for r in rows]
+            column = getattr(scorer, "column", None)
             rec = {"metric": req.metric, "value": float(value), "pooling": req.pooling, "rows": rows,
-                   "note": spec.note}
+                   "seconds": {req.metric: time.perf_counter() - t0}, "note": spec.note,
+                   "column": column(req) if column is not None else None}
             path = spec.score_path
             write_json(rec, path)
-            score_record = make_record(spec.root, key=spec.score_key, kind="selection_score", path=path,
+            score_record = make_record(spec.root, key=spec.score_key, kind="evaluation", path=path,
                                        content_hash=hash_path(path), name=spec.candidate.model_id,
                                        input_hashes={"model": spec.candidate.artifact_key, "data": spec.data_hash},
                                        config={"metric": req.metric, "pooling": req.pooling}, run_id=spec.run_id,
@@ -373,6 +394,7 @@ def start_candidates(specs: Sequence[CandidateSpec], *, scorer: Scorer | None, f
     registers their records and returns the candidates. Candidates the catalog already holds are
     read back without a call."""
     cat = Catalog(root)
+    specs = [_keyed(s, scorer) for s in specs]
     out: list[Candidate | None] = [_registered(cat, s) for s in specs]
     todo = [i for i, c in enumerate(out) if c is None]
     if todo and scorer is None:

@@ -13,6 +13,7 @@ from typing import Literal, get_args
 from pydantic import Field, field_validator, model_serializer
 
 from defsentflow.config_tools import Autocast, ConfigSection, EntryEncoding, Method, TrainPooling
+from defsentflow.model.head import ENTRY_POOLING  # the one table (the model's head): AC averages CLS, AMP mean
 
 __all__ = [
     "Method",
@@ -34,8 +35,6 @@ LrDecay = Literal["auto", "linear", "none"]
 
 METHODS: tuple[str, ...] = get_args(Method)
 ENTRY_ENCODINGS: tuple[str, ...] = get_args(EntryEncoding)
-ENTRY_POOLING: dict[str, str] = {"ac": "cls", "amp": "mean"}
-"""The pooling each entry encoding averages: AC, the CLS vector; AMP, mean pooling."""
 TRAIN_POOLINGS: tuple[str, ...] = get_args(TrainPooling)
 
 

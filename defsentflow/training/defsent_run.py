@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from defsentflow.encoders.model_record import read_model_record
+from defsentflow.model.record import read_model_record
 from defsentflow.storage import Catalog, data_root, hash_config
 from defsentflow.training.candidate import TrainSpec, plan_training, train_candidate
 from defsentflow.training.data import load_training_data, splits_for

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -20,9 +19,9 @@ from torch import nn
 
 from defsentflow.encoders.encoding import encode_texts
 from defsentflow.encoders.loading import Autocast, pick_device
-from defsentflow.encoders.model_record import read_model_record
 from defsentflow.encoders.pooling import pool
-from defsentflow.training.adapters import PreparedBackbone, activation_fn, prepare_backbone
+from defsentflow.model import model_head
+from defsentflow.training.adapters import activation_fn, prepare_backbone
 
 __all__ = ["DefinitionClassifier", "HeadQueryEncoder", "FUSED_MIN_ENTRIES", "head_vector", "prepare_matrix",
            "sentence_head_vectors"]
@@ -167,21 +166,13 @@ class DefinitionClassifier(nn.Module):
         return F.cross_entropy(logits, target)
 
 
-def _pooler_activation(model_dir: Path, prepared: PreparedBackbone) -> str:
-    """A trained model's pooler activation (its record), else the one the prepared backbone's pooler
-    starts with (GELU for a pooler from the MLM head's dense layer)."""
-    rec = read_model_record(model_dir)
-    if rec is not None and rec.pooler_activation:
-        return rec.pooler_activation
-    return prepared.pooler_activation
-
-
 class HeadQueryEncoder:
     """Head-mode sentence vectors with the backbone loaded once (a server encodes many batches).
 
-    Pooled, then through the pooler: a model trained here carries its pooler activation in
-    ``defsentflow.json`` (GELU for RoBERTa); an untrained checkpoint gets what training would
-    start from (a pooler it never trained, RoBERTa's included, from its MLM head's dense layer).
+    Pooled, then through the pooler: a model trained here carries its pooler activation in its head
+    (:func:`defsentflow.model.model_head`; GELU for RoBERTa); an untrained checkpoint gets what
+    training would start from (a pooler it never trained, RoBERTa's included, from its MLM head's
+    dense layer).
 
     Example:
         >>> enc = HeadQueryEncoder("storage/models/defsent-plus", "mean", use_pooler=True)
@@ -192,13 +183,12 @@ class HeadQueryEncoder:
     def __init__(self, model_dir: str | os.PathLike, pooling: str, use_pooler: bool, *, max_length: int = 64,
                  autocast: Autocast = "none", device: str = "auto"):
         self.device = pick_device(device)
-        path = Path(str(model_dir))
-        trained = path.is_dir() and read_model_record(path) is not None
+        head = model_head(model_dir)
         self.prepared = prepare_backbone(model_dir, device=self.device, word_head=False,
-                                         use_pooler=use_pooler and not trained)
+                                         use_pooler=use_pooler and not head.trained)
         self.pooling, self.use_pooler, self.max_length, self.autocast = pooling, use_pooler, max_length, autocast
         self.dense = self.prepared.pooler_dense() if use_pooler else None
-        self.activation = _pooler_activation(path, self.prepared) if path.is_dir() else self.prepared.pooler_activation
+        self.activation = self.prepared.pooler_activation  # a trained pooler's: its record's (prepare_backbone)
 
     def __call__(self, texts: Sequence[str], batch_size: int = 128) -> np.ndarray:
         pooled = encode_texts(self.prepared.encoder, texts, pooling=self.pooling, batch_size=batch_size,

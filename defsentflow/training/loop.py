@@ -270,7 +270,7 @@ def train_encoder(config: TrainConfig, base_model: str | os.PathLike, definition
     if defsent and entry_matrix is not None:
         raise ValueError("DefSent predicts vocabulary ids: pass entry_matrix=None")
     if not defsent and entry_matrix is None:
-        raise ValueError("DefSent+ needs entry_matrix (see build_entry_embeddings)")
+        raise ValueError("DefSent+ needs entry_matrix (see encode_entry_matrix)")
     if entry_matrix is not None and not isinstance(entry_matrix, np.ndarray):
         entry_matrix = np.asarray(entry_matrix, dtype=np.float32)
     use_pooler = config.use_pooler and not defsent  # DefSent feeds the pooled vector straight to the MLM head

@@ -49,8 +49,9 @@ from defsentflow.dictionary import load_examples, resolve_dictionary
 from defsentflow.encoders.encoding import pad_batch, tokenize_sorted
 from defsentflow.encoders.export import save_encoder
 from defsentflow.encoders.loading import model_construction, model_content_hash, pick_device, resolve_model_path
-from defsentflow.encoders.model_record import read_model_record
-from defsentflow.storage import Catalog, hash_path
+from defsentflow.model.ids import named_model_id
+from defsentflow.model.record import read_model_record
+from defsentflow.storage import Catalog, hash_path, root_place
 from defsentflow.storage.locks import artifact_lock
 from defsentflow.training.batching import length_bucketed_batches
 from defsentflow.training.checkpoint import remove_checkpoint, seed_everything
@@ -380,9 +381,9 @@ def train_or_find(section: PretrainSection, corpus_keys: Sequence[str], dictiona
     """
     cat = Catalog(root)
     key = pretrain_key(corpus_keys, dictionary_key, section.dictionary_splits, tokenizer_hash, section)
-    model_id = f"{section.name}-{key[:10]}"
-    out = cat.root / "models" / "pretrain" / key
-    ckpt = cat.root / "checkpoints" / "pretrain" / key
+    model_id = named_model_id(section.name, key)
+    out = root_place(cat.root, "pretrain_models", key)
+    ckpt = root_place(cat.root, "pretrain_checkpoints", key)
     with artifact_lock(key, root):  # a second run of the same key waits, then finds the model
         found = cat.artifact(key)
         if found is not None:

@@ -49,10 +49,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from defsentflow.encoders import resolve_model_path
 from defsentflow.fanout import FanOut, runs_beside, sequential
-from defsentflow.storage import Catalog, check_identifier, data_root, hash_config, hash_path, under_root, write_json
-from defsentflow.storage.paths import relative_tree, resolved_tree
+from defsentflow.model.ids import run_alias
+from defsentflow.storage import Catalog, check_identifier, data_root, hash_config, hash_path, write_json
+from defsentflow.storage.paths import relative_tree, resolved_tree, root_place
 from defsentflow.training.candidate import (
     Scorer,
     plan_base_candidate,
@@ -128,7 +128,7 @@ class PstSteps:
     (``step(fn, *args, **kwargs)`` runs one whole step). Nothing here decides anything.
 
     ``fan_out(fn, calls) -> results in submission order`` runs a step's candidates (one
-    :func:`~defsentflow.training.pst_candidates.run_candidate` call each; default a plain loop, the
+    :func:`~defsentflow.training.candidate.run_candidate` call each; default a plain loop, the
     flows pass one that submits to a Dask cluster). ``scorer(request) -> (value, rows)`` is the
     selection scorer (training imports no evaluation code: the caller passes
     :func:`defsentflow.evaluation.selection.selection_score` or a stand-in); ``threads`` is the
@@ -201,7 +201,7 @@ def run_step(section: PstSection, data: TrainingData, plan: StepPlan, selection:
     result = StepResult(step=plan.step, candidates=tuple(cands), best=best, key=key,
                         seconds=time.perf_counter() - t0, lr=plan.lr, entry_matrices=tuple(matrices.values()),
                         rule=section.selection_rule, figure=figure, group_means=means)
-    final = data_root(root) / "pst" / "steps" / f"{key}.json"
+    final = root_place(data_root(root), "pst_steps", f"{key}.json")
     write_json(relative_tree(cat.root, result.to_dict()), final)  # paths in the root: root-relative
     cat.register_artifact(key, "pst_step", final, hash_path(final), name=f"step{plan.step}", run_id=run_id,
                           config=plan.to_dict())
@@ -262,36 +262,38 @@ def choose_winner(history: Sequence[StepResult], final: str = "best_dev") -> tup
 
 def finish_pst(section: PstSection, run_id: str, history: Sequence[StepResult], selection: SelectionPlan,
                stop_note: str, *, root: str | os.PathLike | None = None, seconds: float = 0.0) -> PstResult:
-    """Pick the winner, write the run record, register the chosen encoder as ``pst-<run_id>``."""
+    """Pick the winner, write the run record, name the chosen encoder ``pst-<run_id>`` (an alias of its
+    own id, which the result returns: a re-run of the same config returns the same id)."""
     winner, reason = choose_winner(history, section.final)
     notes = "; ".join(n for n in (selection.note, stop_note) if n)
-    model_id = f"pst-{run_id}"
-    record_path = under_root(data_root(root), "pst", "runs", f"{check_identifier(run_id, 'run id')}.json")
+    alias = run_alias(run_id)
+    record_path = root_place(data_root(root), "pst_runs", f"{check_identifier(run_id, 'run id')}.json")
     result = PstResult(run_id=run_id, selection=selection, steps=tuple(history), winner=winner, reason=reason,
-                       stop_note=stop_note, model_id=model_id, model_dir=winner.model_dir, record_path=str(record_path),
-                       seconds=seconds)
+                       stop_note=stop_note, model_id=winner.model_id, model_dir=winner.model_dir,
+                       record_path=str(record_path), seconds=seconds)
     write_json(relative_tree(data_root(root), {**result.to_dict(), "config": section.model_dump(mode="json")}),
                record_path)
     key = artifact_key("pst_result", *(s.key or s.best.artifact_key for s in history), winner.artifact_key, winner.pooling)
     cat = Catalog(root)
     meta = {"winner_step": winner.step, "winner_model_id": winner.model_id, "pooling": winner.pooling,
             "selection_metric": winner.metric, "selection_score": winner.score, "reason": reason, "note": notes,
-            "selection_rule": section.selection_rule}
+            "selection_rule": section.selection_rule, "selection_column": winner.column}
     with cat.transaction() as con:
-        cat.register_artifact(key, "pst_result", record_path, hash_path(record_path), name=model_id, run_id=run_id,
+        cat.register_artifact(key, "pst_result", record_path, hash_path(record_path), name=alias, run_id=run_id,
                               meta=meta, con=con)
         con.execute("DELETE FROM pst_runs WHERE run_id = ?", [run_id])
         con.execute(
             "INSERT INTO pst_runs (run_id, base_model, dictionary, steps_run, winner_step, winner_model_id, "
             "model_id, selection_metric, selection_score, reason, note, record_path, seconds, selection_rule, "
-            "train_entries) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [run_id, section.base_model, section.dictionary, history[-1].step, winner.step, winner.model_id, model_id,
+            "train_entries, selection_column) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [run_id, section.base_model, section.dictionary, history[-1].step, winner.step, winner.model_id, alias,
              winner.metric, winner.score, reason, notes, cat.rel(record_path), seconds, section.selection_rule,
-             section.train_entries],
+             section.train_entries, winner.column],
         )
-    cat.register_model(model_id, resolve_model_path(winner.model_dir), base_model=section.base_model, method="pst",
-                       pooling=winner.pooling,
-                       run_id=run_id, artifact_key=key, meta=meta)
+    # the winner is filed already (a trained candidate's record, or step 0's base model): the run's
+    # name for it is an alias, the row keeps its own fields
+    cat.register_model(winner.model_id, winner.model_dir, base_model=section.base_model, pooling=winner.pooling,
+                       run_id=run_id, names=[(alias, "run")], keep=True)
     return result
 
 
@@ -311,7 +313,7 @@ def run_pst(section: PstSection, *, run_id: str, root: str | os.PathLike | None 
     with cat.recorded_run("pst", run_id, config=section.model_dump(mode="json"), config_hash=hash_config(section)) as run:
         data = load_training_data(section.dictionary, section.max_train_entries,
                                   splits=splits_for(section.train_entries), root=root)
-        selection = selection_plan(section, data)
+        selection = selection_plan(section, data, getattr(steps.scorer, "input_file", None))
         history: list[StepResult] = []
         stop_note = ""
 

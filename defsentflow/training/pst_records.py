@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from defsentflow.training.pst_config import GridPoint
@@ -41,10 +40,6 @@ class MatrixRef(_Record):
     dim: int
     stats: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def matrix_path(self) -> Path:
-        return Path(self.path) / "matrix.npy"
-
 
 @dataclass(frozen=True)
 class Candidate(_Record):
@@ -64,6 +59,7 @@ class Candidate(_Record):
     score: float | None = None
     score_note: str | None = None
     ica: bool = False           # trained against the ICA-transformed entry matrix
+    column: str | None = None   # the selection figure's leaderboard column (the registry names it)
 
     @property
     def group(self) -> str:

@@ -10,12 +10,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from defsentflow.config_tools import resolve_data_dir
+from defsentflow.model.ids import base_model_id
 from defsentflow.storage import Catalog, hash_config, hash_path
 from defsentflow.training.data import TrainingData
 from defsentflow.training.keys import artifact_key, base_model_of
@@ -35,15 +36,15 @@ def base_name_or_path(section: PstSection) -> str:
 
 
 # -- selection ------------------------------------------------------------------------------------------
-def _stsb_dev_file(data_dir: Path) -> Path | None:
-    for p in (data_dir / "sts" / "STSBenchmark" / "sts-dev.csv", data_dir / "STSBenchmark" / "sts-dev.csv"):
-        if p.is_file():
-            return p
-    return None
+def selection_plan(section: PstSection, data: TrainingData,
+                   input_file: Callable[[str, Path], Path | None] | None = None) -> SelectionPlan:
+    """STS-B dev when asked for and available; otherwise reverse-dictionary dev MRR, with the reason.
 
-
-def selection_plan(section: PstSection, data: TrainingData) -> SelectionPlan:
-    """STS-B dev when asked for and available; otherwise reverse-dictionary dev MRR, with the reason."""
+    ``input_file(metric, data_dir)``: the file the selection metric's evaluator reads under
+    ``data_dir`` (None: absent), as the task registry declares it (the scorer's
+    :meth:`~defsentflow.evaluation.selection.SelectionScorer.input_file`; training imports no
+    evaluation code). Without it no STS file is known and the reverse dictionary selects.
+    """
     revdict_hash = f"{data.dictionary_hash}:{section.selection_revdict_mode}:{section.selection_max_queries}"
     revdict = SelectionPlan(metric="revdict-mrr", data_dir=None, data_hash=revdict_hash)
     if section.selection == "revdict-mrr":
@@ -52,7 +53,7 @@ def selection_plan(section: PstSection, data: TrainingData) -> SelectionPlan:
     if data_dir is None:
         why = f"data_dir {section.data_dir!r} not found"
     else:
-        stsb = _stsb_dev_file(data_dir)
+        stsb = input_file(section.selection, data_dir) if input_file is not None else None
         if stsb is not None:
             return SelectionPlan(metric="stsb-dev", data_dir=str(data_dir),
                                  data_hash=hash_path(stsb) if stsb else f"dir:{data_dir}")
@@ -108,9 +109,10 @@ def choose_step(candidates: Sequence[Candidate], rule: str) -> tuple[Candidate, 
 def base_candidates(section: PstSection, *, root: str | os.PathLike | None = None,
                     run_id: str | None = None) -> list[Candidate]:
     """Step 0: the untrained base model, once per pooling the later steps are scored with."""
-    base, base_hash = base_model_of(section)
-    model_id = f"base-{base_hash[:12]}"
-    Catalog(root).register_model(model_id, base, base_model=section.base_model, method="base", run_id=run_id)
+    _, base_hash = base_model_of(section)
+    model_id = base_model_id(section.base_model)  # by the name it was given, its content hash beside it
+    Catalog(root).register_model(model_id, base_name_or_path(section), base_model=section.base_model, method="base",
+                                 meta={"base_model_hash": base_hash})
     poolings = ([section.selection_pooling] if section.selection_pooling
                 else list(dict.fromkeys(g.pooling for g in section.grid)))
     return [Candidate(step=0, seed=None, pooling=p, entry_encoding=None, lr=None, model_id=model_id,

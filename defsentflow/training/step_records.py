@@ -38,5 +38,5 @@ def _record_entry_space(run_id: str, result: StepResult, root: str | os.PathLike
     for m in result.entry_matrices:
         if m.stats:
             plot = Path(m.path) / "entry_space.png"
-            record_entry_space_stats(run_id, result.step, m.key, m.stats, root=root, matrix_path=str(Path(m.path) / "matrix.npy"),
+            record_entry_space_stats(run_id, result.step, m.key, m.stats, root=root, matrix_path=m.path,
                                      plot_path=str(plot) if plot.is_file() else None)

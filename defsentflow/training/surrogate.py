@@ -39,10 +39,20 @@ from defsentflow.encoders import (
     require_safetensors,
     resolve_model_path,
 )
-from defsentflow.encoders.model_record import model_ref, write_model_record
+from defsentflow.model.ids import named_model_id
+from defsentflow.model.record import model_ref, write_model_record
 from defsentflow.progress import live
 from defsentflow.scoring.stages import run_harvest
-from defsentflow.storage import Catalog, atomic_dir, code_version, combine_hashes, data_root, hash_config, hash_path
+from defsentflow.storage import (
+    Catalog,
+    atomic_dir,
+    code_version,
+    combine_hashes,
+    data_root,
+    hash_config,
+    hash_path,
+    root_place,
+)
 
 if TYPE_CHECKING:
     from defsentflow.scoring.config import SurrogateSection
@@ -229,12 +239,12 @@ def run_surrogate(cfg, pairs: dict, *, run_id: str | None = None) -> dict:
     cat = Catalog(cfg.root)
     key = combine_hashes(["surrogate", pairs["key"], model_content_hash(resolve_model_path(scfg.base_encoder)),
                           hash_config(_settings(scfg)), code_version()])
-    model_id = f"{cfg.surrogate.name}-{key[:10]}"
-    final = cat.root / "models" / "surrogate" / key
+    model_id = named_model_id(cfg.surrogate.name, key)
+    final = root_place(cat.root, "surrogate_models", key)
     art = cat.artifact(key)
     if art is not None:
         return {"model_id": model_id, "key": key, "path": str(final), "cached": True, **(art.get("meta") or {})}
-    res = train_surrogate(pairs["path"], final, scfg, work_dir=cat.root / "cache" / "surrogate-checkpoints" / key)
+    res = train_surrogate(pairs["path"], final, scfg, work_dir=root_place(cat.root, "surrogate_checkpoints", key))
     meta = {"n_pairs": res.n_pairs, "steps": res.steps, "seconds": res.seconds, "train_loss": res.train_loss,
             "resumed_from": res.resumed_from, "pairs_key": pairs["key"]}
     with cat.transaction() as con:

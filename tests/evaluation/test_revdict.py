@@ -207,12 +207,13 @@ def test_evaluate_revdict_cosine_equals_slow_reencoding(tiny_bert_dir):
 
 
 def test_evaluate_revdict_head_mode_equals_slow_loop(tiny_bert_dir, tiny_mlm_dir):
-    """Head mode: the model's pooler output against entries built by another (entry) encoder."""
+    """Head mode: the model's pooler output (asked for: a bare checkpoint's head uses no pooler,
+    tests/model/test_head.py) against entries built by another (entry) encoder."""
     from defsentflow.encoders import encode_texts, load_encoder
     from defsentflow.training.heads import sentence_head_vectors
 
     table = _table(_toy_rows())
-    res = evaluate_revdict(str(tiny_bert_dir), table, split="test", modes=("head",), pooling="cls",
+    res = evaluate_revdict(str(tiny_bert_dir), table, split="test", modes=("head",), pooling="cls", use_pooler=True,
                            entry_encoder=str(tiny_mlm_dir), entry_encoding="amp", device="cpu")
     assert res["entry_encoding"] == "amp" and res["pooling"] == "cls" and res["use_pooler"] is True
     q = prepare_queries(table, split="test", exclude=trained_texts(table))

@@ -1,7 +1,10 @@
 """The evaluation stage reuses a finished identical evaluation (issue 33): same model content, task
-inputs, settings and code version; any other setting evaluates again under its own figure names."""
+inputs, settings and code version, whoever evaluates; any other setting, a changed data file or
+changed stored rows evaluate again (one file for the behaviour: test_reuse.py was merged here)."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -34,3 +37,29 @@ def test_an_identical_evaluation_is_reused_and_filed_under_the_new_id(home, tiny
     assert not short["cached"] and {r["task"] for r in short["rows"]} == {"sts12+len8"}
     names = {r["task"] for r in cat.query("SELECT DISTINCT task FROM metrics WHERE model_id = 'first'")}
     assert names == {"sts12", "sts12+len8"}   # the first figure kept, the new one beside it
+
+
+def test_changed_stored_rows_or_data_are_evaluated_again(home, tiny_bert_dir, sts_data_dir):
+    section = EvaluateSection(model=str(tiny_bert_dir), tasks=("sts12", "stsb-dev"), data_dir=str(sts_data_dir),
+                              pooling="mean", model_id="first")
+    first = stage.run_evaluate(section, run_id="e1")
+    cat = Catalog()
+    (art,) = cat.query("SELECT artifact_key, path FROM artifacts WHERE kind = 'evaluation'")
+    # the stored rows changed on disk: not trusted, evaluated again
+    stored = json.loads(open(art["path"]).read())
+    stored["rows"][0]["value"] = 0.999
+    with open(art["path"], "w") as fh:
+        json.dump(stored, fh)
+    assert stage.run_evaluate(section, run_id="e3")["rows"] == first["rows"]
+    # a data file changed: a new key
+    gs = sts_data_dir / "sts" / "STS12-en-test" / "STS.gs.MSRpar.txt"
+    gs.write_text("0.125\n" + gs.read_text().split("\n", 1)[1])
+    assert stage.run_evaluate(section, run_id="e4")["cached"] is False
+    statuses = [r["status"] for r in cat.query("SELECT status FROM stages WHERE stage = 'evaluate-model' ORDER BY started_at")]
+    assert statuses == ["completed", "completed", "completed"]
+
+
+def test_an_unrecorded_evaluation_writes_nothing(home, tiny_bert_dir, sts_data_dir):
+    section = EvaluateSection(model=str(tiny_bert_dir), tasks=("sts12",), data_dir=str(sts_data_dir), pooling="mean")
+    assert stage.run_evaluate(section, run_id=None)["cached"] is False
+    assert not (home / "catalog.duckdb").exists() and not (home / "cache").exists()

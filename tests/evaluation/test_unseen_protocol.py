@@ -108,7 +108,7 @@ def test_ica_fitted_in_training_is_saved_and_reused_never_refit(tmp_path, tiny_b
 
     from sklearn.decomposition import FastICA
 
-    from defsentflow.training.ica import IcaTransform
+    from defsentflow.model.ica import IcaTransform
 
     rng = np.random.default_rng(1)
     matrix = rng.standard_normal((80, 32)) @ rng.standard_normal((32, 32))

@@ -240,8 +240,39 @@ def test_records_written_before_a_kill_are_registered_by_the_rerun(tiny_bert_dir
         raise AssertionError("the re-run must not train or score again")
 
     monkeypatch.setattr(loop, "train_encoder", forbidden)
-    monkeypatch.setattr(revdict, "evaluate_revdict", forbidden)
+    monkeypatch.setattr(revdict, "evaluate_revdict_runs", forbidden)
     res = run_pst(sec, run_id="k2", steps=SEQUENTIAL)
     assert len(res.steps[1].candidates) == 2
     assert len(Catalog().query("SELECT * FROM models WHERE method = 'defsent_plus'")) == 2
     assert _duplicates(home) == {"artifacts": 0, "models": 0, "metrics": 0}
+
+
+# -- one call, whatever runs it (defsentflow/fanout.py; was tests/test_fanout_calls.py) -------------------
+def _process_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+def test_a_call_runs_at_its_settings_threads_and_the_process_keeps_its_own():
+    import torch
+
+    from defsentflow.fanout import CallSettings, Sequential, in_turn, run_call
+
+    before = torch.get_num_threads()
+    assert Sequential(3)(_process_threads, [(), ()]) == [3, 3]
+    assert run_call(_process_threads, (), CallSettings(threads=None)) == before  # None: the process's own
+    assert in_turn(_process_threads, [()]) == [before]  # points and arms: nothing set around the whole run
+    assert torch.get_num_threads() == before
+
+
+def test_a_call_that_asked_for_a_gpu_refuses_the_cpu():
+    import torch
+
+    from defsentflow.fanout import CallSettings, GpuMissingError, run_call, worker_device
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(GpuMissingError, match=r"^asked for a GPU \(compute.gpus_per_candidate: 1\) but would run on cpu"):
+        run_call(worker_device, ("auto",), CallSettings(gpus=1))
+    assert run_call(worker_device, ("auto",), CallSettings(gpus=0)) == "auto"

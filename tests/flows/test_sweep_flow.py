@@ -103,8 +103,8 @@ def test_sweep_flow_shares_stages_skips_finished_points_and_resumes(prefect_test
     kinds = {r["kind"]: r["n"] for r in Catalog().query(
         "SELECT kind, count(*) AS n FROM artifacts WHERE kind IN ('entry_matrix', 'model') GROUP BY kind")}
     assert kinds == {"entry_matrix": 1, "model": 2}, kinds
-    base_scores = Catalog().query("SELECT count(*) AS n FROM artifacts WHERE kind = 'selection_score' "
-                                  "AND name LIKE 'base-%'")
+    base_scores = Catalog().query("SELECT count(*) AS n FROM artifacts WHERE kind = 'evaluation' "
+                                  "AND name LIKE 'base:%'")  # the untrained model's selection figure
     assert base_scores[0]["n"] == 1
 
     rows = Catalog().query("SELECT * FROM sweep_results WHERE sweep = 'tiny-sweep' ORDER BY position")

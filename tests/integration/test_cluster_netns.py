@@ -34,7 +34,8 @@ def _weights(home: Path) -> str:
     cat = Catalog(home, reader=True)
     run = cat.query("SELECT run_id FROM runs WHERE flow = 'pipeline' AND status = 'completed' "
                     "ORDER BY ended_at DESC LIMIT 1")[0]["run_id"]
-    path = cat.query("SELECT path FROM models WHERE model_id = ?", [f"pst-{run}"])[0]["path"]
+    path = cat.query("SELECT m.path FROM pst_runs AS p JOIN models AS m ON m.model_id = p.winner_model_id "
+                     "WHERE p.run_id = ?", [run])[0]["path"]
     h = hashlib.blake2b()
     for f in sorted(Path(path).glob("*.safetensors")):
         h.update(f.read_bytes())

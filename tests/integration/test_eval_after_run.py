@@ -34,8 +34,8 @@ def test_a_later_eval_with_other_settings_adds_columns_and_changes_none(tiny_fin
     _, home, _ = tiny_finished_root
     monkeypatch.setenv("DEFSENTFLOW_HOME", str(home))
     before = _board(home)
-    ((run,),) = catalog_rows(home, "SELECT run_id FROM pst_runs")
-    model = f"pst-{run}"
+    ((run, chosen),) = catalog_rows(home, "SELECT run_id, winner_model_id FROM pst_runs")
+    model = f"pst-{run}"  # the run's name for its choice: an alias of the model's own id
     cmd = ["--quiet", "eval", model, "--tasks", "revdict", "--revdict-candidates", "all", "--dictionary", "tiny",
            "--device", "cpu"]
     assert main(cmd) == 0
@@ -46,7 +46,7 @@ def test_a_later_eval_with_other_settings_adds_columns_and_changes_none(tiny_fin
     # the run's figures are named for its 50 queries; the command's default 2,000 are another column
     assert {"revdict_test_unseen_cosine_mrr", "revdict_dev_unseen_head_mrr"} <= added
     assert not any(c.startswith("revdict") and "_q50_" not in c for c in next(iter(before.values())))
-    (selected,) = [r for (m, _), r in after.items() if m == model]
+    (selected,) = [r for (m, _), r in after.items() if m == chosen]  # filed under the model's own id
     assert 0 < selected["revdict_test_unseen_cosine_mrr"] <= 1
     capsys.readouterr()
     assert main(cmd) == 0   # the same evaluation again: reused, not recomputed

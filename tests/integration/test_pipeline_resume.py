@@ -89,8 +89,18 @@ def test_rerun_is_cached_and_unchanged_inputs_end_at_once(tiny_first_run, tmp_pa
     tiny_pipeline, home, _, _ = tiny_first_run  # the shared first run's root: this run is its second
     artifacts = "SELECT artifact_key, kind FROM artifacts WHERE kind NOT IN ('report') ORDER BY 1"
     before = catalog_rows(home, artifacts)
+    chosen = "SELECT run_id, winner_model_id, model_id FROM pst_runs ORDER BY created_at"
+    board = "SELECT model_id FROM leaderboard WHERE model_id NOT LIKE 'base:%'"
+    first_board = catalog_rows(home, board)
     again = run_cli(["run", str(tiny_pipeline)], home)
     assert again.returncode == 0, again.stderr[-3000:]
+    # stable ids: the same model keeps its id on the leaderboard; the first run's name still names it
+    (_, first, first_name), (_, second, _) = catalog_rows(home, chosen)
+    assert first == second and catalog_rows(home, board) == first_board and (first,) in first_board
+    assert f"selected: {first} " in again.stdout
+    from defsentflow.encoders.lookup import find_model
+
+    assert find_model(first_name, root=home).model_id == first
     # every stage found by its content key (step 0, the untrained encoder's scores, is recorded
     # 'completed' whether or not its scores were found: the artifacts below say nothing was new)
     stages = stage_statuses(again.stdout)

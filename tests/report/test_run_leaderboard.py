@@ -1,5 +1,6 @@
-"""One leaderboard row per model: ids of one directory merged, columns of the tasks present,
-ranked by a run's dev-split selection figure; and the ``leaderboard`` command."""
+"""One leaderboard row per model, under its own (stable) id with its names beside it: ids of one
+directory merged, columns of the tasks present, ranked by the dev column the run's selection scorer
+named; and the ``leaderboard`` command."""
 
 from __future__ import annotations
 
@@ -15,23 +16,23 @@ def _m(task, value, setting="all", metric="spearman", pooling="mean"):
 
 
 def _demo_like(cat, *, selection="stsb-dev"):
-    """What a demo run leaves: pst-<run> and the dsp-<key> it selected share a directory; the base
-    encoder is base-<hash> (PST step 0) and base:<name> (the baseline's evaluation)."""
+    """What a demo run leaves: the base encoder under base:<name> (PST step 0 and the baseline's
+    evaluation), the dsp-<key> candidates, and pst-<run>, the run's name for the one it chose."""
+    column = {"stsb-dev": "stsb_dev_spearman", "revdict-mrr": "revdict_dev_unseen_cosine_mrr"}[selection]
     cat.start_run("pipeline", config={"name": "demo", "pst": {"selection_revdict_mode": "cosine"}}, run_id="demo-1")
-    cat.register_model("base-abc", "/m/minilm", method="base")
+    cat.register_model("base:all-MiniLM-L6-v2", "minilm", method="base")
     cat.register_model("dsp-111", "/m/pst/111", method="defsent_plus", pooling="mean")
     cat.register_model("dsp-222", "/m/pst/222", method="defsent_plus", pooling="mean")
-    cat.register_model("pst-demo-1", "/m/pst/111", method="pst", pooling="mean", run_id="demo-1")
-    cat.register_model("base:all-MiniLM-L6-v2", "/m/minilm")
-    cat.record_metrics("base-abc", [_m("stsb-dev", 86.70), _m("revdict-dev", 0.50, "cosine", "mrr")])
+    cat.register_model("dsp-111", "/m/pst/111", names=[("pst-demo-1", "run")], run_id="demo-1", keep=True)
+    cat.record_metrics("base:all-MiniLM-L6-v2", [_m("stsb-dev", 86.70), _m("revdict-dev", 0.50, "cosine", "mrr")])
     cat.record_metrics("dsp-111", [_m("stsb-dev", 86.80), _m("revdict-dev", 0.55, "cosine", "mrr"),
                                    _m("revdict", 0.90, "head", "mrr")])
     cat.record_metrics("dsp-222", [_m("stsb-dev", 86.90), _m("revdict-dev", 0.52, "cosine", "mrr")])
-    for mid, (mrr, top1) in {"pst-demo-1": (0.60, 0.44), "base:all-MiniLM-L6-v2": (0.48, 0.37)}.items():
+    for mid, (mrr, top1) in {"dsp-111": (0.60, 0.44), "base:all-MiniLM-L6-v2": (0.48, 0.37)}.items():
         cat.record_metrics(mid, [_m("revdict", mrr, "cosine", "mrr"), _m("revdict", top1, "cosine", "top1"),
                                  _m("sts12", 70.0, "mean"), _m("sts12/MSRpar", 1.0)], run_id="demo-1")
-    cat.execute("INSERT INTO pst_runs (run_id, model_id, winner_step, selection_metric) VALUES ('demo-1', 'pst-demo-1', 1, ?)",
-                [selection])
+    cat.execute("INSERT INTO pst_runs (run_id, model_id, winner_model_id, winner_step, selection_metric, selection_column) "
+                "VALUES ('demo-1', 'pst-demo-1', 'dsp-111', 1, ?, ?)", [selection, column])
 
 
 def test_one_row_per_model_with_only_the_columns_of_tasks_run(home):
@@ -42,13 +43,13 @@ def test_one_row_per_model_with_only_the_columns_of_tasks_run(home):
     _demo_like(cat)
     board = load_leaderboard(cat)
     ids = [r["model_id"] for r in board.rows]
-    assert sorted(ids) == ["base:all-MiniLM-L6-v2", "dsp-222", "pst-demo-1"]  # 5 ids, 3 models
+    assert sorted(ids) == ["base:all-MiniLM-L6-v2", "dsp-111", "dsp-222"]  # the models' own ids, never a run's name
     by = {r["model_id"]: r for r in board.rows}
-    assert by["pst-demo-1"]["aliases"] == ["dsp-111", "pst-demo-1"]
-    assert by["base:all-MiniLM-L6-v2"]["aliases"] == ["base-abc", "base:all-MiniLM-L6-v2"]
-    assert by["base:all-MiniLM-L6-v2"]["method"] == "base" and by["pst-demo-1"]["method"] == "pst"
+    assert by["dsp-111"]["aliases"] == ["dsp-111", "pst-demo-1"]
+    assert by["base:all-MiniLM-L6-v2"]["aliases"] == ["base:all-MiniLM-L6-v2"]
+    assert by["base:all-MiniLM-L6-v2"]["method"] == "base" and by["dsp-111"]["method"] == "defsent_plus"
     # the scores of every id of a model, in one row
-    pst, base = by["pst-demo-1"], by["base:all-MiniLM-L6-v2"]
+    pst, base = by["dsp-111"], by["base:all-MiniLM-L6-v2"]
     assert pst["revdict_test_unseen_cosine_mrr"] == 0.60 and pst["revdict_test_unseen_head_mrr"] == 0.90
     assert base["stsb_dev_spearman"] == 86.70 and base["revdict_test_unseen_cosine_mrr"] == 0.48
     # headline metrics only: no 'mean' setting, no per-subset task, MRR not top1; no STS average without STS
@@ -57,10 +58,10 @@ def test_one_row_per_model_with_only_the_columns_of_tasks_run(home):
                              "revdict_test_unseen_head_mrr")
     assert board.splits["stsb_dev_spearman"] == "dev" and board.splits["revdict_test_unseen_cosine_mrr"] == "test"
     # ranked by the run's selection figure on dev: STS-B dev
-    assert board.sort_by == "stsb_dev_spearman" and ids == ["dsp-222", "pst-demo-1", "base:all-MiniLM-L6-v2"]
+    assert board.sort_by == "stsb_dev_spearman" and ids == ["dsp-222", "dsp-111", "base:all-MiniLM-L6-v2"]
     assert "demo-1" in board.sort_note
     # restricted to some models: the columns they have
-    only = board.restrict(["base-abc"])
+    only = board.restrict(["base:all-MiniLM-L6-v2"])
     assert [r["model_id"] for r in only.rows] == ["base:all-MiniLM-L6-v2"]
     assert "revdict_test_unseen_head_mrr" not in only.columns
 
@@ -72,9 +73,9 @@ def test_ranked_by_the_dev_mrr_when_the_run_selected_by_reverse_dictionary(home)
     cat = Catalog()
     _demo_like(cat, selection="revdict-mrr")
     board = load_leaderboard(cat)
-    # never the test MRR (where pst-demo-1 leads), the dev one in the run's mode
+    # never the test MRR (where dsp-111 leads), the dev one in the run's mode
     assert board.sort_by == "revdict_dev_unseen_cosine_mrr"
-    assert [r["model_id"] for r in board.rows] == ["pst-demo-1", "dsp-222", "base:all-MiniLM-L6-v2"]
+    assert [r["model_id"] for r in board.rows] == ["dsp-111", "dsp-222", "base:all-MiniLM-L6-v2"]
     # the papers' protocol on dev is a dev figure too, but not the one this run selected by
     cat.record_metrics("dsp-222", [_m("revdict-dev-papers", 0.99, "cosine", "mrr")])
     board = load_leaderboard(cat)
@@ -129,7 +130,7 @@ def test_leaderboard_command_prints_one_row_per_model(home, capsys):
     lines = out.splitlines()
     assert lines[0].split()[:4] == ["model_id", "pooling", "method", "stsb_dev_spearman"]
     body = [ln for ln in lines[2:] if ln.strip() and not ln.startswith("sorted")][:3]
-    assert [ln.split()[0] for ln in body] == ["dsp-222", "pst-demo-1", "base:all-MiniLM-L6-v2"]
+    assert [ln.split()[0] for ln in body] == ["dsp-222", "dsp-111", "base:all-MiniLM-L6-v2"]
     assert "sorted by stsb_dev_spearman (dev split)" in out and "0.6000" not in out and "0.6" in out
     assert main(["leaderboard", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -141,3 +142,20 @@ def test_deltas_in_the_figures_scale(before, after, text):
     from defsentflow.report.leaderboard import format_delta
 
     assert format_delta(before, after) == text
+
+
+def test_a_catalog_from_before_stable_ids_shows_the_models_own_id(home):
+    """pst-<run> filed as a models row sharing the chosen model's folder (before names): one row,
+    under the model's own id, the run-scoped id beside it."""
+    from defsentflow.report import load_leaderboard
+    from defsentflow.storage import Catalog
+
+    cat = Catalog()
+    cat.register_model("dsp-111", "/m/pst/111", method="defsent_plus", pooling="mean")
+    cat.register_model("pst-old-1", "/m/pst/111", method="pst", pooling="mean", run_id="old-1")
+    cat.record_metrics("pst-old-1", [_m("stsb-dev", 86.80)])
+    cat.record_metrics("dsp-111", [_m("stsb-dev", 86.80)])
+    (row,) = load_leaderboard(cat).rows
+    assert row["model_id"] == "dsp-111" and row["aliases"] == ["dsp-111", "pst-old-1"]
+    rows = cat.query("SELECT display_id, aliases FROM model_aliases")
+    assert rows == [{"display_id": "dsp-111", "aliases": ["dsp-111", "pst-old-1"]}]  # one row per model

@@ -84,20 +84,20 @@ def test_index_is_cached_and_reloadable(tiny_bert_dir, home, monkeypatch):
 
 
 def test_resolve_mode():
-    assert resolve_mode("auto", {}) == "cosine"
-    assert resolve_mode("auto", {"entry_encoder": "minilm"}) == "head"
+    assert resolve_mode("auto", None) == "cosine"
+    assert resolve_mode("auto", "minilm") == "head"
     with pytest.raises(ValueError, match="mode must be"):
-        resolve_mode("dot", {})
+        resolve_mode("dot", None)
 
 
 def test_resolve_mode_prefers_the_better_measured_mode():
-    trained = {"entry_encoder": "minilm"}
+    trained = "minilm"  # the entry encoder of a model trained against an entry head
     assert resolve_mode("auto", trained, {"head": 0.05, "cosine": 0.25}) == "cosine"
     assert resolve_mode("auto", trained, {"head": 0.31, "cosine": 0.25}) == "head"
     # a model without an entry head cannot serve head mode, whatever was recorded
-    assert resolve_mode("auto", {}, {"head": 0.9, "cosine": 0.2}) == "cosine"
+    assert resolve_mode("auto", None, {"head": 0.9, "cosine": 0.2}) == "cosine"
     assert resolve_mode("head", trained, {"cosine": 0.9}) == "head"
-    assert resolve_mode("auto", {}, {"hybrid": 0.28, "cosine": 0.25}) == "hybrid"
+    assert resolve_mode("auto", None, {"hybrid": 0.28, "cosine": 0.25}) == "hybrid"
 
 
 def test_auto_mode_serves_the_measured_best(tiny_bert_dir, home, tmp_path):

@@ -24,8 +24,8 @@ DEFS = {
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, tiny_bert_dir):
-    """One data root per module: a 12-entry cosine index of the tiny model, known by two ids
-    (tiny-pst, the run's choice, and dsp-tiny), and a completed run with its report."""
+    """One data root per module: a 12-entry cosine index of the tiny model, known by its id (tiny-pst)
+    and a name that stands for it (dsp-tiny, in model_names), and a completed run with its report."""
     from defsentflow.report import build_report
     from defsentflow.revdict import build_revdict_index
     from defsentflow.storage import Catalog
@@ -36,10 +36,10 @@ def served(tmp_path_factory, tiny_bert_dir):
         table = pa.table({"entry": list(DEFS), "definition": list(DEFS.values()), "split": ["test"] * len(DEFS)})
         build_revdict_index(str(tiny_bert_dir), table, mode="cosine", device="cpu")
         cat = Catalog()
-        cat.register_model("tiny-pst", tiny_bert_dir, method="pst", pooling="mean", run_id="run-1")
-        cat.register_model("dsp-tiny", tiny_bert_dir, method="defsent_plus", pooling="mean")
+        cat.register_model("tiny-pst", tiny_bert_dir, method="defsent_plus", pooling="mean", run_id="run-1",
+                           names=[("dsp-tiny", "run")])
         cat.start_run("pipeline", config={"name": "tiny"}, run_id="run-1")
-        cat.record_metrics("dsp-tiny", [{"task": "stsb-dev", "setting": "all", "metric": "spearman", "value": 50.0,
+        cat.record_metrics("tiny-pst", [{"task": "stsb-dev", "setting": "all", "metric": "spearman", "value": 50.0,
                                          "n": 3, "pooling": "mean"}], run_id="run-1")
         cat.end_run("run-1", "completed", flow="pipeline")
         cat.execute("INSERT INTO sweeps (sweep, n_points) VALUES ('lr-sweep', 1)")

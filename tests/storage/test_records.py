@@ -118,3 +118,31 @@ def test_a_rebuild_first_writes_the_records_of_artifacts_registered_before_recor
     rebuild_catalog(home)
     assert _rows(Catalog()) == before
 
+
+
+def test_one_writer_files_a_model_and_the_names_that_stand_for_it(home):
+    """write_model_row: the models row and its names (model_names, kind 'run': PST's pst-<run>), mirrored
+    to the model's row record, so a lost catalog is rebuilt with the names; a model's own id is never a
+    name of another; an evaluation of a known model keeps its row."""
+    d, _ = _artifacts(home)
+    cat = Catalog()
+    cat.register_artifact("k-model", "model", d, hash_path(d), name="dsp-1")
+    cat.register_model("dsp-1", d, method="defsent_plus", pooling="mean")
+    cat.register_model("dsp-1", d, names=[("pst-r1", "run")], run_id="r1", keep=True)  # kept: only the name added
+    cat.register_model("dsp-1", "/elsewhere", keep=True)
+    rows = cat.query("SELECT model_id, method, pooling, path FROM models")
+    assert rows == [{"model_id": "dsp-1", "method": "defsent_plus", "pooling": "mean", "path": str(d)}]
+    assert cat.query("SELECT name, model_id, kind, run_id FROM model_names") == [
+        {"name": "pst-r1", "model_id": "dsp-1", "kind": "run", "run_id": "r1"}]
+    assert cat.query("SELECT display_id, aliases FROM model_aliases") == [
+        {"display_id": "dsp-1", "aliases": ["dsp-1", "pst-r1"]}]
+    cat.register_model("base:m", "minilm", method="base")
+    with pytest.raises(ValueError, match="name 'base:m' is the id of another model"):
+        cat.register_model("dsp-1", d, names=[("base:m", "run")], keep=True)
+
+    (home / "catalog.duckdb").unlink()
+    Catalog._ddl_applied.clear()
+    rebuild_catalog(home)
+    assert Catalog().query("SELECT name, model_id FROM model_names") == [{"name": "pst-r1", "model_id": "dsp-1"}]
+    assert {r["model_id"]: r["path"] for r in Catalog().query("SELECT model_id, path FROM models")} == {
+        "dsp-1": str(d), "base:m": "minilm"}  # a model made elsewhere: by its name, never a venv path

@@ -13,7 +13,7 @@ from defsentflow.encoders import encode_texts
 from defsentflow.training import (
     TrainConfig,
     adapter_for,
-    build_entry_embeddings,
+    encode_entry_matrix,
     prepare_backbone,
     sentence_head_vectors,
     train_encoder,
@@ -50,7 +50,7 @@ def test_roberta_word_prediction_layer_is_lm_head(tiny_roberta_dir):
 
 def test_roberta_defsent_plus_trains_with_gelu_pooler(tiny_roberta_dir, toy_pairs, tmp_path):
     entries, defs = [e for e, _ in toy_pairs], [d for _, d in toy_pairs]
-    em = build_entry_embeddings(tiny_roberta_dir, entries, defs, "ac", device="cpu")
+    em = encode_entry_matrix(tiny_roberta_dir, entries, defs, "ac", device="cpu")
     cfg = TrainConfig(pooling="cls", batch_size=4, lr=1e-3, device="cpu")
     train_encoder(cfg, tiny_roberta_dir, defs, em.rows(entries), out_dir=tmp_path / "m", checkpoint_dir=tmp_path / "ck",
                   entry_matrix=em.matrix)
@@ -104,6 +104,25 @@ def test_a_bert_without_a_trained_pooler_gets_the_mlm_dense_as_roberta_does(tiny
     with torch.no_grad():
         expected = F.gelu(dense(torch.from_numpy(pooled))).numpy()
     np.testing.assert_allclose(sentence_head_vectors(tiny_mlm_dir, texts, "mean", True, device="cpu"), expected, atol=1e-5)
+
+
+def test_continuing_a_model_keeps_the_pooler_activation_it_was_trained_with(tiny_mlm_dir, toy_pairs, tmp_path):
+    """A masked-LM-only BERT trains through GELU (its pooler from the MLM dense); the step-1 model is
+    saved with pooler weights, so continuing it must not switch to BERT's tanh (issue 41)."""
+    from defsentflow.model import read_model_record
+
+    entries, defs = [e for e, _ in toy_pairs], [d for _, d in toy_pairs]
+    em = encode_entry_matrix(tiny_mlm_dir, entries, defs, "amp", device="cpu")
+    cfg = TrainConfig(pooling="mean", batch_size=4, lr=1e-3, device="cpu", epochs=1)
+    first, second = tmp_path / "step1", tmp_path / "step2"
+    train_encoder(cfg, tiny_mlm_dir, defs, em.rows(entries), out_dir=first, checkpoint_dir=tmp_path / "c1",
+                  entry_matrix=em.matrix)
+    assert read_model_record(first).pooler_activation == "gelu"
+    continued = prepare_backbone(first, device=CPU, word_head=False, use_pooler=True)
+    assert (continued.pooler_source, continued.pooler_activation) == ("checkpoint", "gelu")
+    train_encoder(cfg, first, defs, em.rows(entries), out_dir=second, checkpoint_dir=tmp_path / "c2",
+                  entry_matrix=em.matrix)
+    assert read_model_record(second).pooler_activation == "gelu"
 
 
 def test_unknown_family_names_the_supported_ones():

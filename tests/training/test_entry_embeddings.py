@@ -1,4 +1,4 @@
-"""DefSent+ entry embeddings against the research code's slow per-entry loop; AC vs AMP; ICA; storage."""
+"""DefSent+ entry matrices (the one builder, training.entry_matrix.encode_entry_matrix) against the research code's slow per-entry loop; AC vs AMP; ICA; storage."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from defsentflow.encoders import load_encoder
-from defsentflow.training import EntryMatrix, build_entry_embeddings, entry_means, ica_transform
+from defsentflow.training import EntryMatrix, encode_entry_matrix, entry_means, ica_transform
 
 
 def slow_entry_embeddings(enc, entries, definitions, pooling):
@@ -34,28 +34,28 @@ def slow_entry_embeddings(enc, entries, definitions, pooling):
 def test_matches_slow_per_entry_loop(tiny_bert_dir, toy_pairs, encoding, pooling):
     enc = load_encoder(tiny_bert_dir, device="cpu")
     entries, defs = [e for e, _ in toy_pairs], [d for _, d in toy_pairs]
-    em = build_entry_embeddings(enc, entries, defs, encoding, batch_size=5)
+    em = encode_entry_matrix(enc, entries, defs, encoding, batch_size=5)
     ref = slow_entry_embeddings(enc, entries, defs, pooling)
     assert em.entries == list(dict.fromkeys(entries))  # first-appearance order
     assert em.matrix.dtype == np.float32 and em.matrix.shape == (len(ref), 32)
     for i, e in enumerate(em.entries):
         np.testing.assert_allclose(em.matrix[i], ref[e], atol=1e-5)
-    assert em.meta["encoding"] == encoding and em.meta["n_pairs"] == len(toy_pairs)
+    assert em.meta["encoding"] == encoding and em.meta["n_entries"] == len(ref)
 
 
 def test_ac_and_amp_differ(tiny_bert_dir, toy_pairs):
     entries, defs = [e for e, _ in toy_pairs], [d for _, d in toy_pairs]
-    ac = build_entry_embeddings(tiny_bert_dir, entries, defs, "ac", device="cpu")
-    amp = build_entry_embeddings(tiny_bert_dir, entries, defs, "amp", device="cpu")
+    ac = encode_entry_matrix(tiny_bert_dir, entries, defs, "ac", device="cpu")
+    amp = encode_entry_matrix(tiny_bert_dir, entries, defs, "amp", device="cpu")
     assert ac.entries == amp.entries
     assert not np.allclose(ac.matrix, amp.matrix, atol=1e-3)
 
 
 def test_bad_encoding_and_lengths(tiny_bert_dir):
     with pytest.raises(ValueError, match=r"encoding must be one of \('ac', 'amp'\)"):
-        build_entry_embeddings(tiny_bert_dir, ["dog"], ["an animal"], "avg")
+        encode_entry_matrix(tiny_bert_dir, ["dog"], ["an animal"], "avg")
     with pytest.raises(ValueError, match="2 entries but 1 definitions"):
-        build_entry_embeddings(tiny_bert_dir, ["dog", "cat"], ["an animal"])
+        encode_entry_matrix(tiny_bert_dir, ["dog", "cat"], ["an animal"])
 
 
 def test_entry_means_against_loop():
@@ -96,14 +96,14 @@ def test_build_with_ica(tiny_bert_dir):
     words = list(dict.fromkeys(WORDS))[20:60]  # 40 entries >= 32 dimensions
     entries = [w for w in words for _ in range(2)]
     defs = [f"{w} and the {words[(i * 7) % len(words)]}" for i, w in enumerate(entries)]
-    em = build_entry_embeddings(tiny_bert_dir, entries, defs, "amp", ica=True, device="cpu")
-    plain = build_entry_embeddings(tiny_bert_dir, entries, defs, "amp", device="cpu")
+    em = encode_entry_matrix(tiny_bert_dir, entries, defs, "amp", ica=True, device="cpu")
+    plain = encode_entry_matrix(tiny_bert_dir, entries, defs, "amp", device="cpu")
     np.testing.assert_allclose(em.matrix, ica_transform(plain.matrix), rtol=1e-4, atol=1e-2)
     assert em.meta["ica"] is True
 
 
 def test_save_and_load_roundtrip(tiny_bert_dir, toy_pairs, tmp_path):
-    em = build_entry_embeddings(tiny_bert_dir, [e for e, _ in toy_pairs], [d for _, d in toy_pairs], device="cpu")
+    em = encode_entry_matrix(tiny_bert_dir, [e for e, _ in toy_pairs], [d for _, d in toy_pairs], device="cpu")
     em.save(tmp_path / "em")
     assert sorted(p.name for p in (tmp_path / "em").iterdir()) == ["entries.parquet", "matrix.npy", "meta.json"]
     back = EntryMatrix.load(tmp_path / "em")
@@ -120,7 +120,7 @@ def test_save_and_load_roundtrip(tiny_bert_dir, toy_pairs, tmp_path):
 def test_minilm_matches_slow_loop(minilm_dir, toy_pairs):
     enc = load_encoder(minilm_dir, device="cpu")
     entries, defs = [e for e, _ in toy_pairs], [d for _, d in toy_pairs]
-    em = build_entry_embeddings(enc, entries, defs, "amp", batch_size=8)
+    em = encode_entry_matrix(enc, entries, defs, "amp", batch_size=8)
     ref = slow_entry_embeddings(enc, entries, defs, "mean")
     for i, e in enumerate(em.entries):
         np.testing.assert_allclose(em.matrix[i], ref[e], atol=1e-5)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from defsentflow.encoders import load_encoder
-from defsentflow.training import build_entry_embeddings
+from defsentflow.training import encode_entry_matrix
 from defsentflow.training.entry_shards import build_entry_matrix_sharded, plan_entry_shards
 
 
@@ -32,7 +32,7 @@ def test_three_shards_equal_one_bit_for_bit(tiny_bert_dir, toy_pairs, tmp_path):
     assert calls == [3] and one_names == three_names == list(dict.fromkeys(entries))
     assert one.dtype == np.float32 and one.tobytes() == np.asarray(three).tobytes()
     np.testing.assert_array_equal(np.load(tmp_path / "m.npy", mmap_mode="r"), one)
-    ref = build_entry_embeddings(enc, entries, defs, "amp", batch_size=4)
+    ref = encode_entry_matrix(enc, entries, defs, "amp", batch_size=4)
     assert ref.entries == one_names
     np.testing.assert_allclose(ref.matrix, one, atol=1e-6)
 

@@ -14,7 +14,7 @@ from safetensors.torch import load_file
 from defsentflow.encoders import encode_texts, load_encoder
 from defsentflow.training import (
     TrainConfig,
-    build_entry_embeddings,
+    encode_entry_matrix,
     linear_schedule,
     sentence_head_vectors,
     single_token_targets,
@@ -29,7 +29,7 @@ def _weights(model_dir: Path) -> dict[str, torch.Tensor]:
 
 def _plus_inputs(base: Path, pairs):
     entries, defs = [e for e, _ in pairs], [d for _, d in pairs]
-    em = build_entry_embeddings(base, entries, defs, "amp", device="cpu")
+    em = encode_entry_matrix(base, entries, defs, "amp", device="cpu")
     return defs, em.rows(entries), em.matrix
 
 

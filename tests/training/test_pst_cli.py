@@ -45,7 +45,9 @@ def test_train_pst_then_revdict_and_encode(toy_dataset, tiny_bert_dir, tmp_path,
     assert "selecting by reverse-dictionary dev MRR" in out  # no STS data: the fallback is said
     run = Catalog().query("SELECT * FROM pst_runs WHERE run_id = 'cli1'")[0]
     assert run["selection_metric"] == "revdict-mrr" and "instead of STS-B dev" in run["note"]
-    assert Catalog().query("SELECT path FROM models WHERE model_id = 'pst-cli1'")
+    # the run's name for its choice is an alias of the chosen model's own id
+    assert Catalog().query("SELECT m.path FROM model_names AS n JOIN models AS m USING (model_id) "
+                           "WHERE n.name = 'pst-cli1' AND n.model_id = ?", [run["winner_model_id"]])
     model = Catalog().query("SELECT m.path FROM pst_steps p JOIN models m USING (model_id) "
                             "WHERE p.run_id = 'cli1' AND p.step = 2 AND p.chosen")[0]["path"]
 

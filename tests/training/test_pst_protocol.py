@@ -12,8 +12,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from defsentflow.encoders.model_record import read_model_record
+from defsentflow.model.record import read_model_record
 from defsentflow.storage import Catalog
+from defsentflow.training.entry_matrix import EntryMatrix
 from defsentflow.training.pst import PstSteps, run_pst
 from defsentflow.training.pst_config import GridPoint, PstSection
 from tests.dictionary_tables import register_table
@@ -80,7 +81,7 @@ def test_the_ica_step_trains_the_plain_and_the_ica_matrix_side_by_side(tiny_bert
     plain, ica = sorted(step2.entry_matrices, key=lambda m: m.ica)
     assert not plain.ica and ica.ica and (Path(ica.path) / "ica.npz").is_file()
     assert not (Path(plain.path) / "ica.npz").exists()
-    assert not np.allclose(np.load(plain.matrix_path), np.load(ica.matrix_path))
+    assert not np.allclose(EntryMatrix.load(plain.path).matrix, EntryMatrix.load(ica.path).matrix)
     assert res.winner.step == 2 and res.winner.ica and res.winner.seed == 1
     rows = Catalog().query("SELECT ica, count(*) AS n FROM pst_steps WHERE run_id = 'ica' AND step = 2 GROUP BY ica "
                            "ORDER BY ica")

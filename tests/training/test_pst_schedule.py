@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from defsentflow.encoders.model_record import read_model_record
+from defsentflow.model.record import read_model_record
 from defsentflow.storage import Catalog
 from defsentflow.training.pst_config import GridPoint, PstSection
 from tests.dictionary_tables import register_table
@@ -162,15 +162,19 @@ def Path_(p):
 def _fake_scores(monkeypatch, scores_by_step):
     """Replace the selection evaluator: the score of a model is looked up by its PST step."""
     import defsentflow.evaluation.revdict as revdict
+    from defsentflow.eval_tasks import FigureSettings
+    from defsentflow.model import record_of
 
     def fake(model, table, **kw):
-        meta = revdict.model_meta(model)
-        value = scores_by_step[meta.get("pst_step", 0)]
+        value = scores_by_step[record_of(model).pst_step or 0]
         mode = kw["modes"][0]
-        return {"modes": {mode: {"mrr": value}}, "rows": [{"task": "revdict-dev", "setting": mode, "metric": "mrr",
-                                                           "value": value, "n": 1, "pooling": kw.get("pooling")}]}
+        task = revdict.revdict_task("dev", "unseen", FigureSettings(
+            max_length=kw["max_length"], autocast=kw["autocast"], max_queries=kw["max_queries"],
+            candidates=kw["candidates"], ties=kw["ties"]))
+        return [{"modes": {mode: {"mrr": value}}, "rows": [{"task": task, "setting": mode, "metric": "mrr",
+                                                            "value": value, "n": 1, "pooling": kw.get("pooling")}]}]
 
-    monkeypatch.setattr(revdict, "evaluate_revdict", fake)
+    monkeypatch.setattr(revdict, "evaluate_revdict_runs", fake)
 
 
 def test_untrained_model_wins_when_training_hurts(tiny_bert_dir, home, dictionary, monkeypatch):
@@ -180,8 +184,14 @@ def test_untrained_model_wins_when_training_hurts(tiny_bert_dir, home, dictionar
     res = run_pst(section(tiny_bert_dir, steps=2), run_id="r0", steps=SCORED)
     assert res.winner.step == 0 and res.model_dir == str(tiny_bert_dir)
     assert "untrained" in res.reason
-    model = Catalog().query("SELECT path, method, meta FROM models WHERE model_id = 'pst-r0'")[0]
-    assert model["path"] == str(tiny_bert_dir) and json.loads(model["meta"])["winner_step"] == 0
+    # the run's name for its choice is an alias of the base model's own id (a folder outside the root)
+    from defsentflow.model import base_model_id
+
+    assert res.model_id == base_model_id(str(tiny_bert_dir))
+    named = Catalog().query("SELECT n.model_id, n.kind, m.path, m.method FROM model_names AS n JOIN models AS m "
+                            "USING (model_id) WHERE n.name = 'pst-r0'")[0]
+    assert (named["model_id"], named["kind"], named["path"], named["method"]) == (res.model_id, "run", str(tiny_bert_dir), "base")
+    assert Catalog().query("SELECT winner_step FROM pst_runs WHERE run_id = 'r0'")[0]["winner_step"] == 0
 
 
 def test_auto_stops_when_the_metric_stops_improving(tiny_bert_dir, home, dictionary, monkeypatch, spies):
@@ -196,11 +206,25 @@ def test_auto_stops_when_the_metric_stops_improving(tiny_bert_dir, home, diction
 
 
 def test_falls_back_to_revdict_without_sts_data(tiny_bert_dir, home, dictionary, tmp_path):
+    from defsentflow.evaluation.selection import selection_score
     from defsentflow.training.pst import load_training_data, selection_plan
 
     s = section(tiny_bert_dir, selection="stsb-dev", data_dir=str(tmp_path / "missing"))
-    plan = selection_plan(s, load_training_data("toy"))
+    plan = selection_plan(s, load_training_data("toy"), selection_score.input_file)
     assert plan.metric == "revdict-mrr" and "not found" in plan.note
+    (tmp_path / "empty").mkdir()
+    s = section(tiny_bert_dir, selection="stsb-dev", data_dir=str(tmp_path / "empty"))
+    plan = selection_plan(s, load_training_data("toy"), selection_score.input_file)
+    assert plan.metric == "revdict-mrr" and "no STS-B dev set" in plan.note
+    # the file the registry declares (sts/STSBenchmark/sts-dev.csv), found by the STS readers' rule
+    from defsentflow.storage import hash_path
+
+    dev = tmp_path / "data" / "sts" / "STSBenchmark" / "sts-dev.csv"
+    dev.parent.mkdir(parents=True)
+    dev.write_text("genre\tfile\tyear\t0\t5.0\ta cat\ta cat\n")
+    plan = selection_plan(section(tiny_bert_dir, selection="stsb-dev", data_dir=str(tmp_path / "data")),
+                          load_training_data("toy"), selection_score.input_file)
+    assert plan.metric == "stsb-dev" and plan.data_hash == hash_path(dev) and plan.note is None
 
 
 def test_second_run_recomputes_nothing_and_a_killed_run_resumes(tiny_bert_dir, home, dictionary, monkeypatch, spies):
@@ -231,7 +255,7 @@ def test_second_run_recomputes_nothing_and_a_killed_run_resumes(tiny_bert_dir, h
         raise AssertionError("a cached run must not recompute")
 
     monkeypatch.setattr(loop, "train_encoder", forbidden)
-    monkeypatch.setattr("defsentflow.evaluation.revdict.evaluate_revdict", forbidden)
+    monkeypatch.setattr("defsentflow.evaluation.revdict.evaluate_revdict_runs", forbidden)
     monkeypatch.setattr("defsentflow.training.entry_shards.build_entry_matrix_sharded", forbidden)
     again = run_pst(s, run_id="k3", steps=SCORED)
     assert all(st.cached for st in again.steps[1:])

@@ -45,9 +45,9 @@ def test_changing_only_test_data_changes_no_pst_selection(tiny_bert_dir, home, m
     asked: list[str] = []
     import defsentflow.evaluation.revdict as evaluation
 
-    real_eval = evaluation.evaluate_revdict
-    monkeypatch.setattr(evaluation, "evaluate_revdict",
-                        lambda *a, **kw: asked.append(kw.get("split", "test")) or real_eval(*a, **kw))
+    real_eval = evaluation.evaluate_revdict_runs
+    monkeypatch.setattr(evaluation, "evaluate_revdict_runs",
+                        lambda *a, **kw: asked.extend(s for s, _ in kw["runs"]) or real_eval(*a, **kw))
 
     a = run_pst(section(tiny_bert_dir, steps=2, seeds=[0, 1]), run_id="sel-a", steps=SCORED)
     b = run_pst(section(tiny_bert_dir, steps=2, seeds=[0, 1], dictionary="toy-other-test"), run_id="sel-b", steps=SCORED)

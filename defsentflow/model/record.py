@@ -1,4 +1,5 @@
-"""The model record: ``defsentflow.json`` in every model folder this project writes, read and written here only.
+"""The model record: ``defsentflow.json`` in every model folder this project writes, read and written here only
+(:mod:`defsentflow.model` owns the model folder: this record, the head it defines, the id rule).
 
 A record says how a model was trained and how it is evaluated: its pooling, the pooler, the
 frozen head it learned against (DefSent's word-prediction layer of ``base_model``; DefSent+'s entry
@@ -12,8 +13,10 @@ portable:
 * ``entry_matrix_key`` and ``base_model_hash`` are content keys.
 
 No absolute path inside a data root is ever written (:func:`model_ref` turns one into a relative
-reference). Records written before this module (absolute paths, an ``entry_matrix`` naming the
-``.npy`` file) are read as they are.
+reference), and the entry matrix is named by its folder only (a record written before the folder form,
+naming ``matrix.npy``, is read as its folder). A record is input like every other record: read at
+most ``LIMITS["record_bytes"]`` (64 MiB) and ``LIMITS["nesting"]`` levels deep, each field checked
+against its declared type (one line naming the file and the field).
 
 Example:
     >>> rec = read_model_record("storage/models/pst/<key>")
@@ -30,15 +33,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from defsentflow.limits import LIMITS
 from defsentflow.storage.atomic import atomic_path
+from defsentflow.storage.bounded_json import read_json_file
 from defsentflow.storage.paths import to_root
 
-__all__ = ["MAX_RECORD_BYTES", "RECORD_FILE", "ModelRecord", "model_ref", "read_model_record", "record_of",
-           "resolve_ref", "resolved_record", "write_model_record"]
+__all__ = ["FIELDS", "MAX_RECORD_BYTES", "RECORD_FILE", "ModelRecord", "matrix_folder", "model_ref", "read_model_record",
+           "record_of", "resolve_ref", "write_model_record"]
 
 RECORD_FILE = "defsentflow.json"
-MAX_RECORD_BYTES = 32 * 1024 * 1024
-"""A record larger than this is refused (a training run of a million steps keeps ~25 MB of losses)."""
+MAX_RECORD_BYTES = LIMITS["record_bytes"]
+"""A record larger than this is refused, as every other record (a million training steps keep ~25 MB of losses)."""
+MATRIX_FILE = "matrix.npy"  # an entry-matrix folder's vectors (records before the folder form named this file)
 
 _STR, _BOOL, _INT, _FLOAT = (str,), (bool,), (int,), (int, float)
 
@@ -47,12 +53,12 @@ _STR, _BOOL, _INT, _FLOAT = (str,), (bool,), (int,), (int, float)
 class ModelRecord:
     """``defsentflow.json``: the typed fields every reader uses; anything else is kept in ``extra``.
 
-    Defaults are written here once: a model without a record (a Hugging Face checkpoint) reads as
-    mean pooling, no pooler use recorded, trained on nothing (``train_splits`` empty means "unknown":
-    readers fall back to ``train``).
+    A field the record does not hold is None (or empty): what that means for the model's head is
+    said once, in :data:`defsentflow.model.head.HEAD_DEFAULTS`; ``train_splits`` empty means
+    "unknown" (readers fall back to ``train``).
     """
 
-    pooling: str = "mean"
+    pooling: str | None = None
     method: str | None = None
     use_pooler: bool | None = None
     max_seq_length: int | None = None
@@ -136,8 +142,7 @@ class ModelRecord:
         ref = resolve_ref(model_dir, self.entry_matrix)
         if not ref:
             return None
-        path = Path(ref)
-        return path.parent if path.suffix == ".npy" else path  # records before the folder form named the file
+        return Path(matrix_folder(ref))
 
 
 def _checked(key: str, value: Any, spec: tuple[type, ...] | str, source: str) -> Any:
@@ -164,15 +169,26 @@ def _checked(key: str, value: Any, spec: tuple[type, ...] | str, source: str) ->
     return float(value) if spec is _FLOAT else value
 
 
-_FIELDS: dict[str, tuple[type, ...] | str] = {
-    "pooling": _STR, "method": _STR, "use_pooler": _BOOL, "max_seq_length": _INT, "normalize": _BOOL,
-    "base_model": _STR, "base_model_hash": _STR, "decoder": _STR, "pooler_activation": _STR,
-    "pooler_source": _STR, "family": _STR, "entry_encoder": _STR, "entry_encoding": _STR, "entry_matrix": _STR,
-    "entry_matrix_key": _STR, "ica": _BOOL, "normalize_logits": _BOOL, "dictionary": _STR, "train_splits": "strs",
-    "pst_step": _INT, "started_from": _STR, "model_id": _STR, "config": "dict", "n_examples": _INT,
-    "n_targets": _INT, "steps": _INT, "final_loss": _FLOAT, "losses": "floats", "train_seconds": _FLOAT,
-    "completed": _BOOL, "frozen": "strs", "code_version": _STR,
+# A field's check, from its declared type: the field list is the dataclass above, once.
+_SPECS: dict[str, tuple[type, ...] | str] = {
+    "str": _STR, "str | None": _STR, "bool": _BOOL, "bool | None": _BOOL, "int | None": _INT,
+    "float | None": _FLOAT, "tuple[str, ...]": "strs", "tuple[float, ...]": "floats", "dict[str, Any] | None": "dict",
 }
+_FIELDS: dict[str, tuple[type, ...] | str] = {}
+for _f in dataclasses.fields(ModelRecord):
+    if _f.name != "extra":
+        if _f.type not in _SPECS:  # a new field needs its check: refused at import, never read as its default
+            raise TypeError(f"ModelRecord.{_f.name}: no check for a field of type {_f.type!r}")
+        _FIELDS[_f.name] = _SPECS[_f.type]
+FIELDS: tuple[str, ...] = tuple(_FIELDS)
+"""The record's fields, in declaration order (anything else a record holds is kept in ``extra``)."""
+
+
+def matrix_folder(ref: str) -> str:
+    """An entry-matrix reference as its folder: a reference to its ``matrix.npy`` (written before the
+    folder form) names the folder that holds it."""
+    path = Path(ref)
+    return str(path.parent) if path.name == MATRIX_FILE else ref
 
 
 # -- references --------------------------------------------------------------------------------------------
@@ -211,30 +227,8 @@ def read_model_record(model_dir: str | os.PathLike) -> ModelRecord | None:
     path = Path(model_dir) / RECORD_FILE
     if not path.is_file():
         return None
-    size = path.stat().st_size
-    if size > MAX_RECORD_BYTES:
-        raise ValueError(f"{path}: {size} bytes, more than a model record may hold ({MAX_RECORD_BYTES})")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not a JSON model record ({str(exc).splitlines()[0][:120]})") from None
+    data = read_json_file(path, max_bytes=MAX_RECORD_BYTES, what="model record")
     return ModelRecord.from_dict(data, source=str(path))
-
-
-def resolved_record(model_dir: str | os.PathLike) -> dict[str, Any]:
-    """The record of ``model_dir`` as a dict whose references are resolved (absolute folders or the
-    names given), for readers that look fields up by name; ``{}`` when the folder keeps none."""
-    rec = read_model_record(model_dir) if Path(str(model_dir)).is_dir() else None
-    if rec is None:
-        return {}
-    out = rec.to_dict()
-    for k in ("base_model", "entry_encoder", "started_from"):
-        if out.get(k):
-            out[k] = resolve_ref(model_dir, out[k])
-    matrix = rec.entry_matrix_dir(model_dir)
-    if matrix is not None:
-        out["entry_matrix"] = str(matrix)
-    return out
 
 
 def record_of(model: str | os.PathLike | None) -> ModelRecord:
@@ -249,6 +243,8 @@ def record_of(model: str | os.PathLike | None) -> ModelRecord:
 def write_model_record(model_dir: str | os.PathLike, record: ModelRecord | Mapping[str, Any]) -> Path:
     """Write ``record`` as ``<model_dir>/defsentflow.json`` atomically."""
     rec = record if isinstance(record, ModelRecord) else ModelRecord.from_dict(record)
+    if rec.entry_matrix:
+        rec = dataclasses.replace(rec, entry_matrix=matrix_folder(rec.entry_matrix))
     final = Path(model_dir) / RECORD_FILE
     with atomic_path(final) as tmp:
         tmp.write_text(json.dumps(rec.to_dict(), indent=2, sort_keys=True, default=str), encoding="utf-8")

@@ -1,8 +1,8 @@
 """The FastICA map of DefSent+ entry matrices (Liu 2024, Sec. 3.3), fitted once and saved beside its matrix.
 
 Training fits :class:`IcaTransform` on the entry matrix and saves it as ``ica.npz`` in the matrix
-folder; evaluation and serving load it from there (:meth:`~defsentflow.training.entry_matrix.EntryMatrix.load`)
-and never refit it, so the evaluated space is the trained one.
+folder; evaluation and serving load it from there (:func:`head_ica`: the map of a model's head, from
+the matrix folder its record names) and never refit it, so the evaluated space is the trained one.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ICA_SAMPLE", "ICA_SAMPLE_ABOVE", "IcaTransform", "ica_transform"]
+from defsentflow.model.head import Head
+
+__all__ = ["ICA_SAMPLE", "ICA_SAMPLE_ABOVE", "IcaTransform", "head_ica", "ica_transform"]
 
 ICA_SAMPLE_ABOVE = 200_000
 ICA_SAMPLE = 100_000
@@ -105,3 +107,20 @@ def ica_transform(matrix: np.ndarray, *, max_iter: int = 1000, random_state: int
     """
     ica = IcaTransform.fit(matrix, max_iter=max_iter, random_state=random_state, scale=scale)
     return ica(matrix).astype(np.float32)
+
+
+def head_ica(head: Head) -> IcaTransform:
+    """The ICA map the entry matrix of ``head`` (:func:`defsentflow.model.model_head`) was transformed
+    with at training time, from the matrix folder the model's record names.
+
+    Raises:
+        ValueError: the model records no entry matrix, the folder is gone, or it keeps no saved map.
+    """
+    if head.entry_matrix is None:
+        raise ValueError("the model was trained with ICA but records no entry matrix: its ICA space is unknown")
+    if not head.entry_matrix.is_dir():
+        raise ValueError(f"the model's entry matrix is gone: {head.entry_matrix}")
+    try:
+        return IcaTransform.load(head.entry_matrix)
+    except FileNotFoundError as exc:
+        raise ValueError(str(exc)) from None

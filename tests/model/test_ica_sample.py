@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from defsentflow.training import ica
-from defsentflow.training.ica import IcaTransform
+from defsentflow.model import ica
+from defsentflow.model.ica import IcaTransform
 
 
 def test_large_matrices_fit_ica_on_a_seeded_sample(monkeypatch):
