@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from defsentflow.storage.paths import data_root
+from defsentflow.storage.paths import data_root, root_path
 
 __all__ = ["artifact_lock"]
 
@@ -19,7 +19,7 @@ def artifact_lock(key: str, root: str | os.PathLike | None = None) -> Iterator[P
 
     The kernel drops the lock when its holder dies, even by ``kill -9``, so no stale lock survives.
     """
-    path = data_root(root) / "locks" / f"{key}.lock"
+    path = root_path(data_root(root), "locks", f"{key}.lock")  # a locks/ link leading out is refused
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)

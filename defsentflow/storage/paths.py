@@ -7,7 +7,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["choose_data_root", "data_root", "default_data_root", "sql_dir", "repo_root", "sample_dir", "to_root", "from_root", "relative_tree", "resolved_tree"]
+__all__ = ["OutsideRootError", "ROOT_FOLDERS", "choose_data_root", "data_root", "default_data_root", "sql_dir", "repo_root",
+           "sample_dir", "to_root", "from_root", "relative_tree", "resolved_tree", "root_path", "inside_root"]
 
 # The on-disk record beside every artifact (defsentflow.storage.records); here so that modules
 # below records (outputs, atomic) can recognise it without an import cycle.
@@ -81,9 +82,49 @@ def sample_dir() -> Path:
     return Path(str(resources.files("defsentflow") / "sample"))
 
 
-# The folders a data root holds (a stored relative path starts with one of them).
+# The folders a data root holds (a stored relative path starts with one of them): the one list that
+# writers, record checks and the path rule below read.
 ROOT_FOLDERS = frozenset({"models", "parquet", "cache", "configs", "revdict", "reports", "sweeps", "claims", "indexes", "logs",
-                          "locks", "prefect", "exports", "embeddings", "checkpoints", "corpora", "dictionaries"})
+                          "locks", "prefect", "exports", "embeddings", "checkpoints", "corpora", "dictionaries", "pst",
+                          "plots", "records", "quarantine"})
+
+
+class OutsideRootError(ValueError):
+    """A path of the data root that resolves outside it (``..``, an absolute part, a symbolic link
+    inside the root that leads out): never read, served, written or quarantined into."""
+
+
+def inside_root(root: str | os.PathLike, path: str | os.PathLike) -> Path:
+    """``path`` (absolute, or relative to ``root``) resolved, refused (:class:`OutsideRootError`, one
+    line) unless it lies inside ``root`` once every symbolic link on the way is followed.
+
+    Call it where a file or folder of the root is opened (served, read, written, quarantined into).
+
+    Example:
+        >>> inside_root("/data", "/data/reports/run-1").as_posix()
+        '/data/reports/run-1'
+    """
+    base = Path(root).expanduser().resolve()
+    p = Path(path).expanduser()
+    resolved = (p if p.is_absolute() else base / p).resolve()
+    if resolved != base and not resolved.is_relative_to(base):
+        shown = p.relative_to(base) if p.is_absolute() and p.is_relative_to(base) else p
+        raise OutsideRootError(f"path {shown} escapes the data root {base} (it resolves to {resolved}); refused")
+    return resolved
+
+
+def root_path(root: str | os.PathLike, folder: str, *parts: str | os.PathLike) -> Path:
+    """``root / folder / parts`` for one of the data root's folders (:data:`ROOT_FOLDERS`), through
+    :func:`inside_root`: ``..``, an absolute part or a symbolic link leading out is refused.
+
+    Example:
+        >>> root_path("/data", "reports", "run-1").as_posix()
+        '/data/reports/run-1'
+    """
+    if folder not in ROOT_FOLDERS:
+        raise OutsideRootError(f"path {Path(folder).joinpath(*parts)} escapes the data root {root}: {folder!r} is not "
+                               f"one of its folders ({', '.join(sorted(ROOT_FOLDERS))})")
+    return inside_root(root, Path(folder).joinpath(*parts))
 
 
 def to_root(root: str | os.PathLike, path: str | os.PathLike) -> str:
