@@ -22,6 +22,7 @@ from typing import Literal
 
 from defsentflow.encoders.loading import BUNDLED_ALIASES, resolve_model_path
 from defsentflow.storage.catalog import Catalog, CatalogError
+from defsentflow.storage.model_ids import content_id_problem
 
 __all__ = ["ModelRef", "UnknownModelError", "find_model", "hub_offline"]
 
@@ -68,7 +69,11 @@ def _registered(cat: Catalog | None, name: str) -> tuple[str, str] | None:
     rows = _query(cat, "SELECT model_id, path FROM models WHERE model_id = ? AND path IS NOT NULL", [name])
     rows += _query(cat, "SELECT b.model_id, b.path FROM model_aliases AS a JOIN model_aliases AS b USING (model_key) "
                         "WHERE a.model_id = ? AND b.path IS NOT NULL ORDER BY b.model_id = a.display_id DESC", [name])
-    return next(((r["model_id"], r["path"]) for r in rows if Path(r["path"]).is_dir()), None)
+    # a stored path is this root's folder or an absolute one: never read against the current directory
+    found = next(((r["model_id"], r["path"]) for r in rows if os.path.isabs(r["path"]) and Path(r["path"]).is_dir()), None)
+    if found and (problem := content_id_problem(*found)):
+        raise ValueError(problem)  # not an unknown name: no fallback may load another folder under this id
+    return found
 
 
 def _id_of_folder(cat: Catalog | None, folder: str) -> str | None:

@@ -521,6 +521,8 @@ class Catalog:
     def register_model(self, model_id: str, path: str | os.PathLike, *, base_model: str | None = None,
                        method: str | None = None, pooling: str | None = None, run_id: str | None = None,
                        artifact_key: str | None = None, meta: Any = None) -> None:
+        if not Path(str(path)).is_absolute() and Path(str(path)).is_dir():
+            path = Path(path).resolve()  # a folder given relative to the current directory: stored where it is
         self.execute(
             "INSERT OR REPLACE INTO models (model_id, path, base_model, method, pooling, run_id, artifact_key, meta) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

@@ -33,6 +33,7 @@ from defsentflow.storage.catalog import Catalog, CatalogError
 from defsentflow.storage.leaderboard_view import refresh_leaderboard_view
 from defsentflow.storage.locks import artifact_lock
 from defsentflow.storage.manifest import full_check
+from defsentflow.storage.model_ids import content_id_problem
 from defsentflow.storage.paths import data_root, from_root, to_root
 from defsentflow.storage.record_checks import RecordError, check_artifact_record, quarantine_record
 from defsentflow.storage.restore import restore_dictionaries, return_quarantined
@@ -281,6 +282,8 @@ def _check_model_rows(root: Path, rec: rows_module.RowRecord, paths: set[str], k
         inside = _inside(root, r.get("path") or "")
         if inside is not None and inside not in paths:
             raise UntrustedReference(f"model {rec.ident!r} names {inside}, which holds no trusted artifact record")
+        if inside is None and (problem := content_id_problem(rec.ident, from_root(root, r.get("path") or ""))):
+            raise UntrustedReference(problem)
         if inside is None and rec.ident in claimed:
             raise RecordError(f"model {rec.ident!r} is the artifact at {claimed[rec.ident]}; its row record "
                               f"names {str(r.get('path'))[:120]!r} outside the data root")

@@ -258,16 +258,16 @@ def path_problem(root: Path, value: Any, rule: str, row: dict[str, Any]) -> str 
     parts = text.replace("\\", "/").split("/")
     if any(ord(c) < 32 for c in text) or any(p in (".", "..") for p in parts) or text.startswith("~"):
         return f"{text[:120]!r} is not a plain path ('..', '.', '~' or a control character)"
+    external = rule == "model" and str(row.get("model_id", "")).startswith(("base-", "base:"))  # base model ids
     if os.path.isabs(text):
-        external = rule == "model" and (row.get("method") == "base" or str(row.get("model_id", "")).startswith("base"))
         if not external:
             return f"{text[:120]!r} is an absolute path (only an external base model's folder may be)"
         if not Path(to_root(root, text)).is_absolute():
             return f"{text[:120]!r} is an absolute path inside the data root (stored paths there are relative)"
         return None
     if parts[0] not in ROOT_FOLDERS:
-        if rule == "model" and _NAME.fullmatch(text) and not (root / parts[0]).exists():
-            return None  # a name: minilm, a hub id
+        if external and _NAME.fullmatch(text) and not (root / parts[0]).exists():
+            return None  # a base model's name: minilm, a hub id
         return f"{text[:120]!r} is not a path of the data root's folders"
     try:
         inside_root(root, text)
@@ -394,6 +394,8 @@ def keep_all(con: duckdb.DuckDBPyConnection, root: Path, kind: str, idents: Sequ
         try:
             with lock(lock_name(kind, ident)):
                 keep_rows(con, root, kind, ident, tables)
+        except OutsideRootError:
+            raise  # records/ or locks/ lead out of the data root: the write is refused, one line
         except (OSError, ValueError) as exc:
             log.warning("could not keep the rows of %s %s on disk: %s", kind, ident, exc)
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from defsentflow.config_tools import resolve_data_dir
 from defsentflow.storage import Catalog, hash_config, hash_path
+from defsentflow.storage.model_ids import content_model_id
 from defsentflow.training.data import TrainingData
 from defsentflow.training.keys import artifact_key, base_model_of
 from defsentflow.training.pst_config import GridPoint, PstSection
@@ -109,7 +110,7 @@ def base_candidates(section: PstSection, *, root: str | os.PathLike | None = Non
                     run_id: str | None = None) -> list[Candidate]:
     """Step 0: the untrained base model, once per pooling the later steps are scored with."""
     base, base_hash = base_model_of(section)
-    model_id = f"base-{base_hash[:12]}"
+    model_id = content_model_id(base_hash)
     Catalog(root).register_model(model_id, base, base_model=section.base_model, method="base", run_id=run_id)
     poolings = ([section.selection_pooling] if section.selection_pooling
                 else list(dict.fromkeys(g.pooling for g in section.grid)))
