@@ -15,13 +15,15 @@ from pathlib import Path
 
 from defsentflow.storage.paths import root_path
 
-__all__ = ["IDENTIFIER_PATTERN", "check_identifier", "under_root"]
+__all__ = ["IDENTIFIER_PATTERN", "RUN_NAME_MAX", "check_identifier", "under_root"]
 
 # Starts with a letter or digit, then letters, digits, '.', '_', '-'; at most 128 characters.
 # There is no '/' or '\\', so no part can be '..' or absolute. (Written without look-arounds so
 # that pydantic's `Field(pattern=...)` accepts the same string.)
 IDENTIFIER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 _IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
+# A config name leaves room for the run id made of it: '<name>-<8 hex digits>' is an identifier too.
+RUN_NAME_MAX = 128 - 9
 
 
 def check_identifier(value: object, what: str = "name") -> str:
