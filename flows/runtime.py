@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import os
 import secrets
 import signal
@@ -120,6 +121,11 @@ def local_api(timeout: float = 180.0, host: str = "127.0.0.1") -> Iterator[str]:
         SERVER_MARKER: str(os.getpid()),
         **({"PREFECT_SERVER_API_AUTH_STRING": auth} if auth else {}),
     }
+    # Two commands starting on a fresh PREFECT_HOME would both create and migrate its SQLite database
+    # (one failed with Prefect's migration traceback): servers start one at a time, each holding this
+    # lock until it answers, by when its migrations are done.
+    starting = open(home / ".server-start.lock", "a+")  # noqa: SIM115 - held until the server answers
+    fcntl.flock(starting.fileno(), fcntl.LOCK_EX)
     proc = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(prefect.__file__).parent.parent), "--factory",
          "prefect.server.api.server:create_app", "--host", host, "--port", str(port),
@@ -144,6 +150,7 @@ def local_api(timeout: float = 180.0, host: str = "127.0.0.1") -> Iterator[str]:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the local Prefect server did not answer within {timeout:.0f}s")
             time.sleep(0.25)
+        starting.close()  # migrated and answering: the next command's server may start
         os.environ["PREFECT_API_URL"] = url
         from prefect.settings import (  # lazy: Prefect loads only where a flow or task runs
             PREFECT_API_AUTH_STRING,
@@ -158,6 +165,7 @@ def local_api(timeout: float = 180.0, host: str = "127.0.0.1") -> Iterator[str]:
         with temporary_settings(updates):
             yield url
     finally:
+        starting.close()
         _flush_api_logs()
         os.environ.pop("PREFECT_API_URL", None)
         if auth:

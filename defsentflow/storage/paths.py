@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["OutsideRootError", "ROOT_FOLDERS", "choose_data_root", "data_root", "default_data_root", "sql_dir", "repo_root",
-           "sample_dir", "to_root", "from_root", "relative_tree", "resolved_tree", "root_path", "inside_root"]
+           "sample_dir", "disk_full", "to_root", "from_root", "relative_tree", "resolved_tree", "root_path", "inside_root"]
 
 # The on-disk record beside every artifact (defsentflow.storage.records); here so that modules
 # below records (outputs, atomic) can recognise it without an import cycle.
@@ -125,6 +125,24 @@ def root_path(root: str | os.PathLike, folder: str, *parts: str | os.PathLike) -
         raise OutsideRootError(f"path {Path(folder).joinpath(*parts)} escapes the data root {root}: {folder!r} is not "
                                f"one of its folders ({', '.join(sorted(ROOT_FOLDERS))})")
     return inside_root(root, Path(folder).joinpath(*parts))
+
+
+def disk_full(path: str | os.PathLike) -> str:
+    """One line naming the disk (its mount point and free space) and the folder a write to ``path``
+    failed in for want of space (``[Errno 28]``)."""
+    folder = Path(path).expanduser().absolute()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    mount = folder
+    while not os.path.ismount(mount) and mount != mount.parent:
+        mount = mount.parent
+    try:
+        st = os.statvfs(folder)
+        free = f"{st.f_bavail * st.f_frsize / 2**20:.1f} MiB free"
+    except OSError:
+        free = "free space unknown"
+    return (f"no space left on the disk mounted at {mount} ({free}) writing in {folder}: free some space and run "
+            "the command again (its finished stages are kept; the catalog heals at the next run)")
 
 
 def to_root(root: str | os.PathLike, path: str | os.PathLike) -> str:

@@ -329,3 +329,15 @@ def test_sweeps_are_kept_as_row_records_and_rebuilt(root):
     counts = _rebuild_from_scratch(root)
     assert counts["refused"] == 1 and "config_path" in counts["problems"][0]
 
+
+
+def test_n20_a_run_heals_a_catalog_left_unreadable(root):
+    from defsentflow.storage.rebuild import heal_catalog
+
+    (root / "catalog.duckdb").write_bytes(b"half a database" * 1000)  # a crash or a full disk mid-write
+    Catalog._ddl_applied.clear()
+    counts = heal_catalog(root)  # what `run` does first
+    assert counts is not None and counts.get("corrupt_moved") == 1 and counts["runs"] == 1
+    assert len(list(root.glob("catalog.duckdb.corrupt-*"))) == 1
+    assert Catalog(root).query("SELECT count(*) AS n FROM models")[0]["n"] == 2
+    assert heal_catalog(root) is None

@@ -193,3 +193,34 @@ def test_n26_a_request_body_that_never_arrives_is_closed(monkeypatch):
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def test_n19_a_full_disk_is_one_line_naming_the_disk_and_the_folder(tmp_path, capsys):
+    """Fault injection at the write layer (no tmpfs here without root's mount rights being assumed):
+    the run log's file raises ENOSPC on every write, as on a full disk."""
+    import errno
+    import logging
+
+    from defsentflow.cli import _fail
+    from defsentflow.run_log import run_log
+
+    class Full:
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    log = logging.getLogger("defsentflow.pipeline")
+    with run_log(tmp_path / "logs" / "r.log", terminal=False):
+        handler = next(h for h in logging.getLogger().handlers if getattr(h, "baseFilename", "").endswith("r.log"))
+        handler.stream = Full()
+        for i in range(2000):
+            log.warning("line %d", i)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err[:2000]
+    assert "cannot write the run log" in err and "no space left on the disk mounted at" in err
+    assert str(tmp_path / "logs") in err
+    assert _fail(OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "x.parquet"))) == 2
+    line = capsys.readouterr().err.strip()
+    assert "\n" not in line and f"writing in {tmp_path}" in line and "catalog heals at the next run" in line
