@@ -17,7 +17,6 @@ read-only data root.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -38,9 +37,9 @@ from defsentflow.limits import DUCKDB_READER
 from defsentflow.storage.hashing import code_version, hash_path
 from defsentflow.storage.identifiers import check_identifier
 from defsentflow.storage.leaderboard_view import refresh_leaderboard_view
-from defsentflow.storage.locks import artifact_lock
+from defsentflow.storage.locks import CatalogLockedError, artifact_lock, writer_shared, writers_excluded
 from defsentflow.storage.manifest import full_check, quick_check
-from defsentflow.storage.paths import data_root, from_root, resolved_tree, root_path, to_root
+from defsentflow.storage.paths import data_root, from_root, resolved_tree, to_root
 from defsentflow.storage.schema import SANDBOX, migrate, parse_one_read_statement, pending_ddl
 from defsentflow.storage.schema import first_line as _first_line
 
@@ -52,10 +51,6 @@ log = logging.getLogger(__name__)
 STORAGE_COMPATIBILITY = "v1.4.0"
 _LOCK_MARKERS = ("Could not set lock", "Conflicting lock", "database is locked", "lock on file")
 _READ_ONLY_MARKERS = ("Read-only file system", "Permission denied", "read-only")
-
-
-class CatalogLockedError(RuntimeError):
-    """The catalog stayed locked by another process for longer than the timeout."""
 
 
 class CatalogAccessError(RuntimeError):
@@ -76,9 +71,7 @@ class QueryTimeoutError(ValueError):
 
 # One connection at a time per process (re-entrant: a thread may nest an open inside its own).
 _PROCESS_LOCK = threading.RLock()
-# Data roots whose writer lock this process holds exclusively (a rebuild): its own opens pass.
-_EXCLUSIVE: set[str] = set()
-WRITER_LOCK = "catalog-writers.lock"
+
 _REBUILD_HINT = "run `defsentflow catalog rebuild` to rebuild it from the artifact records"
 
 
@@ -170,70 +163,13 @@ class Catalog:
         finally:
             con.close()
 
-    def _writer_lock_file(self):
-        """The open writer-lock file (``locks/catalog-writers.lock``), or None on a read-only root."""
-        path = root_path(self.root, "locks", WRITER_LOCK)  # a locks/ link leading out is refused
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            return open(path, "a+")
-        except OSError:  # a read-only data root: nothing can be written, nothing to keep out
-            return None
-
-    @contextlib.contextmanager
-    def _writer_share(self) -> Iterator[None]:
-        """Hold the catalog's writer lock shared while a writing connection is open: a rebuild
-        (:meth:`exclusive`) waits for the writers open now, and writers wait for it, saying so."""
-        if str(self.root) in _EXCLUSIVE:
-            yield
-            return
-        fh = self._writer_lock_file()
-        if fh is None:
-            yield
-            return
-        try:
-            try:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                log.warning("waiting for `defsentflow catalog rebuild` to finish: it holds the catalog's writer lock "
-                            "(%s) for its whole run (up to %.0fs)", fh.name, self.lock_timeout)
-                deadline = time.monotonic() + self.lock_timeout
-                while True:
-                    try:
-                        fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
-                        break
-                    except BlockingIOError:
-                        if time.monotonic() > deadline:
-                            raise CatalogLockedError(f"{self.path}: a catalog rebuild held the writer lock for "
-                                                     f"{self.lock_timeout:.0f}s") from None
-                        time.sleep(0.1)
-            yield
-        finally:
-            fh.close()
-
-    @contextlib.contextmanager
-    def exclusive(self) -> Iterator[None]:
+    def exclusive(self) -> contextlib.AbstractContextManager[None]:
         """Hold the catalog's writer lock alone (``catalog rebuild``): every other writer of the data
-        root, in any process, waits until this block ends; this process's own opens go on."""
-        if str(self.root) in _EXCLUSIVE:
-            yield
-            return
-        fh = self._writer_lock_file()
-        try:
-            if fh is not None:
-                try:
-                    fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    log.warning("waiting for the catalog's writers to finish their writes (%s)", fh.name)
-                    fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-            _EXCLUSIVE.add(str(self.root))
-            yield
-        finally:
-            _EXCLUSIVE.discard(str(self.root))
-            if fh is not None:
-                fh.close()
+        root, in any process, waits until this block ends (:func:`~defsentflow.storage.locks.writers_excluded`)."""
+        return writers_excluded(self.root)
 
     def _writer_connect(self, read_only: bool, config: Mapping[str, Any] | None) -> Iterator[duckdb.DuckDBPyConnection]:
-        with self._writer_share():
+        with writer_shared(self.root, self.lock_timeout):  # a rebuild in progress: wait, saying so
             yield from self._writer_open(read_only, config)
 
     def _writer_open(self, read_only: bool, config: Mapping[str, Any] | None) -> Iterator[duckdb.DuckDBPyConnection]:

@@ -34,9 +34,10 @@ _CORPUS_SOURCE = "corpus"  # the quarantine table is shared with the corpus stag
 
 
 def dictionary_rows(con: duckdb.DuckDBPyConnection, name: str, key: str, path: str | os.PathLike,
-                    summary: Mapping[str, Any]) -> None:
+                    summary: Mapping[str, Any], updated_at: str | None = None) -> None:
     """Replace dataset ``name``'s rows (``definitions``, ``examples``, its ``quarantine`` rows and its
-    ``dictionaries`` row) with those of the artifact at ``path`` (inside the caller's transaction)."""
+    ``dictionaries`` row) with those of the artifact at ``path`` (inside the caller's transaction);
+    ``updated_at``: when it was registered (default: now)."""
     defs, exs, quar = (str(Path(path) / f) for f in DICTIONARY_FILES)
     splits = summary["splits"]
     con.execute("DELETE FROM definitions WHERE dataset = ?", [name])
@@ -51,10 +52,10 @@ def dictionary_rows(con: duckdb.DuckDBPyConnection, name: str, key: str, path: s
     con.execute(
         "INSERT OR REPLACE INTO dictionaries (name, variant, artifact_key, sources, tokenizer, seed, case_fold, "
         "entries, definitions, examples, quarantined, train, dev, test, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp)",
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(CAST(? AS TIMESTAMP), current_timestamp))",
         [name, summary["variant"], key, json.dumps(summary["sources"]), summary.get("tokenizer"), summary["seed"],
          summary["case_fold"], summary["entries"], summary["definitions"], summary["examples"], summary["quarantined"],
-         splits["train"]["definitions"], splits["dev"]["definitions"], splits["test"]["definitions"]],
+         splits["train"]["definitions"], splits["dev"]["definitions"], splits["test"]["definitions"], updated_at],
     )
 
 
@@ -74,7 +75,7 @@ def restore_dictionaries(con: duckdb.DuckDBPyConnection, root: Path, artifacts: 
         try:
             path = inside_root(root, rec["path"])
             summary = read_json_file(path / "summary.json", max_bytes=LIMITS["record_bytes"], what="dictionary summary")
-            dictionary_rows(con, name, rec["key"], path, summary)
+            dictionary_rows(con, name, rec["key"], path, summary, rec.get("created_at"))  # registered then
             n += 1
         except (ValueError, KeyError, TypeError, OSError, duckdb.Error) as exc:
             log.warning("dictionary %s: its rows were not restored (%s); `defsentflow ingest` registers them again",
