@@ -137,7 +137,8 @@ def _leaderboard(args: argparse.Namespace) -> int:
         print(json.dumps(board.to_dict(), indent=2, default=str))
         return 0
     if not board.rows:
-        print("no evaluation results yet: run `defsentflow eval MODEL --tasks ...`")
+        print(f"no model to rank: {board.sort_note}" if board.gone else
+              "no evaluation results yet: run `defsentflow eval MODEL --tasks ...`")
         return 0
     print_table(*board.table())
     print(f"\n{board.sort_note}. STS: Spearman x 100 ('all' setting); *_mrr: reverse-dictionary MRR in [0, 1].")

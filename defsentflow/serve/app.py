@@ -211,7 +211,7 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
     @app.get("/api/leaderboard")
     def api_leaderboard(run: str | None = Query(None, max_length=200, pattern=ID_PATTERN)) -> dict[str, Any]:
         return load_leaderboard(catalog.catalog, run_id=run).to_dict() if catalog.catalog.path.is_file() else \
-            {"columns": [], "rows": [], "sort_by": None, "sort_note": "no catalog yet", "splits": {}}
+            {"columns": [], "rows": [], "sort_by": None, "sort_note": "no catalog yet", "splits": {}, "gone": {}}
 
     @app.get("/api/runs")
     def api_runs(limit: int = Query(100, ge=1, le=1000)) -> list[dict[str, Any]]:

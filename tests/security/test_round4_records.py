@@ -316,6 +316,36 @@ def test_n14_a_rebuild_holds_the_writer_lock_and_a_writer_waits_saying_so(root):
     assert counts["runs"] == 2
 
 
+def test_f16_a_model_whose_folder_is_gone_leaves_no_ghost_row_anywhere(root, capsys):
+    from fastapi.testclient import TestClient
+
+    from defsentflow.serve import create_app
+
+    cat = Catalog(root)
+    cat.record_metrics("hub/model", [{"task": "revdict-dev", "setting": "cosine", "metric": "mrr", "value": 0.1}])
+    cat.execute("INSERT INTO models (model_id, path) VALUES ('base:bert', 'bert-base-uncased')")  # a hub name
+    cat.record_metrics("base:bert", [{"task": "revdict-dev", "setting": "cosine", "metric": "mrr", "value": 0.2}])
+
+    def board() -> dict:
+        assert main(["--home", str(root), "leaderboard", "--json"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    assert [r["model_id"] for r in board()["rows"]] == [f"pst-{RUN}", "base:bert", "hub/model"]
+    shutil.rmtree(root / "models" / "pst" / KEY)  # deleted by hand; its metrics rows stay
+    shown = board()
+    assert [r["model_id"] for r in shown["rows"]] == ["base:bert", "hub/model"]  # a name or metrics alone: kept
+    assert shown["gone"] == {f"pst-{RUN}": f"models/pst/{KEY}"}
+    assert f"left out, their folders gone: pst-{RUN} (models/pst/{KEY})" in shown["sort_note"]
+    assert main(["--home", str(root), "leaderboard"]) == 0
+    printed = capsys.readouterr().out
+    assert f"pst-{RUN} (models/pst/{KEY})" in printed and "dsp-1 " not in printed.split("\n\n")[0]
+    with TestClient(create_app(root, max_batch=1, max_wait_ms=1)) as client:
+        assert [r["model_id"] for r in client.get("/api/leaderboard").json()["rows"]] == ["base:bert", "hub/model"]
+        page = client.get("/leaderboard").text
+        assert f"pst-{RUN} (models/pst/{KEY})" in page and f">pst-{RUN}<" not in page
+    assert Catalog(root).query("SELECT count(*) AS n FROM metrics WHERE model_id = 'dsp-1'")[0]["n"] == 1  # kept
+
+
 def test_sweeps_are_kept_as_row_records_and_rebuilt(root):
     cat = Catalog(root)
     cat.execute("INSERT INTO sweeps (sweep, path, n_points) VALUES ('lr', '/home/me/lr.yaml', 1)")
