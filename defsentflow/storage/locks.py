@@ -1,6 +1,8 @@
-"""Advisory file locks: two runs never write the same artifact at once, and a catalog rebuild never runs
+"""Advisory file locks: two runs never write the same artifact at once, a catalog rebuild never runs
 beside a writer (``locks/catalog-writers.lock``: writers hold it shared while a writing connection is
-open, ``catalog rebuild`` holds it alone for its whole run)."""
+open, ``catalog rebuild`` holds it alone for its whole run), and reads never starve a writer
+(``locks/catalog-turn.lock``: a writer that finds the catalog held takes it alone while it waits; a
+read gives way to it before opening, so reads that overlap one another end and the writer gets in)."""
 
 from __future__ import annotations
 
@@ -8,18 +10,22 @@ import contextlib
 import fcntl
 import logging
 import os
+import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, TypeVar
 
-from defsentflow.storage.paths import data_root, root_path
+from defsentflow.storage.paths import OutsideRootError, data_root, root_path
 
-__all__ = ["CatalogLockedError", "WRITER_LOCK", "artifact_lock", "writer_shared", "writers_excluded"]
+__all__ = ["CatalogLockedError", "TURN_LOCK", "WRITER_LOCK", "artifact_lock", "connect_waiting", "give_way_to_writer", "writer_shared",
+           "writer_turn", "writers_excluded"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 WRITER_LOCK = "catalog-writers.lock"
+TURN_LOCK = "catalog-turn.lock"
 # Data roots whose writer lock this process holds alone (a rebuild): its own opens pass.
 _EXCLUSIVE: set[str] = set()
 
@@ -107,3 +113,75 @@ def writers_excluded(root: Path) -> Iterator[None]:
         _EXCLUSIVE.discard(str(root))
         if fh is not None:
             fh.close()
+
+
+def _poll_flock(fh: IO[str], mode: int, deadline: float) -> bool:
+    """Take ``mode`` on ``fh``, polling until ``deadline`` (monotonic); whether it was taken."""
+    while True:
+        try:
+            fcntl.flock(fh.fileno(), mode | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def writer_turn(root: Path, deadline: float) -> Iterator[None]:
+    """Held by a writer while it waits for the catalog file (DuckDB lets one writer or many readers hold
+    it): new reads wait (:func:`give_way_to_writer`) until the reads in progress end and it got in.
+    Writers take turns; past ``deadline`` the caller's own wait decides (it keeps trying without it)."""
+    path = root_path(root, "locks", TURN_LOCK)  # a locks/ link leading out is refused
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path, "a+")  # noqa: SIM115 - closed below
+    except OSError:  # a read-only root: the write fails on its own
+        yield
+        return
+    try:
+        _poll_flock(fh, fcntl.LOCK_EX, deadline)
+        yield
+    finally:
+        fh.close()
+
+
+def give_way_to_writer(root: Path, deadline: float) -> bool:
+    """Before a read opens the catalog: wait while a writer waits for it (:func:`writer_turn`), at most
+    until ``deadline`` (monotonic); whether the way is free. Never creates a file (a read-only root)."""
+    try:
+        fh = open(root_path(root, "locks", TURN_LOCK))  # noqa: SIM115 - closed below
+    except (OSError, OutsideRootError):  # no writer has waited here (or locks/ leads out: not read)
+        return True
+    with fh:
+        return _poll_flock(fh, fcntl.LOCK_SH, deadline)
+
+
+def connect_waiting(connect: Callable[[], T], root: Path, *, writer: bool, timeout: float, locked: Callable[[Exception], bool],
+                    give_way: bool = True, what: object = "the catalog") -> T:
+    """``connect()``, retried with jittered backoff while ``locked(exc)`` says another process holds the
+    file, at most ``timeout`` seconds (:class:`CatalogLockedError`); any other error is raised.
+
+    The one wait of every catalog open. A writer that finds the file held takes its turn
+    (:func:`writer_turn`) and polls often; a read (``give_way``: not nested inside this process's own
+    open) first waits while a writer waits. So reads that overlap one another, each bounded, end and
+    the writer gets in; without it a writer found no moment free of reads and gave up.
+    """
+    deadline = time.monotonic() + timeout
+    if not writer and give_way and not give_way_to_writer(root, deadline):
+        raise CatalogLockedError(f"{what}: a writer waited for the catalog for {timeout:.0f}s")
+    delay, waiting = 0.05, False
+    with contextlib.ExitStack() as turn:
+        while True:
+            try:
+                return connect()
+            except Exception as exc:
+                if not locked(exc):
+                    raise
+                if time.monotonic() > deadline:
+                    raise CatalogLockedError(f"{what}: locked by another process for {timeout:.0f}s") from exc
+            if writer and not waiting:  # new reads wait now: those in progress end, then this writer gets in
+                turn.enter_context(writer_turn(root, deadline))
+                waiting = True
+            time.sleep(delay + random.random() * delay)
+            delay = min(delay * 2, 0.25 if waiting else 2.0)
