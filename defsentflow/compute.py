@@ -20,6 +20,7 @@ environment variables below, so one cluster serves every stage and subflow of a 
 from __future__ import annotations
 
 import os
+import re
 import socket
 import sys
 import urllib.request
@@ -35,13 +36,25 @@ from defsentflow.fanout import DEFAULT_THREADS, WORKER_ENV
 from defsentflow.storage.hashing import code_version
 
 __all__ = ["ADDRESS_ENV", "GPUS_ENV", "THREADS_ENV", "TIMEOUT_ENV", "ComputeSection", "attach_problems",
-           "compute_from_env", "compute_to_env", "flow_process_problem", "route_address", "shared_paths",
+           "check_dask_address", "compute_from_env", "compute_to_env", "flow_process_problem", "route_address", "shared_paths",
            "worker_report"]
 
 ADDRESS_ENV = "DEFSENTFLOW_DASK_ADDRESS"
+# scheme://host:port (host: a name, an IPv4 address or [IPv6]); the scheme may be left out (tcp)
+_ADDRESS = re.compile(r"(?:(?:tcp|tls|ucx|ws|wss)://)?(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[[0-9A-Fa-f:.]+\])"
+                      r":(?P<port>[0-9]{1,5})")
 GPUS_ENV = "DEFSENTFLOW_GPUS_PER_CANDIDATE"
 THREADS_ENV = "DEFSENTFLOW_THREADS_PER_CANDIDATE"
 TIMEOUT_ENV = "DEFSENTFLOW_WORKER_TIMEOUT"
+
+
+def check_dask_address(text: str) -> str:
+    """``text`` if it is a Dask scheduler address, else a ValueError saying what one looks like."""
+    m = _ADDRESS.fullmatch(text.strip())
+    if m is None or not 0 < int(m.group("port")) < 65536:
+        raise ValueError(f"{text[:80]!r} is not a Dask scheduler address: expected tcp://HOST:PORT (port 1-65535), "
+                         "e.g. tcp://10.0.0.5:8786")
+    return text.strip()
 
 
 class ComputeSection(ConfigSection):
@@ -58,6 +71,13 @@ class ComputeSection(ConfigSection):
     worker_timeout: float = Field(60, gt=0, le=86_400, description="seconds to wait for workers (with GPU resources when "
                                                                    "asked) when attaching; also the scheduler's "
                                                                    "no-workers timeout for tasks no worker can run")
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: str | None) -> str | None:
+        """A Dask scheduler address (``tcp://host:8786``, ``tls://...``, ``host:8786``): a malformed one is
+        refused here, in one line, instead of a connection attempt that times out minutes later."""
+        return None if v is None else check_dask_address(v)
 
     @field_validator("threads_per_candidate", mode="before")
     @classmethod

@@ -24,6 +24,7 @@ from defsentflow.config_tools import ConfigSection, format_errors, read_yaml_map
 from defsentflow.dictionary.config import NAME_PATTERN, DictionaryConfig
 from defsentflow.evaluation.config import EvalSection
 from defsentflow.scoring.config import HarvestConfig
+from defsentflow.storage.identifiers import RUN_NAME_MAX
 from defsentflow.training.pretrain_config import PretrainSection
 from defsentflow.training.pst_config import DefSentSection, PstSection
 
@@ -34,7 +35,9 @@ __all__ = ["PipelineConfig", "EvalSection", "config_from_dict", "format_errors",
 class PipelineConfig(ConfigSection):
     """``configs/*.yaml``: ingest dictionary -> ingest corpus -> harvest -> surrogate -> PST -> eval -> report."""
 
-    name: str = Field(pattern=NAME_PATTERN, description="the run's name; the schedule compares inputs per name")
+    # at most 119 characters: a run id is the name, '-' and 8 hex digits, within the 128 of an identifier
+    name: str = Field(pattern=NAME_PATTERN, max_length=RUN_NAME_MAX,
+                      description="the run's name; the schedule compares inputs per name")
     home: str | None = Field(None, description="data root (default $DEFSENTFLOW_HOME or ./storage)")
     dictionary: DictionaryConfig
     harvest: HarvestConfig | None = Field(None, description="corpus, retrieval, scoring, pairs and the surrogate; None skips them")

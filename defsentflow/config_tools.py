@@ -9,6 +9,7 @@ choices, ``eval_tasks``) so that each config module can use it.
 from __future__ import annotations
 
 import copy
+import math
 import os
 import re
 from collections.abc import Hashable, Sequence
@@ -21,7 +22,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from defsentflow.eval_tasks import Protocol, TieRule
 from defsentflow.limits import LIMITS
-from defsentflow.storage.paths import repo_root
+from defsentflow.storage.paths import repo_root, sample_dir
 
 __all__ = ["LIMITS", "MAX_NESTING", "MAX_YAML_ALIASES", "MAX_YAML_NODES", "AliasBound", "Seed", "YamlAliasError", "expanded_size",
            "Autocast", "CandidateSet", "CorpusFormat", "DictionarySplit", "EvalPooling", "Pooling", "RetrievalKind",
@@ -189,6 +190,20 @@ def load_yaml_text(text: str) -> Any:
     return yaml.load(text, Loader=_ConfigLoader)  # noqa: S506 - a SafeLoader subclass
 
 
+def all_finite(value: Any) -> bool:
+    """Whether every float in ``value`` (a parsed YAML value: nested lists and mappings) is finite."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, float) and not math.isfinite(v):
+            return False
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return True
+
+
 def read_yaml_mapping(path: str | os.PathLike, *, what: str = "file") -> dict[str, Any]:
     """A YAML file whose top level is a mapping; errors name the file.
 
@@ -230,6 +245,8 @@ def resolve_path(path: str | os.PathLike, *, must_exist: bool = True, what: str 
     p = Path(path).expanduser()
     if p.is_absolute():
         candidates = [p]
+    elif p.parts[:2] == ("defsentflow", "sample"):  # the packaged sample, never a copy in the current directory
+        candidates = [sample_dir().joinpath(*p.parts[2:])]
     else:
         candidates = [Path.cwd() / p, repo_root() / p]
     for c in candidates:

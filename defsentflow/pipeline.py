@@ -174,6 +174,10 @@ def selected_model_dir(config_path: str | os.PathLike, stage: str = "pst") -> st
         "SELECT run_id FROM runs WHERE flow = 'pipeline' AND status IN ('completed', 'unchanged') "
         "AND json_extract_string(config, '$.name') = ? ORDER BY ended_at DESC", [cfg.name])
     methods = list(STAGE_METHODS[stage])
+    if stage == "pst" and rows:
+        chosen = _selection(cat, rows[0]["run_id"])
+        if chosen is not None:  # PST's choice, and only it: never another model of the run
+            return chosen
     for r in rows:
         # PST's choice (pst_runs names it by its own id: a candidate, or the untrained base model), the
         # run's own models (the surrogate; pst-<run_id> rows of catalogs before stable ids), and models
@@ -190,6 +194,25 @@ def selected_model_dir(config_path: str | os.PathLike, stage: str = "pst") -> st
         if found and Path(found).exists():
             return found
     raise FileNotFoundError(f"no completed run of config {cfg.name!r} has a {stage} model; run: defsentflow run {config_path}")
+
+
+def _selection(cat: Catalog, run_id: str) -> str | None:
+    """The folder of the model PST selected in ``run_id`` (None: the run has no PST result).
+
+    Raises:
+        FileNotFoundError: the selected model is no longer in the catalog or its folder is gone.
+    """
+    picked = cat.query("SELECT model_id, winner_model_id FROM pst_runs WHERE run_id = ?", [run_id])
+    if not picked:
+        return None
+    model_id = picked[0]["model_id"]
+    found = cat.query("SELECT path FROM models WHERE model_id = ? OR model_id = ? ORDER BY model_id = ? DESC",
+                      [model_id, picked[0]["winner_model_id"], model_id])
+    if found and found[0]["path"] and Path(found[0]["path"]).is_dir():
+        return found[0]["path"]
+    where = f"its folder {found[0]['path']} is gone" if found and found[0]["path"] else "it is not in the catalog"
+    raise FileNotFoundError(f"run {run_id} selected model {model_id}, but {where} (a record refused by "
+                            f"`catalog rebuild`? see quarantine/records/); no other model is named in its place")
 
 
 # -- the sequencer ----------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from defsentflow.config_tools import resolve_path
-from defsentflow.encoders.loading import BUNDLED_ALIASES
+from defsentflow.encoders.loading import BUNDLED_ALIASES, pick_device
 from defsentflow.encoders.lookup import UnknownModelError, find_model
 
 __all__ = ["MODEL_ID_PATTERN", "check_exists", "check_model_names", "check_model_ref", "check_source_path", "preflight"]
@@ -88,8 +88,29 @@ def check_model_names(raw: dict[str, Any], origin: str) -> None:
         pretrain = raw.get("pretrain")
         if isinstance(pretrain, dict) and isinstance(pretrain.get("tokenizer"), str):
             check_model_ref(pretrain["tokenizer"], "pretrain.tokenizer")
+        check_devices(raw)
     except ValueError as exc:
         raise ValueError(f"{origin}: {exc}") from None
+
+
+def check_devices(config: Any, where: str = "") -> None:
+    """Every ``device``/``*_device`` value of a config that is not ``auto`` names a device this machine
+    has: checked at the start, whether the run's stages are cached or not (a bad device was found only
+    at the first candidate it trained)."""
+    if isinstance(config, dict):
+        for key, value in config.items():
+            name = f"{where}.{key}" if where else str(key)
+            if (key == "device" or str(key).endswith("_device")) and isinstance(value, str) \
+                    and value not in ("auto", "cpu"):
+                try:
+                    pick_device(value)
+                except ValueError as exc:
+                    raise ValueError(f"{name}: {exc}") from None
+            else:
+                check_devices(value, name)
+    elif isinstance(config, list):
+        for i, value in enumerate(config):
+            check_devices(value, f"{where}[{i}]")
 
 
 def preflight(cfg: Any, origin: str) -> None:
@@ -111,5 +132,7 @@ def preflight(cfg: Any, origin: str) -> None:
             # pst_from surrogate/pretrain: training starts from an encoder this run makes instead
             if sec is not None and getattr(cfg, "pst_from", "base") == "base":
                 check_model_ref(sec.base_model, f"{section}.base_model")
+        check_devices(cfg.model_dump(mode="json"))
     except ValueError as exc:
         raise ValueError(f"{origin}: {exc}") from None
+

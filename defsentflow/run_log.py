@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import errno
 import logging
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from defsentflow.storage.paths import disk_full
 
 __all__ = ["RunLog", "elapsed", "is_open", "run_log"]
 
@@ -98,13 +102,46 @@ def is_open(path: Path) -> bool:
     return Path(path).resolve() in _OPEN
 
 
+class _LogFile(logging.FileHandler):
+    """The run's log file: a write that fails (a full disk) is said once, on stderr, in one line, and the
+    file is left; every later record goes on to the terminal (logging's default printed a traceback for
+    each record: 2,295 of them in one full-disk run)."""
+
+    failed = False
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        if self.failed:
+            return
+        self.failed = True
+        exc = sys.exc_info()[1]
+        why = disk_full(self.baseFilename) if getattr(exc, "errno", None) == errno.ENOSPC else \
+            f"{type(exc).__name__}: {exc}"
+        print(f"defsentflow: cannot write the run log {self.baseFilename}: {why}", file=sys.stderr)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self.failed:
+            super().emit(record)
+
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except OSError:  # the disk filled between two records: said once, as for a record
+            self.handleError(None)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        try:
+            super().close()
+        except OSError:
+            self.handleError(None)  # type: ignore[arg-type]
+
+
 @contextlib.contextmanager
 def run_log(path: Path, *, verbose: bool = False, terminal: bool = True) -> Iterator[RunLog]:
     """Send every log record to ``path`` (created) and, with ``terminal``, make the terminal's lines
     brief (a worker's output is left as Prefect formats it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     _OPEN.add(path.resolve())
-    file_handler = logging.FileHandler(path, encoding="utf-8")
+    file_handler = _LogFile(path, encoding="utf-8")
     file_handler.setLevel(logging.DEBUG)
     file_handler.setFormatter(_Formatter(brief=False, datefmt="%Y-%m-%d %H:%M:%S"))
     file_handler.addFilter(_NoApiLinks())

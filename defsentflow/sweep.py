@@ -338,9 +338,10 @@ def write_point_configs(sweep: Sweep, root: str | os.PathLike | None = None) -> 
                 "VALUES (?, ?, ?, ?, ?, ?, 'pending') ON CONFLICT (sweep, point_id) DO UPDATE SET "
                 "position = excluded.position, label = excluded.label, params = excluded.params, "
                 "config_path = excluded.config_path",
-                [sweep.name, p.point_id, p.position, p.label, json.dumps(p.params, default=str), str(paths[p.point_id])])
+                [sweep.name, p.point_id, p.position, p.label, json.dumps(p.params, default=str), cat.rel(paths[p.point_id])])
         con.execute("DELETE FROM sweep_points WHERE sweep = ? AND NOT list_contains(?, point_id)",
                     [sweep.name, [p.point_id for p in sweep.points]])
+    cat.keep_rows("sweep", [sweep.name])  # kept on disk: a rebuilt catalog has the sweep too
     return paths
 
 
@@ -357,7 +358,7 @@ def mark_interrupted_points(sweep_name: str, root: str | os.PathLike | None = No
         owner = json.loads(r["owner"] or "{}") if r["status"] == "running" else {}
         if owner.get("host") == socket.gethostname() and isinstance(owner.get("pid"), int) and not pid_alive(owner["pid"]):
             cat.execute("UPDATE sweep_points SET status = 'interrupted', ended_at = current_timestamp "
-                        "WHERE sweep = ? AND point_id = ?", [sweep_name, r["point_id"]])
+                        "WHERE sweep = ? AND point_id = ?", [sweep_name, r["point_id"]], keep=("sweep", [sweep_name]))
             n += 1
     return n
 
@@ -411,7 +412,8 @@ def run_sweep(sweep: Sweep, run_point: RunPoint, *, only: Sequence[str] | None =
         log.info("sweep %s: point %d/%d %s (%s): run %s", sweep.name, i, len(chosen), p.point_id, p.label, run_id)
         cat.execute("UPDATE sweep_points SET status = 'running', run_id = ?, config_hash = ?, owner = ?, "
                     "started_at = current_timestamp, ended_at = NULL, seconds = NULL, note = NULL "
-                    "WHERE sweep = ? AND point_id = ?", [run_id, p.config_hash, owner, sweep.name, p.point_id])
+                    "WHERE sweep = ? AND point_id = ?", [run_id, p.config_hash, owner, sweep.name, p.point_id],
+                    keep=("sweep", [sweep.name]))
         t1 = time.perf_counter()
         status, note = "failed", None
         try:
@@ -429,7 +431,7 @@ def run_sweep(sweep: Sweep, run_point: RunPoint, *, only: Sequence[str] | None =
         finally:
             cat.execute("UPDATE sweep_points SET status = ?, note = ?, ended_at = current_timestamp, seconds = ? "
                         "WHERE sweep = ? AND point_id = ?",
-                        [status, note, time.perf_counter() - t1, sweep.name, p.point_id])
+                        [status, note, time.perf_counter() - t1, sweep.name, p.point_id], keep=("sweep", [sweep.name]))
         _ = on_point(p, status) if on_point else None
         return status, note
 

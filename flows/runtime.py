@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import os
 import secrets
 import signal
@@ -98,6 +99,15 @@ def _flush_api_logs() -> None:
         pass
 
 
+def server_command(host: str, port: int) -> list[str]:
+    """The temporary server's command line: Prefect's server app under uvicorn."""
+    import prefect  # lazy: Prefect loads only where a flow or task runs
+
+    return [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(prefect.__file__).parent.parent), "--factory",
+            "prefect.server.api.server:create_app", "--host", host, "--port", str(port),
+            "--log-level", "error", "--lifespan", "on"]
+
+
 @contextlib.contextmanager
 def local_api(timeout: float = 180.0, host: str = "127.0.0.1") -> Iterator[str]:
     """Yield a ``PREFECT_API_URL`` for this process: the user's if set, else a temporary server
@@ -105,8 +115,6 @@ def local_api(timeout: float = 180.0, host: str = "127.0.0.1") -> Iterator[str]:
     if os.environ.get("PREFECT_API_URL"):
         yield os.environ["PREFECT_API_URL"]
         return
-    import prefect  # lazy: Prefect loads only where a flow or task runs
-
     reap_orphan_servers()
     home = Path(os.environ["PREFECT_HOME"])
     home.mkdir(parents=True, exist_ok=True)
@@ -120,12 +128,12 @@ def local_api(timeout: float = 180.0, host: str = "127.0.0.1") -> Iterator[str]:
         SERVER_MARKER: str(os.getpid()),
         **({"PREFECT_SERVER_API_AUTH_STRING": auth} if auth else {}),
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(prefect.__file__).parent.parent), "--factory",
-         "prefect.server.api.server:create_app", "--host", host, "--port", str(port),
-         "--log-level", "error", "--lifespan", "on"],
-        env=env, preexec_fn=_die_with_parent, stdout=subprocess.DEVNULL,
-    )
+    # Two commands starting on a fresh PREFECT_HOME would both create and migrate its SQLite database
+    # (one failed with Prefect's migration traceback): servers start one at a time, each holding this
+    # lock until it answers, by when its migrations are done.
+    starting = open(home / ".server-start.lock", "a+")  # noqa: SIM115 - held until the server answers
+    fcntl.flock(starting.fileno(), fcntl.LOCK_EX)
+    proc = subprocess.Popen(server_command(host, port), env=env, preexec_fn=_die_with_parent, stdout=subprocess.DEVNULL)
     with open(_pidfile(), "a") as fh:
         fh.write(f"\n{os.getpid()}:{proc.pid}")
     url = f"http://{host}:{port}/api"
@@ -144,6 +152,7 @@ def local_api(timeout: float = 180.0, host: str = "127.0.0.1") -> Iterator[str]:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the local Prefect server did not answer within {timeout:.0f}s")
             time.sleep(0.25)
+        starting.close()  # migrated and answering: the next command's server may start
         os.environ["PREFECT_API_URL"] = url
         from prefect.settings import (  # lazy: Prefect loads only where a flow or task runs
             PREFECT_API_AUTH_STRING,
@@ -158,6 +167,7 @@ def local_api(timeout: float = 180.0, host: str = "127.0.0.1") -> Iterator[str]:
         with temporary_settings(updates):
             yield url
     finally:
+        starting.close()
         _flush_api_logs()
         os.environ.pop("PREFECT_API_URL", None)
         if auth:

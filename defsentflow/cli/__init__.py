@@ -7,8 +7,10 @@ imports (torch, transformers, prefect) happen inside the handlers so ``--help`` 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
+import os
 import signal
 import sys
 import threading
@@ -95,15 +97,11 @@ def writes_data_root(args: argparse.Namespace) -> bool:
 
 def _quiet_transformers() -> None:
     """transformers 5 prints a progress bar for every weight load; keep the terminal for our bars."""
-    import os
-
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
 def main(argv: list[str] | None = None) -> int:
-    import os
-
     # Idle OpenMP threads sleep instead of spinning: on a small, shared machine (2 cores running a
     # Prefect server, a flow and torch) spinning threads slowed training about 6x.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -149,6 +147,10 @@ def _fail(exc: BaseException) -> int:
     """Print an input error as one line (control characters escaped) and return exit status 2."""
     from defsentflow.cli.table import printable
 
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:  # a full disk: which disk, which folder
+        from defsentflow.storage.paths import disk_full
+
+        exc = OSError(disk_full(exc.filename or os.environ.get("DEFSENTFLOW_HOME") or "."))
     text = " ".join(str(exc).split("\n")).strip() or type(exc).__name__
     print(f"defsentflow: error: {printable(text)}", file=sys.stderr)
     return 2

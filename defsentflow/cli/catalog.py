@@ -97,11 +97,11 @@ def _runs(args: argparse.Namespace) -> int:
 
 def _sql(args: argparse.Namespace) -> int:
     from defsentflow.cli import UserError
-    from defsentflow.storage import Catalog
+    from defsentflow.storage import Catalog, CatalogLockedError
 
     try:
         cols, rows = Catalog(reader=True, query_timeout=args.timeout).user_query(args.query)
-    except ValueError as exc:
+    except (ValueError, CatalogLockedError) as exc:  # a writer kept the catalog past the wait: one line
         raise UserError(str(exc)) from exc
     print_table(cols, rows)
     return 0

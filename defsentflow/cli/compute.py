@@ -10,16 +10,27 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
 __all__ = ["add_compute_flags", "command_runtime", "compute_for", "shared_paths_of"]
 
 
 def add_compute_flags(p: argparse.ArgumentParser, *, what: str = "PST candidates") -> None:
-    p.add_argument("--dask-address", metavar="tcp://HOST:8786",
+    p.add_argument("--dask-address", metavar="tcp://HOST:8786", type=_dask_address,
                    help=f"run the {what} on this existing Dask cluster (workers: the project installed, "
                         "DEFSENTFLOW_WORKER=1, --nthreads 1; see docs/distributed.md)")
     p.add_argument("--local-workers", type=int, metavar="N",
                    help=f"run the {what} on a LocalCluster of N single-threaded worker processes that this "
                         "command starts and stops (default: the config's compute:, else one at a time here)")
+
+
+def _dask_address(text: str) -> str:
+    from defsentflow.compute import check_dask_address
+
+    try:
+        return check_dask_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def compute_for(args: argparse.Namespace, default: Any = None):
@@ -36,7 +47,16 @@ def compute_for(args: argparse.Namespace, default: Any = None):
 
             raise UserError(f"--local-workers must be >= 0, got {args.local_workers}")
         update.update(local_workers=args.local_workers, address=None)
-    return compute.model_copy(update=update)
+    if not update:
+        return compute
+    try:  # validated as a config's compute: is (a malformed --dask-address is one line here)
+        return ComputeSection.model_validate({**compute.model_dump(), **update})
+    except ValidationError as exc:
+        from defsentflow.cli import UserError
+        from defsentflow.config_tools import format_errors
+
+        flag = "--dask-address" if "address" in update and update["address"] else "--local-workers"
+        raise UserError(f"{flag}: {format_errors(exc)}") from None
 
 
 def shared_paths_of(configs: Iterable[Any]) -> dict[str, str]:

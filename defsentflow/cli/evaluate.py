@@ -124,20 +124,21 @@ def _eval(args: argparse.Namespace) -> int:
 def _leaderboard(args: argparse.Namespace) -> int:
     import json
 
+    from defsentflow.cli import UserError
     from defsentflow.cli.table import print_table
     from defsentflow.report.leaderboard import load_leaderboard
     from defsentflow.storage import Catalog
 
     cat = Catalog(reader=True)  # read-only: never creates the catalog or changes its schema
-    if not cat.path.is_file():
-        print(f"no evaluation results yet (no catalog at {cat.path}): run `defsentflow eval MODEL --tasks ...`")
-        return 0
+    if not cat.path.is_file():  # as every reading command: one line, exit 2 (docs/security.md)
+        raise UserError(f"no catalog at {cat.path}: no evaluation results yet (run `defsentflow eval MODEL --tasks ...`)")
     board = load_leaderboard(cat, run_id=args.run)
     if args.json:
         print(json.dumps(board.to_dict(), indent=2, default=str))
         return 0
     if not board.rows:
-        print("no evaluation results yet: run `defsentflow eval MODEL --tasks ...`")
+        print(f"no model to rank: {board.sort_note}" if board.gone else
+              "no evaluation results yet: run `defsentflow eval MODEL --tasks ...`")
         return 0
     print_table(*board.table())
     print(f"\n{board.sort_note}. STS: Spearman x 100 ('all' setting); *_mrr: reverse-dictionary MRR in [0, 1].")

@@ -53,14 +53,27 @@ def _prepare_env(config_path: str, overrides: list[str] | None = None) -> tuple[
 def overridden(path: Path, overrides: list[str]) -> dict[str, Any]:
     """The config file's mapping with each ``KEY=VALUE`` set (``KEY`` dotted, ``VALUE`` YAML) and its
     input paths made absolute (the config as run is read from another folder)."""
-    from defsentflow.config_tools import load_yaml_text, read_yaml_mapping, resolve_path, set_dotted
+    import yaml
+
+    from defsentflow.config_tools import all_finite, load_yaml_text, read_yaml_mapping, resolve_path, set_dotted
+    from defsentflow.limits import LIMITS
 
     data = read_yaml_mapping(path, what="config")
     for item in overrides:
         key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--set {item!r}: expected KEY=VALUE (a dotted key, e.g. pst.steps=1)")
-        data = set_dotted(data, key.strip(), load_yaml_text(value))
+        key = key.strip()
+        shown = f"--set {item[:60]!r}" + ("..." if len(item) > 60 else "")
+        if not sep or not key:
+            raise ValueError(f"{shown}: expected KEY=VALUE (a dotted key, e.g. pst.steps=1)")
+        if key.count(".") >= LIMITS["nesting"] or any(not part for part in key.split(".")):
+            raise ValueError(f"{shown}: the key is not a dotted key of at most {LIMITS['nesting']} parts")
+        try:  # the same reader as a config file: safe types, no duplicate keys, bounded aliases and nesting
+            parsed = load_yaml_text(value)
+        except yaml.YAMLError as exc:
+            raise ValueError(f"{shown}: the value is not valid YAML: {' '.join(str(exc).split())[:200]}") from None
+        if not all_finite(parsed):
+            raise ValueError(f"{shown}: the value holds NaN or infinity; a config takes finite numbers only")
+        data = set_dotted(data, key, parsed)
     for source in (data.get("dictionary") or {}).get("sources") or []:
         if isinstance(source, dict) and isinstance(source.get("paths"), list):
             source["paths"] = [str(resolve_path(p, must_exist=False)) for p in source["paths"]]

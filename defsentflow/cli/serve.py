@@ -55,7 +55,9 @@ def _serve(args: argparse.Namespace) -> int:
                      prefilter=None if args.search == "auto" else False)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}: anyone who can reach it can read the catalog")
-    if args.port:
-        print(f"serving {cat.root} on http://{args.host}:{args.port}/ (Ctrl-C stops)", flush=True)
-    run_server(app, args.host, args.port)
+
+    def listening(port: int) -> None:  # the port bound, the system's choice for --port 0
+        print(f"serving {cat.root} on http://{args.host}:{port}/ (Ctrl-C stops)", flush=True)
+
+    run_server(app, args.host, args.port, on_listening=listening)
     return 0

@@ -9,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -97,8 +98,10 @@ class DictionaryConfig(ConfigSection):
             raise ValueError("variant c needs a tokenizer (--tokenizer NAME_OR_PATH)")
         if self.variant != "c" and self.tokenizer:
             raise ValueError(f"--tokenizer is only used by variant c (variant is {self.variant!r})")
-        if min(self.ratios) < 0 or sum(self.ratios) <= 0:
-            raise ValueError(f"ratios must be three non-negative numbers, got {self.ratios}")
+        if not all(math.isfinite(r) for r in (*self.ratios, sum(self.ratios))) or min(self.ratios) < 0 \
+                or sum(self.ratios) <= 0:
+            raise ValueError(f"ratios must be three finite, non-negative numbers with a finite, positive sum, "
+                             f"got {list(self.ratios)}")
         require_distinct(self.source_names(), "source names")
         return self
 

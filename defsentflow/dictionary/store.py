@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from defsentflow.dictionary.records import SPLITS, check_choice
 from defsentflow.storage import Catalog, check_identifier, combine_hashes, data_root, hash_file, root_place
+from defsentflow.storage.restore import DICTIONARY_FILES, dictionary_rows
 
 __all__ = [
     "FILES",
@@ -35,10 +36,8 @@ __all__ = [
     "load_quarantine",
 ]
 
-FILES = ("definitions.parquet", "examples.parquet", "quarantine.parquet")
+FILES = DICTIONARY_FILES
 SUMMARY = "summary.json"
-# The quarantine table is shared with the corpus stage, which files its rows under this source.
-_CORPUS_SOURCE = "corpus"
 
 
 def dictionary_dir(name: str, key: str, root: str | os.PathLike | None = None) -> Path:
@@ -89,28 +88,10 @@ def register_artifact(name: str, path: Path, summary: dict[str, Any], *, input_h
     """Register a written artifact under dataset ``name``, all in one transaction."""
     cat = Catalog(root)
     key = summary["key"]
-    defs, exs, quar = (str(path / f) for f in FILES)
-    splits = summary["splits"]
     with cat.transaction() as con:
         cat.register_artifact(key, "dictionary", path, summary["content_hash"], name=name, input_hashes=input_hashes,
                               config=config, meta={k: summary[k] for k in ("entries", "definitions", "examples")}, con=con)
-        con.execute("DELETE FROM definitions WHERE dataset = ?", [name])
-        con.execute("INSERT INTO definitions (dataset, def_id, entry, definition, split, pos, synset, sources, meta) "
-                    "SELECT ?, def_id, entry, definition, split, pos, synset, sources, meta FROM read_parquet(?)", [name, defs])
-        con.execute("DELETE FROM examples WHERE dataset = ?", [name])
-        con.execute("INSERT INTO examples (dataset, def_id, entry, example, split) "
-                    "SELECT ?, def_id, entry, example, split FROM read_parquet(?)", [name, exs])
-        con.execute("DELETE FROM quarantine WHERE dataset = ? AND source <> ?", [name, _CORPUS_SOURCE])
-        con.execute("INSERT INTO quarantine (dataset, source, file, line, reason, detail, raw) "
-                    "SELECT ?, source, file, line, reason, detail, raw FROM read_parquet(?)", [name, quar])
-        con.execute(
-            "INSERT OR REPLACE INTO dictionaries (name, variant, artifact_key, sources, tokenizer, seed, case_fold, "
-            "entries, definitions, examples, quarantined, train, dev, test, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp)",
-            [name, summary["variant"], key, json.dumps(summary["sources"]), summary.get("tokenizer"), summary["seed"],
-             summary["case_fold"], summary["entries"], summary["definitions"], summary["examples"], summary["quarantined"],
-             splits["train"]["definitions"], splits["dev"]["definitions"], splits["test"]["definitions"]],
-        )
+        dictionary_rows(con, name, key, path, summary)  # the same rows a catalog rebuild restores
         con.execute(
             "INSERT INTO ingest_summaries (dataset, artifact_key, status, read, accepted, duplicates, excluded, quarantined, "
             "examples_quarantined, entries, definitions, examples, sources, reasons, seconds) "

@@ -7,12 +7,11 @@ import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, get_args
 
 from defsentflow.config_tools import Autocast
-from defsentflow.storage.hashing import combine_hashes, hash_file, hash_text
+from defsentflow.storage.hashing import hash_text, model_folder_hash
 from defsentflow.storage.integrity import verify_artifact_files
 
 if TYPE_CHECKING:
@@ -235,20 +234,9 @@ def has_mlm_head(path: str) -> bool:
     return False
 
 
-@lru_cache(maxsize=64)
-def _dir_hash(path: str, stamp: tuple) -> str:
-    p = Path(path)
-    # hidden files are ours (the artifact record, amended with metrics later), not the model's
-    files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith(".")
-                   and f.suffix in {".safetensors", ".bin", ".json", ".txt", ".model"})
-    return combine_hashes(f"{f.name}:{hash_file(f)}" for f in files)
-
-
 def model_content_hash(path: str | os.PathLike) -> str:
     """Content hash of a model directory (weights, config, tokenizer); the name for a hub id."""
     p = Path(resolve_model_path(path))
     if not p.is_dir():
         return hash_text(f"hub:{path}")
-    stamp = tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(p.iterdir())
-                  if f.is_file() and not f.name.startswith("."))
-    return _dir_hash(str(p), stamp)
+    return model_folder_hash(p)

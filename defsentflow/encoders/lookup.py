@@ -23,6 +23,7 @@ from typing import Literal
 from defsentflow.encoders.loading import BUNDLED_ALIASES, portable_model_name, resolve_model_path
 from defsentflow.model.ids import base_model_id
 from defsentflow.storage.catalog import Catalog, CatalogError
+from defsentflow.storage.model_ids import content_id_problem, recorded_content_hash
 
 __all__ = ["ModelRef", "UnknownModelError", "find_model", "hub_offline"]
 
@@ -76,8 +77,13 @@ def _registered(cat: Catalog | None, name: str) -> tuple[str, str] | None:
             folder = resolve_model_path(r["path"])
         except FileNotFoundError:  # the bundled extra is not installed here
             continue
-        if Path(folder).is_dir():
-            return r["model_id"], folder
+        # a stored path is this root's folder, a name or an absolute folder: never read against the current directory
+        if not Path(folder).is_absolute() or not Path(folder).is_dir():
+            continue
+        meta = _query(cat, "SELECT meta FROM models WHERE model_id = ?", [r["model_id"]])
+        if problem := content_id_problem(r["model_id"], folder, recorded_content_hash(meta[0]["meta"] if meta else None)):
+            raise ValueError(problem)  # not an unknown name: no fallback may load another folder under this id
+        return r["model_id"], folder
     return None
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from defsentflow.eval_tasks import AVERAGE_TASKS, metric_column
-from defsentflow.storage.leaderboard_view import leaderboard_select
+from defsentflow.storage.leaderboard_view import gone_models, leaderboard_select
 from defsentflow.storage.leaderboard_view import selection_column as select
 
 __all__ = ["Leaderboard", "STS7", "format_delta", "format_mean_sd", "format_number", "load_leaderboard",
@@ -82,6 +82,7 @@ class Leaderboard:
     sort_by: str | None
     sort_note: str
     splits: dict[str, str] = field(default_factory=dict)   # column -> dev | test
+    gone: dict[str, str] = field(default_factory=dict)     # model id -> its folder, gone: rows left out
 
     IDENTITY = ("model_id", "pooling", "method")
 
@@ -106,7 +107,7 @@ class Leaderboard:
 
     def to_dict(self) -> dict[str, Any]:
         return {"columns": list(self.columns), "splits": self.splits, "sort_by": self.sort_by,
-                "sort_note": self.sort_note,
+                "sort_note": self.sort_note, "gone": self.gone,
                 "rows": [{k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in r.items()
                           if k not in ("path",)} for r in self.rows]}
 
@@ -120,7 +121,8 @@ def selection_column(catalog: Any, run_id: str | None = None,
 
 
 def load_leaderboard(catalog: Any, *, run_id: str | None = None) -> Leaderboard:
-    """Every model with scores, one row per (model, pooling), best selection figure first.
+    """Every model with scores, one row per (model, pooling), best selection figure first; a model whose
+    folder is gone is left out, named in ``sort_note`` (:func:`~defsentflow.storage.leaderboard_view.gone_models`).
 
     Args:
         catalog: a :class:`~defsentflow.storage.Catalog`.
@@ -133,11 +135,16 @@ def load_leaderboard(catalog: Any, *, run_id: str | None = None) -> Leaderboard:
         cur = con.execute(sql)
         names = [d[0] for d in cur.description]
         found = [dict(zip(names, r)) for r in cur.fetchall()]
+        gone = gone_models(con, catalog.root)
     rows = []
     for r in found:
+        if r["model_id"] in gone:
+            continue  # its folder is gone: no model to rank (said in the note below)
         r["aliases"] = sorted([r["model_id"], *(a for a in (r.pop("also_known_as") or "").split(", ") if a)])
         if not any(r.get(c) is not None for c in columns):
             continue  # a model with no figure (placeholder rows of the view)
         rows.append({k: (float(v) if (k in columns or k.endswith("_sd")) and v is not None and not k.endswith("_n")
                          else v) for k, v in r.items()})
-    return Leaderboard(columns, tuple(rows), sort_by, note, splits)
+    if gone:
+        note += "; left out, their folders gone: " + ", ".join(f"{m} ({p})" for m, p in sorted(gone.items()))
+    return Leaderboard(columns, tuple(rows), sort_by, note, splits, gone)

@@ -12,6 +12,7 @@ without a served index is a 404 naming the models that are served.
 
 from __future__ import annotations
 
+import html
 import os
 from contextlib import asynccontextmanager
 from typing import Any
@@ -92,6 +93,21 @@ class RevdictAnswer(BaseModel):
     results: list[RevdictHit]
 
 
+def api_page(schema: dict[str, Any]) -> str:
+    """The API's routes as a plain HTML page (method, path, summary, parameters) from its OpenAPI schema."""
+    rows = []
+    for path, ops in sorted(schema.get("paths", {}).items()):
+        for method, op in ops.items():
+            params = ", ".join(f"{p.get('name')} ({p.get('in')}{', required' if p.get('required') else ''})"
+                               for p in op.get("parameters", []))
+            rows.append(f"<tr><td>{html.escape(method.upper())}</td><td><code>{html.escape(path)}</code></td>"
+                        f"<td>{html.escape(op.get('summary') or '')}</td><td>{html.escape(params)}</td></tr>")
+    return ("<!doctype html><html><head><meta charset='utf-8'><title>defsentflow API</title></head><body>"
+            "<h1>defsentflow API</h1><p>The machine-readable schema: <a href='/openapi.json'>/openapi.json</a></p>"
+            "<table><tr><th>method</th><th>path</th><th>what</th><th>parameters</th></tr>"
+            + "".join(rows) + "</table></body></html>")
+
+
 def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, max_wait_ms: float = 10.0,
                device: str = "cpu", threads: int | None = None, prefilter: bool | None = None,
                query_timeout: float | None = 30.0) -> FastAPI:
@@ -124,7 +140,9 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
         yield
         await service.close()
 
-    app = FastAPI(title="defsentflow", lifespan=lifespan, docs_url="/api/docs", redoc_url=None)
+    # FastAPI's Swagger page loads its script from a CDN, which this app's own CSP blocks: /api/docs is
+    # a plain page built from the same OpenAPI schema instead (no script, nothing fetched elsewhere).
+    app = FastAPI(title="defsentflow", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.catalog, app.state.lookup = catalog, service
 
     app.add_middleware(SecurityHeaders)
@@ -193,7 +211,7 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
     @app.get("/api/leaderboard")
     def api_leaderboard(run: str | None = Query(None, max_length=200, pattern=ID_PATTERN)) -> dict[str, Any]:
         return load_leaderboard(catalog.catalog, run_id=run).to_dict() if catalog.catalog.path.is_file() else \
-            {"columns": [], "rows": [], "sort_by": None, "sort_note": "no catalog yet", "splits": {}}
+            {"columns": [], "rows": [], "sort_by": None, "sort_note": "no catalog yet", "splits": {}, "gone": {}}
 
     @app.get("/api/runs")
     def api_runs(limit: int = Query(100, ge=1, le=1000)) -> list[dict[str, Any]]:
@@ -233,6 +251,10 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
         return definitions_cache[served.dictionary]
 
     definitions_cache: dict[str, dict[str, str]] = {}
+
+    @app.get("/api/docs", response_class=HTMLResponse, include_in_schema=False)
+    def api_docs() -> HTMLResponse:
+        return HTMLResponse(api_page(app.openapi()))
 
     @app.get("/revdict", response_class=HTMLResponse, include_in_schema=False)
     async def page_revdict(q: str | None = None, model: str | None = None, k: str = "10",

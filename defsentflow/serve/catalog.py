@@ -18,7 +18,7 @@ from typing import Any
 
 from defsentflow.encoders.loading import resolve_model_path
 from defsentflow.storage import Catalog
-from defsentflow.storage.paths import from_root
+from defsentflow.storage.paths import OutsideRootError, from_root, inside_root
 from defsentflow.storage.runs import shown
 
 __all__ = ["ServedIndex", "ServeCatalog", "ID_PATTERN", "UnknownModelError"]
@@ -111,7 +111,7 @@ class ServeCatalog:
         for r in rows:
             cfg = json.loads(r["config"]) if isinstance(r["config"], str) else (r["config"] or {})
             model = from_root(self.catalog.root, str(cfg.get("model") or ""))  # stored root-relative
-            if not model or not (Path(r["path"]) / "index.faiss").is_file():
+            if not model or not self._inside(r["path"]) or not (Path(r["path"]) / "index.faiss").is_file():
                 continue
             bundled = _bundled_name(model)
             display, aliases = by_path.get(model) or (bundled, ())
@@ -149,6 +149,14 @@ class ServeCatalog:
                                     f"{', '.join(served) or 'none (build one: defsentflow revdict MODEL ...)'}")
         return max(picked, key=lambda i: (i.measured_mrr if i.measured_mrr is not None else -1.0))
 
+    def _inside(self, path: str) -> bool:
+        """Whether ``path`` lies inside the data root once its links are followed (else never served)."""
+        try:
+            inside_root(self.catalog.root, path)
+        except OutsideRootError:
+            return False
+        return True
+
     # -- runs, reports, sweeps ---------------------------------------------------------------
     def runs(self, limit: int = 100) -> list[dict[str, Any]]:
         # r.* (not named columns): a catalog written before the owner columns still lists its runs
@@ -178,7 +186,10 @@ class ServeCatalog:
                           "ORDER BY created_at DESC LIMIT 1", [run_id])
         if not rows:
             return None
-        base = Path(rows[0]["path"]).resolve()
+        try:  # the folder itself must lie inside the data root (a report folder replaced by a link leads out)
+            base = inside_root(self.catalog.root, rows[0]["path"])
+        except OutsideRootError:
+            return None
         target = (base / name).resolve()
         media = _REPORT_SUFFIXES.get(target.suffix.lower())
         if media is None or not target.is_relative_to(base) or not target.is_file():

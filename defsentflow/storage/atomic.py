@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from defsentflow.storage.outputs import OutputRefusedError, marker_vouches
-from defsentflow.storage.paths import ROOT_FOLDERS, data_root
+from defsentflow.storage.paths import ROOT_FOLDERS, data_root, inside_root
 from defsentflow.storage.swap import (
     TMP_PREFIX,
     pid_alive,
@@ -46,10 +46,23 @@ __all__ = [
 
 
 
+def _stays_inside(final: Path) -> None:
+    """The data root's path rule for a write: a path of the data root (by name) must resolve inside it,
+    so a folder of the root replaced by a symbolic link that leads out receives nothing."""
+    home = data_root(create=False)
+    try:
+        Path(os.path.normpath(final.absolute())).relative_to(home)
+    except ValueError:
+        return  # not a path of the data root (a user's output, checked by storage.outputs)
+    inside_root(home, final)
+
+
 @contextlib.contextmanager
 def atomic_path(final: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary file path next to ``final``; rename it into place on success."""
+    """Yield a temporary file path next to ``final``; rename it into place on success. A path of the
+    data root that resolves outside it is refused (:class:`~defsentflow.storage.paths.OutsideRootError`)."""
     final = Path(final)
+    _stays_inside(final)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_sibling(final)
     try:
@@ -91,6 +104,7 @@ def atomic_dir(final: str | os.PathLike) -> Iterator[Path]:
     :class:`~defsentflow.storage.outputs.OutputRefusedError` is raised before anything is written.
     """
     final = Path(final)
+    _stays_inside(final)
     if final.exists() or final.is_symlink():
         _replaceable(final)
     final.parent.mkdir(parents=True, exist_ok=True)

@@ -2,8 +2,8 @@
 
 DuckDB lets one process hold a database file for writing, and then every other process fails
 to open it, even read-only. So the catalog is never held open across long work: every call
-opens a short-lived connection, does its statements in one transaction and closes it, retrying
-with backoff while another process holds the lock. Within one process, connections are
+opens a short-lived connection, does its statements in one transaction and closes it, waiting
+while another process holds the file (new reads wait for a waiting writer). Within one process, connections are
 serialised by a lock (DuckDB refuses a second connection of another configuration, e.g. a
 writable one beside a read-only one, in the same process), so threads may share a Catalog.
 
@@ -20,7 +20,6 @@ import contextlib
 import json
 import logging
 import os
-import random
 import threading
 import time
 import uuid
@@ -30,6 +29,7 @@ from typing import Any
 
 import duckdb
 
+import defsentflow.storage.locks as locks
 import defsentflow.storage.records as records_module
 import defsentflow.storage.row_records as row_records
 import defsentflow.storage.runs as runs_module
@@ -37,7 +37,7 @@ from defsentflow.limits import DUCKDB_READER
 from defsentflow.storage.hashing import code_version, hash_path
 from defsentflow.storage.identifiers import check_identifier
 from defsentflow.storage.leaderboard_view import refresh_leaderboard_view
-from defsentflow.storage.locks import artifact_lock
+from defsentflow.storage.locks import CatalogLockedError, artifact_lock, writer_shared, writers_excluded
 from defsentflow.storage.manifest import full_check, quick_check
 from defsentflow.storage.paths import data_root, from_root, resolved_tree, to_root
 from defsentflow.storage.schema import SANDBOX, migrate, parse_one_read_statement, pending_ddl
@@ -51,10 +51,6 @@ log = logging.getLogger(__name__)
 STORAGE_COMPATIBILITY = "v1.4.0"
 _LOCK_MARKERS = ("Could not set lock", "Conflicting lock", "database is locked", "lock on file")
 _READ_ONLY_MARKERS = ("Read-only file system", "Permission denied", "read-only")
-
-
-class CatalogLockedError(RuntimeError):
-    """The catalog stayed locked by another process for longer than the timeout."""
 
 
 class CatalogAccessError(RuntimeError):
@@ -73,8 +69,11 @@ class QueryTimeoutError(ValueError):
     """A read ran past its time limit and was interrupted."""
 
 
-# One connection at a time per process (re-entrant: a thread may nest an open inside its own).
+# One connection at a time per process (re-entrant: a thread may nest an open inside its own), and how
+# deep the nesting is now (a nested read never waits for a writer that may be waiting for this process).
 _PROCESS_LOCK = threading.RLock()
+_DEPTH = [0]
+
 _REBUILD_HINT = "run `defsentflow catalog rebuild` to rebuild it from the artifact records"
 
 
@@ -112,31 +111,29 @@ class Catalog:
 
     # -- connections ---------------------------------------------------------------------
     def _open(self, read_only: bool, config: dict[str, Any]) -> duckdb.DuckDBPyConnection:
-        """``duckdb.connect``, retrying with jittered backoff while the file is locked."""
+        """``duckdb.connect`` through the one wait for the file (:func:`~defsentflow.storage.locks.connect_waiting`:
+        a writer that waits takes its turn, a read gives way to it first)."""
         if os.environ.get("DEFSENTFLOW_WORKER") == "1":
             raise CatalogAccessError(f"catalog opened on a Dask worker: {self.path} (workers write artifact records; "
                                      "the flow process registers them)")
-        deadline = time.monotonic() + self.lock_timeout
-        delay = 0.05
-        while True:
-            try:
-                return duckdb.connect(str(self.path), read_only=read_only, config=config)
-            except duckdb.Error as exc:  # IOException when another process holds the lock
-                locked = any(m in str(exc) for m in _LOCK_MARKERS)
-                if not locked and not read_only and any(m in str(exc) for m in _READ_ONLY_MARKERS):
-                    raise CatalogError(f"{self.path}: cannot open the catalog for writing ({_first_line(exc)[:160]}); "
-                                       "the data root is read-only: reading commands work, writing ones need a "
-                                       "writable root (--home)") from exc
-                if not locked:
-                    if self.path.is_file() and ("not a valid DuckDB database" in str(exc) or "Corrupt" in str(exc)
-                                                or "corrupt" in str(exc)):
-                        raise CatalogError(f"{self.path}: the catalog is corrupt ({_first_line(exc)[:120]}); "
-                                           f"{_REBUILD_HINT} (it keeps the corrupt file beside it)") from exc
-                    raise
-                if time.monotonic() > deadline:
-                    raise CatalogLockedError(f"{self.path}: locked by another process for {self.lock_timeout:.0f}s") from exc
-                time.sleep(delay + random.random() * delay)
-                delay = min(delay * 2, 2.0)
+        return locks.connect_waiting(lambda: duckdb.connect(str(self.path), read_only=read_only, config=config), self.root,
+                                     writer=not read_only, timeout=self.lock_timeout, give_way=_DEPTH[0] == 1,
+                                     locked=lambda exc: self._locked(exc, read_only), what=self.path)
+
+    def _locked(self, exc: Exception, read_only: bool) -> bool:
+        """Whether ``exc`` says that another process holds the file; a read-only root or a corrupt file is its line."""
+        if not isinstance(exc, duckdb.Error):
+            return False
+        if any(m in str(exc) for m in _LOCK_MARKERS):
+            return True
+        if not read_only and any(m in str(exc) for m in _READ_ONLY_MARKERS):
+            raise CatalogError(f"{self.path}: cannot open the catalog for writing ({_first_line(exc)[:160]}); "
+                               "the data root is read-only: reading commands work, writing ones need a "
+                               "writable root (--home)") from exc
+        if self.path.is_file() and ("not a valid DuckDB database" in str(exc) or "orrupt" in str(exc)):
+            raise CatalogError(f"{self.path}: the catalog is corrupt ({_first_line(exc)[:120]}); "
+                               f"{_REBUILD_HINT} (it keeps the corrupt file beside it)") from exc
+        return False
 
     def _schema_key(self) -> str:
         # The inode too: a catalog deleted and created again at the same path is a new catalog.
@@ -151,10 +148,14 @@ class Catalog:
         does neither: it opens what is there read-only (a missing catalog is a :class:`CatalogError`).
         """
         with _PROCESS_LOCK:
-            if self.reader:
-                yield from self._reader_connect(config)
-                return
-            yield from self._writer_connect(read_only, config)
+            _DEPTH[0] += 1
+            try:
+                if self.reader:
+                    yield from self._reader_connect(config)
+                    return
+                yield from self._writer_connect(read_only, config)
+            finally:
+                _DEPTH[0] -= 1
 
     def _reader_connect(self, config: Mapping[str, Any] | None) -> Iterator[duckdb.DuckDBPyConnection]:
         if not self.path.is_file():
@@ -166,7 +167,16 @@ class Catalog:
         finally:
             con.close()
 
+    def exclusive(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the catalog's writer lock alone (``catalog rebuild``): every other writer of the data
+        root, in any process, waits until this block ends (:func:`~defsentflow.storage.locks.writers_excluded`)."""
+        return writers_excluded(self.root)
+
     def _writer_connect(self, read_only: bool, config: Mapping[str, Any] | None) -> Iterator[duckdb.DuckDBPyConnection]:
+        with writer_shared(self.root, self.lock_timeout):  # a rebuild in progress: wait, saying so
+            yield from self._writer_open(read_only, config)
+
+    def _writer_open(self, read_only: bool, config: Mapping[str, Any] | None) -> Iterator[duckdb.DuckDBPyConnection]:
         if read_only and not self.path.exists():
             read_only = False  # nothing to read yet: create the schema first
         cfg = dict(config or {})
@@ -180,6 +190,7 @@ class Catalog:
             if key not in Catalog._ddl_applied:
                 if not read_only:
                     migrate(con)
+                    row_records.root_id(self.root)  # a root with a catalog has its id (recovered if lost)
                     row_records.keep_all_once(con, self.root, lambda name: artifact_lock(name, self.root))
                 elif pending_ddl(con):
                     con.close()

@@ -13,7 +13,8 @@ from typing import Any
 
 from defsentflow import __version__
 
-__all__ = ["hash_bytes", "hash_text", "hash_file", "hash_path", "hash_config", "code_version", "combine_hashes"]
+__all__ = ["hash_bytes", "hash_text", "hash_file", "hash_path", "hash_config", "code_version", "combine_hashes",
+           "model_folder_hash"]
 
 _CHUNK = 1 << 20
 
@@ -53,6 +54,27 @@ def hash_path(path: str | os.PathLike) -> str:
         h.update(b"\0")
         h.update(hash_file(f).encode())
     return h.hexdigest()
+
+
+MODEL_FILE_SUFFIXES = frozenset({".safetensors", ".bin", ".json", ".txt", ".model"})
+
+
+@lru_cache(maxsize=64)
+def _folder_hash(path: str, stamp: tuple) -> str:
+    p = Path(path)
+    # hidden files are ours (the artifact record, amended with metrics later), not the model's
+    files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith(".")
+                   and f.suffix in MODEL_FILE_SUFFIXES)
+    return combine_hashes(f"{f.name}:{hash_file(f)}" for f in files)
+
+
+def model_folder_hash(path: str | os.PathLike) -> str:
+    """Content hash of a model folder (weights, config, tokenizer files at its top level; hidden files
+    left out), computed once per process for the same names, sizes and modification times."""
+    p = Path(path)
+    stamp = tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(p.iterdir())
+                  if f.is_file() and not f.name.startswith("."))
+    return _folder_hash(str(p), stamp)
 
 
 def hash_config(config: Any) -> str:

@@ -13,13 +13,17 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["IDENTIFIER_PATTERN", "check_identifier", "under_root"]
+from defsentflow.storage.paths import root_path
+
+__all__ = ["IDENTIFIER_PATTERN", "RUN_NAME_MAX", "check_identifier", "under_root"]
 
 # Starts with a letter or digit, then letters, digits, '.', '_', '-'; at most 128 characters.
 # There is no '/' or '\\', so no part can be '..' or absolute. (Written without look-arounds so
 # that pydantic's `Field(pattern=...)` accepts the same string.)
 IDENTIFIER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 _IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
+# A config name leaves room for the run id made of it: '<name>-<8 hex digits>' is an identifier too.
+RUN_NAME_MAX = 128 - 9
 
 
 def check_identifier(value: object, what: str = "name") -> str:
@@ -37,17 +41,12 @@ def check_identifier(value: object, what: str = "name") -> str:
 
 
 def under_root(root: str | os.PathLike, *parts: str | os.PathLike) -> Path:
-    """``root / parts``, refused (ValueError) if it resolves outside ``root``.
-
-    Symbolic links are resolved on both sides, so a link inside the root that points out of it
-    is refused too.
+    """``root / parts``, refused (ValueError) if it resolves outside ``root``: the data root's one path
+    rule, :func:`defsentflow.storage.paths.root_path` (the first part is a folder of the root).
 
     Example:
         >>> under_root("/data", "reports", "run-1").as_posix()
         '/data/reports/run-1'
     """
-    base = Path(root).expanduser().resolve()
-    path = base.joinpath(*parts).resolve()
-    if path != base and not path.is_relative_to(base):
-        raise ValueError(f"path {Path(*parts)} escapes the data root {base}")
-    return path
+    first, *rest = (str(p) for p in parts)
+    return root_path(root, first, *rest)

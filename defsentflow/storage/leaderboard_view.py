@@ -9,6 +9,12 @@ the schema changes. Rows: one per model (ids of one model directory merged, the 
 group in the task table's order (``defsentflow/eval_tasks.py``); Spearman rounded to 2 decimals,
 the rest to 4. Sorted by the dev selection figure of the newest PST run (or of ``run_id``).
 
+A model whose folder is gone (deleted by hand, or moved aside as changed) while its metrics rows
+remain is no model any more: :func:`gone_models` names it, and every reader of the board (the CLI,
+the web app, the run report: :func:`~defsentflow.report.leaderboard.load_leaderboard`) leaves its
+row out, saying so. The stored view cannot see the disk (``sql`` reads with file access disabled),
+so it keeps the rows.
+
 Example:
     >>> sql, columns, splits, sort_by, note = leaderboard_select(con)
     >>> con.execute(sql).fetchall()
@@ -16,14 +22,16 @@ Example:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
 import duckdb
 
 from defsentflow.eval_tasks import EVAL_TASKS, SELECTION_METRICS
+from defsentflow.storage.paths import from_root
 
-__all__ = ["IDENTITY_COLUMNS", "leaderboard_select", "refresh_leaderboard_view", "selection_column"]
+__all__ = ["IDENTITY_COLUMNS", "gone_models", "leaderboard_select", "refresh_leaderboard_view", "selection_column"]
 
 IDENTITY_COLUMNS = ("model_id", "pooling", "method", "run_id", "also_known_as")
 _GROUPS = ("dev", "test", "train")
@@ -130,3 +138,20 @@ def refresh_leaderboard_view(con: duckdb.DuckDBPyConnection) -> None:
     sql = leaderboard_select(con)[0]
     con.execute(f"CREATE OR REPLACE VIEW leaderboard AS {sql}")
 
+
+
+def gone_models(con: duckdb.DuckDBPyConnection, root: str | os.PathLike) -> dict[str, str]:
+    """Leaderboard rows (``model_id`` as the board shows it) whose model folder is gone, with the folder.
+
+    A model is its folder (``models.path``; every id of a row shares it): gone when that path names a
+    folder of the data root ``root`` (stored relative to it) that no longer exists. A folder outside the
+    root (an external base model: not the project's to remove), a hub name, or a model known only by its
+    metrics (no ``models`` row) is never gone here.
+    """
+    gone = {}
+    for display_id, stored in _rows(con, "SELECT a.display_id, any_value(a.path) FROM model_aliases AS a "
+                                         "WHERE a.path IS NOT NULL GROUP BY a.display_id"):
+        path = from_root(root, stored)
+        if not os.path.isabs(stored) and os.path.isabs(path) and not os.path.exists(path):
+            gone[display_id] = stored
+    return gone

@@ -1,16 +1,37 @@
-"""Advisory file locks so that two runs never write the same artifact at once."""
+"""Advisory file locks: two runs never write the same artifact at once, a catalog rebuild never runs
+beside a writer (``locks/catalog-writers.lock``: writers hold it shared while a writing connection is
+open, ``catalog rebuild`` holds it alone for its whole run), and reads never starve a writer
+(``locks/catalog-turn.lock``: a writer that finds the catalog held takes it alone while it waits; a
+read gives way to it before opening, so reads that overlap one another end and the writer gets in)."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
-from collections.abc import Iterator
+import random
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO, TypeVar
 
-from defsentflow.storage.paths import data_root, root_place
+from defsentflow.storage.paths import OutsideRootError, data_root, root_place
 
-__all__ = ["artifact_lock"]
+__all__ = ["CatalogLockedError", "TURN_LOCK", "WRITER_LOCK", "artifact_lock", "connect_waiting", "give_way_to_writer", "writer_shared",
+           "writer_turn", "writers_excluded"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+WRITER_LOCK = "catalog-writers.lock"
+TURN_LOCK = "catalog-turn.lock"
+# Data roots whose writer lock this process holds alone (a rebuild): its own opens pass.
+_EXCLUSIVE: set[str] = set()
+
+
+class CatalogLockedError(RuntimeError):
+    """The catalog stayed locked by another process for longer than the timeout."""
 
 
 @contextlib.contextmanager
@@ -19,7 +40,7 @@ def artifact_lock(key: str, root: str | os.PathLike | None = None) -> Iterator[P
 
     The kernel drops the lock when its holder dies, even by ``kill -9``, so no stale lock survives.
     """
-    path = root_place(data_root(root), "locks", f"{key}.lock")
+    path = root_place(data_root(root), "locks", f"{key}.lock")  # a locks/ link leading out is refused
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
@@ -27,3 +48,140 @@ def artifact_lock(key: str, root: str | os.PathLike | None = None) -> Iterator[P
             yield path
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _writer_lock_file(root: Path) -> IO[str] | None:
+    """The open writer-lock file, or None on a read-only data root (nothing can be written there)."""
+    path = root_place(root, "locks", WRITER_LOCK)  # a locks/ link leading out is refused
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return open(path, "a+")  # noqa: SIM115 - held by the caller's block
+    except OSError:
+        return None
+
+
+@contextlib.contextmanager
+def writer_shared(root: Path, timeout: float) -> Iterator[None]:
+    """Hold the catalog's writer lock shared (a writing connection is open): waits, saying so, while a
+    rebuild holds it, at most ``timeout`` seconds (:class:`CatalogLockedError`)."""
+    if str(root) in _EXCLUSIVE or os.environ.get("DEFSENTFLOW_WORKER") == "1":  # a worker: the open refuses
+        yield
+        return
+    fh = _writer_lock_file(root)
+    if fh is None:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.warning("waiting for `defsentflow catalog rebuild` to finish: it holds the catalog's writer lock "
+                        "(%s) for its whole run (up to %.0fs)", fh.name, timeout)
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise CatalogLockedError(f"{root / 'catalog.duckdb'}: a catalog rebuild held the writer "
+                                                 f"lock for {timeout:.0f}s") from None
+                    time.sleep(0.1)
+        yield
+    finally:
+        fh.close()
+
+
+@contextlib.contextmanager
+def writers_excluded(root: Path) -> Iterator[None]:
+    """Hold the catalog's writer lock alone: every other writer of ``root``, in any process, waits until
+    this block ends; this process's own opens go on (re-entrant)."""
+    if str(root) in _EXCLUSIVE:
+        yield
+        return
+    fh = _writer_lock_file(root)
+    try:
+        if fh is not None:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                log.warning("waiting for the catalog's writers to finish their writes (%s)", fh.name)
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        _EXCLUSIVE.add(str(root))
+        yield
+    finally:
+        _EXCLUSIVE.discard(str(root))
+        if fh is not None:
+            fh.close()
+
+
+def _poll_flock(fh: IO[str], mode: int, deadline: float) -> bool:
+    """Take ``mode`` on ``fh``, polling until ``deadline`` (monotonic); whether it was taken."""
+    while True:
+        try:
+            fcntl.flock(fh.fileno(), mode | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def writer_turn(root: Path, deadline: float) -> Iterator[None]:
+    """Held by a writer while it waits for the catalog file (DuckDB lets one writer or many readers hold
+    it): new reads wait (:func:`give_way_to_writer`) until the reads in progress end and it got in.
+    Writers take turns; past ``deadline`` the caller's own wait decides (it keeps trying without it)."""
+    path = root_place(root, "locks", TURN_LOCK)  # a locks/ link leading out is refused
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path, "a+")  # noqa: SIM115 - closed below
+    except OSError:  # a read-only root: the write fails on its own
+        yield
+        return
+    try:
+        _poll_flock(fh, fcntl.LOCK_EX, deadline)
+        yield
+    finally:
+        fh.close()
+
+
+def give_way_to_writer(root: Path, deadline: float) -> bool:
+    """Before a read opens the catalog: wait while a writer waits for it (:func:`writer_turn`), at most
+    until ``deadline`` (monotonic); whether the way is free. Never creates a file (a read-only root)."""
+    try:
+        fh = open(root_place(root, "locks", TURN_LOCK))  # noqa: SIM115 - closed below
+    except (OSError, OutsideRootError):  # no writer has waited here (or locks/ leads out: not read)
+        return True
+    with fh:
+        return _poll_flock(fh, fcntl.LOCK_SH, deadline)
+
+
+def connect_waiting(connect: Callable[[], T], root: Path, *, writer: bool, timeout: float, locked: Callable[[Exception], bool],
+                    give_way: bool = True, what: object = "the catalog") -> T:
+    """``connect()``, retried with jittered backoff while ``locked(exc)`` says another process holds the
+    file, at most ``timeout`` seconds (:class:`CatalogLockedError`); any other error is raised.
+
+    The one wait of every catalog open. A writer that finds the file held takes its turn
+    (:func:`writer_turn`) and polls often; a read (``give_way``: not nested inside this process's own
+    open) first waits while a writer waits. So reads that overlap one another, each bounded, end and
+    the writer gets in; without it a writer found no moment free of reads and gave up.
+    """
+    deadline = time.monotonic() + timeout
+    if not writer and give_way and not give_way_to_writer(root, deadline):
+        raise CatalogLockedError(f"{what}: a writer waited for the catalog for {timeout:.0f}s")
+    delay, waiting = 0.05, False
+    with contextlib.ExitStack() as turn:
+        while True:
+            try:
+                return connect()
+            except Exception as exc:
+                if not locked(exc):
+                    raise
+                if time.monotonic() > deadline:
+                    raise CatalogLockedError(f"{what}: locked by another process for {timeout:.0f}s") from exc
+            if writer and not waiting:  # new reads wait now: those in progress end, then this writer gets in
+                turn.enter_context(writer_turn(root, deadline))
+                waiting = True
+            time.sleep(delay + random.random() * delay)
+            delay = min(delay * 2, 0.25 if waiting else 2.0)

@@ -72,6 +72,9 @@ def _check_location(path: Path, command: str, root, default) -> tuple[Path, bool
     if given.is_symlink():
         raise _refuse(given, command, "it is a symbolic link")
     final = given.resolve()
+    blocker = next((p for p in final.parents if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise _refuse(given, command, f"{blocker} is a file, not a folder")
     home = data_root(root, create=False)
     is_default = default is not None and final == Path(default).expanduser().resolve()
     if final == home:
@@ -116,17 +119,22 @@ def marker_vouches(folder: Path, command: str | None = None) -> bool:
     marker = _read_marker(folder / OUTPUT_MARKER)
     if marker is None or (command is not None and marker["command"] != command):
         return False
-    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if not p.is_dir()}
-    return not present - set(marker["files"]) - {OUTPUT_MARKER}
+    return not _present(folder) - set(marker["files"]) - {OUTPUT_MARKER}
+
+
+def _present(folder: Path) -> set[str]:
+    """What ``folder`` holds besides plain folders: files, and links of any kind (a link to a folder is
+    something the user put there, not an empty place)."""
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_symlink() or not p.is_dir()}
 
 
 def _own_dir(final: Path, command: str, *, at_default: bool) -> bool:
     """Whether the existing folder ``final`` may be replaced: empty, or all ours (see module doc)."""
     if not final.is_dir():
         raise _refuse(final, command, "it exists and is not a folder")
-    present = {p.relative_to(final).as_posix() for p in final.rglob("*") if not p.is_dir()}
-    if not present:
+    if not any(final.iterdir()):  # "empty" only when it holds nothing at all
         return True
+    present = _present(final) or {p.name for p in final.iterdir()}  # only folders: the user's still
     marker = _read_marker(final / OUTPUT_MARKER)
     if marker is None:
         if at_default:  # the command's own place in the data root, from code before markers

@@ -8,10 +8,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from defsentflow.storage.identifiers import under_root
-
-__all__ = ["DATA_ROOT_LAYOUT", "ROOT_FOLDERS", "RootPlace", "place_folder", "place_relpath", "root_place",
-           "choose_data_root", "data_root", "default_data_root", "sql_dir", "repo_root", "sample_dir", "to_root", "from_root", "relative_tree", "resolved_tree"]
+__all__ = ["DATA_ROOT_LAYOUT", "ROOT_FOLDERS", "OutsideRootError", "RootPlace", "place_folder", "place_relpath", "root_place",
+           "choose_data_root", "data_root", "default_data_root", "disk_full", "sql_dir", "repo_root", "sample_dir", "to_root",
+           "from_root", "relative_tree", "resolved_tree", "root_path", "inside_root"]
 
 # The on-disk record beside every artifact (defsentflow.storage.records); here so that modules
 # below records (outputs, atomic) can recognise it without an import cycle.
@@ -134,6 +133,7 @@ DATA_ROOT_LAYOUT: dict[str, RootPlace] = {
     "records": RootPlace("records"),          # row records (storage/row_records.py)
     "run_records": RootPlace("records/runs"),
     "model_records": RootPlace("records/models"),
+    "sweep_records": RootPlace("records/sweeps"),
     "quarantine": RootPlace("quarantine"),    # records set aside as invalid
     "configs": RootPlace("configs"),
     "logs": RootPlace("logs"),
@@ -159,19 +159,75 @@ def place_folder(place: str) -> str:
 
 
 def root_place(root: str | os.PathLike, place: str, *parts: str | os.PathLike) -> Path:
-    """``<root>/<place's folder>/<parts>``, refused (ValueError) if it resolves outside the root
-    (:func:`~defsentflow.storage.identifiers.under_root`).
+    """``<root>/<place's folder>/<parts>``, refused (:class:`OutsideRootError`) if it resolves outside
+    the root (:func:`inside_root`: ``..``, an absolute part or a symbolic link leading out).
 
     Example:
         >>> root_place("/data", "pst_models", "abc").as_posix()
         '/data/models/pst/abc'
     """
-    return under_root(root, *place_folder(place).split("/"), *parts)
+    return inside_root(root, Path(place_folder(place)).joinpath(*parts))
 
 
 def place_relpath(place: str, *parts: str) -> str:
     """The root-relative POSIX path of ``parts`` in ``place`` (what the catalog stores)."""
     return "/".join([place_folder(place), *parts])
+
+
+class OutsideRootError(ValueError):
+    """A path of the data root that resolves outside it (``..``, an absolute part, a symbolic link
+    inside the root that leads out): never read, served, written or quarantined into."""
+
+
+def inside_root(root: str | os.PathLike, path: str | os.PathLike) -> Path:
+    """``path`` (absolute, or relative to ``root``) resolved, refused (:class:`OutsideRootError`, one
+    line) unless it lies inside ``root`` once every symbolic link on the way is followed.
+
+    Call it where a file or folder of the root is opened (served, read, written, quarantined into).
+
+    Example:
+        >>> inside_root("/data", "/data/reports/run-1").as_posix()
+        '/data/reports/run-1'
+    """
+    base = Path(root).expanduser().resolve()
+    p = Path(path).expanduser()
+    resolved = (p if p.is_absolute() else base / p).resolve()
+    if resolved != base and not resolved.is_relative_to(base):
+        shown = p.relative_to(base) if p.is_absolute() and p.is_relative_to(base) else p
+        raise OutsideRootError(f"path {shown} escapes the data root {base} (it resolves to {resolved}); refused")
+    return resolved
+
+
+def root_path(root: str | os.PathLike, folder: str, *parts: str | os.PathLike) -> Path:
+    """``root / folder / parts`` for one of the data root's folders (:data:`ROOT_FOLDERS`), through
+    :func:`inside_root`: ``..``, an absolute part or a symbolic link leading out is refused.
+
+    Example:
+        >>> root_path("/data", "reports", "run-1").as_posix()
+        '/data/reports/run-1'
+    """
+    if folder not in ROOT_FOLDERS:
+        raise OutsideRootError(f"path {Path(folder).joinpath(*parts)} escapes the data root {root}: {folder!r} is not "
+                               f"one of its folders ({', '.join(sorted(ROOT_FOLDERS))})")
+    return inside_root(root, Path(folder).joinpath(*parts))
+
+
+def disk_full(path: str | os.PathLike) -> str:
+    """One line naming the disk (its mount point and free space) and the folder a write to ``path``
+    failed in for want of space (``[Errno 28]``)."""
+    folder = Path(path).expanduser().absolute()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    mount = folder
+    while not os.path.ismount(mount) and mount != mount.parent:
+        mount = mount.parent
+    try:
+        st = os.statvfs(folder)
+        free = f"{st.f_bavail * st.f_frsize / 2**20:.1f} MiB free"
+    except OSError:
+        free = "free space unknown"
+    return (f"no space left on the disk mounted at {mount} ({free}) writing in {folder}: free some space and run "
+            "the command again (its finished stages are kept; the catalog heals at the next run)")
 
 
 def to_root(root: str | os.PathLike, path: str | os.PathLike) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+from pyarrow import ArrowException
 
 import defsentflow.storage.records as records_module
 import defsentflow.storage.row_records as rows_module
@@ -32,8 +33,10 @@ from defsentflow.storage.catalog import Catalog, CatalogError
 from defsentflow.storage.leaderboard_view import refresh_leaderboard_view
 from defsentflow.storage.locks import artifact_lock
 from defsentflow.storage.manifest import full_check
+from defsentflow.storage.model_ids import content_id_problem, recorded_content_hash
 from defsentflow.storage.paths import data_root, from_root, to_root
 from defsentflow.storage.record_checks import RecordError, check_artifact_record, quarantine_record
+from defsentflow.storage.restore import restore_dictionaries, return_quarantined
 from defsentflow.storage.schema import first_line, migrate
 
 __all__ = ["Scan", "UntrustedReference", "heal_catalog", "rebuild_catalog", "scan_records"]
@@ -53,16 +56,18 @@ class Scan:
     artifacts: list[dict[str, Any]] = field(default_factory=list)
     models: list[rows_module.RowRecord] = field(default_factory=list)
     runs: list[rows_module.RowRecord] = field(default_factory=list)
+    sweeps: list[rows_module.RowRecord] = field(default_factory=list)
     refused: list[tuple[Path, str]] = field(default_factory=list)      # (record file, why)
     left_out: list[str] = field(default_factory=list)  # records left in place, unused: they name what is not trusted
 
 
 def rebuild_catalog(root: str | os.PathLike | None = None) -> dict[str, Any]:
-    """Rebuild the catalog's tables from the records under the data root, in one transaction.
+    """Rebuild the catalog's tables from the records under the data root, in one transaction, holding
+    the catalog's writer lock for the whole run (writers of other processes wait, saying so).
 
     Returns the counts ``{"records", "row_records", "artifacts", "models", "metrics", "runs",
-    "refused", "quarantined"}``, ``"problems"`` (one line per refused record), ``"left_out"`` (one
-    line per record left in place because it names something not trusted),
+    "dictionaries", "refused", "quarantined", "returned"}``, ``"problems"`` (one line per refused record),
+    ``"left_out"`` (one line per record left in place because it names something not trusted),
     ``"corrupt_moved": 1`` when a corrupt catalog was kept aside as ``catalog.duckdb.corrupt-<time>``
     and ``"records_written"`` for artifacts registered before records existed. A missing catalog is
     created; a rebuild of a complete catalog changes nothing.
@@ -74,6 +79,12 @@ def rebuild_catalog(root: str | os.PathLike | None = None) -> dict[str, Any]:
     if not root.is_dir():
         raise ValueError(f"no data root at {root}")
     cat = Catalog(root)
+    with cat.exclusive():
+        return _rebuild(cat)
+
+
+def _rebuild(cat: Catalog) -> dict[str, Any]:
+    root = cat.root
     moved = written = 0
     if cat.path.is_file():
         try:
@@ -88,14 +99,15 @@ def rebuild_catalog(root: str | os.PathLike | None = None) -> dict[str, Any]:
             _keep_live_rows(cat)
     with cat.connect(read_only=True) as con:
         types = rows_module.column_types(con)
+    returned = return_quarantined(root, types)
     scan = scan_records(root, types)
     quarantined = sum(quarantine_record(root, f, why) is not None for f, why in scan.refused)
     with cat.transaction() as con:
-        _restore(con, root, scan)
-    counts: dict[str, Any] = {"records": len(scan.artifacts), "row_records": len(scan.models) + len(scan.runs)}
-    for table in ("artifacts", "models", "metrics", "runs"):
+        _restore(con, root, scan, types)
+    counts: dict[str, Any] = {"records": len(scan.artifacts), "row_records": len(scan.models) + len(scan.runs) + len(scan.sweeps)}
+    for table in ("artifacts", "models", "metrics", "runs", "dictionaries"):
         counts[table] = cat.query(f"SELECT count(*) AS n FROM {table}")[0]["n"]
-    counts.update(refused=len(scan.refused), quarantined=quarantined, left_out=scan.left_out,
+    counts.update(refused=len(scan.refused), quarantined=quarantined, left_out=scan.left_out, returned=returned,
                   problems=[f"{f.relative_to(root).as_posix()}: {why}" for f, why in scan.refused])
     if moved:
         counts["corrupt_moved"] = moved
@@ -105,11 +117,12 @@ def rebuild_catalog(root: str | os.PathLike | None = None) -> dict[str, Any]:
 
 
 def heal_catalog(root: str | os.PathLike | None = None) -> dict[str, Any] | None:
-    """Rebuild a missing or emptied catalog from the records under the data root (what a run does
-    when it starts; each refused record is a warning, one line); None when the catalog has artifacts
+    """Rebuild a missing, emptied or corrupt catalog from the records under the data root (what a run
+    does when it starts, and what a writing command does after a crash or a full disk left the catalog
+    unreadable; each refused record is a warning, one line); None when the catalog has artifacts
     already or there are no records."""
     root = data_root(root)
-    if (root / "catalog.duckdb").exists() and Catalog(root).query("SELECT count(*) AS n FROM artifacts")[0]["n"]:
+    if _catalog_in_use(root):
         return None
     if next(records_module.iter_record_files(root), None) is None and not rows_module.row_record_files(root, "run"):
         return None
@@ -117,6 +130,16 @@ def heal_catalog(root: str | os.PathLike | None = None) -> dict[str, Any] | None
     for line in counts["problems"]:
         log.warning("record refused and moved to quarantine/records/: %s", line)
     return counts
+
+
+def _catalog_in_use(root: Path) -> bool:
+    """Whether ``root`` has a readable catalog holding artifacts (nothing to heal)."""
+    if not (root / "catalog.duckdb").exists():
+        return False
+    try:
+        return bool(Catalog(root).query("SELECT count(*) AS n FROM artifacts")[0]["n"])
+    except CatalogError:  # corrupt (a full disk, a crash): rebuilt, the corrupt file kept aside
+        return False
 
 
 # -- reading the records ----------------------------------------------------------------------------------
@@ -139,17 +162,22 @@ def scan_records(root: Path, types: dict[str, dict[str, tuple[str, bool]]]) -> S
     found = [(f, r) for f, r in found if len(claims[r["key"]]) == 1]
     paths, keys = {r["path"] for _, r in found}, {r["key"] for _, r in found}
     claimed = {r["model"]["model_id"]: r["path"] for _, r in found if r.get("model")}
+    # The trial is the real restore: every record that passes is kept in a scratch catalog of the same
+    # schema, in the order the real restore inserts them, so a record that would break it is refused alone.
     scratch = duckdb.connect()
     try:
         migrate(scratch)
-        expected = rows_module.root_id(root, create=False)
-        for kind, bucket in (("model", scan.models), ("run", scan.runs)):
+        _clear(scratch)
+        expected = rows_module.root_id(root, create=os.access(root, os.W_OK))  # recovered, never minted anew
+        buckets = {"model": scan.models, "run": scan.runs, "sweep": scan.sweeps}
+        trials: list[tuple[Path, Any]] = []
+        for kind, bucket in buckets.items():
             for f in rows_module.row_record_files(root, kind):
                 try:
                     rec = rows_module.load_row_record(root, f, kind, expected_root=expected, types=types)
                     if kind == "model":
                         _check_model_rows(root, rec, paths, keys, claimed)
-                    _trial(scratch, lambda con, rec=rec: rows_module.restore_rows(con, rec))
+                    _trial(scratch, lambda con, rec=rec: rows_module.restore_rows(con, rec, types))
                 except UntrustedReference as exc:
                     scan.left_out.append(f"{f.relative_to(root).as_posix()}: {exc}")
                     continue
@@ -157,6 +185,7 @@ def scan_records(root: Path, types: dict[str, dict[str, tuple[str, bool]]]) -> S
                     scan.refused.append((f, _reason(exc, f)))
                     continue
                 bucket.append(rec)
+                trials.append((f, rec))
         journaled = {r.ident: r for r in scan.models}
         for f, rec in found:
             try:
@@ -166,6 +195,12 @@ def scan_records(root: Path, types: dict[str, dict[str, tuple[str, bool]]]) -> S
                 scan.refused.append((f, _reason(exc, f)))
                 continue
             scan.artifacts.append(rec)
+            trials.append((f, rec))
+        for f in _views_breakers(scratch, trials):  # e.g. more figures than the leaderboard's pivot takes
+            scan.refused.append((f, "its rows do not fit the catalog: the leaderboard view cannot be built with them "
+                                    "(too many distinct figures)"))
+            scan.models[:] = [r for r in scan.models if r.file != f]
+            scan.artifacts[:] = [r for r in scan.artifacts if r is not dict(trials).get(f)]
     finally:
         scratch.close()
     trusted_paths, trusted_keys = {r["path"] for r in scan.artifacts}, {r["key"] for r in scan.artifacts}
@@ -185,15 +220,47 @@ def _reason(exc: BaseException, f: Path) -> str:
 
 
 def _trial(scratch: duckdb.DuckDBPyConnection, insert: Callable[[duckdb.DuckDBPyConnection], Any]) -> None:
-    """Insert a record's rows into the scratch catalog and roll back: DuckDB's own types and constraints
-    decide, and a record that fails is refused before the real catalog is touched."""
+    """Insert a record's rows into the scratch catalog (kept when they fit, rolled back when not): DuckDB's
+    own types and constraints decide, and a record that fails is refused before the real catalog is touched."""
     scratch.execute("BEGIN TRANSACTION")
     try:
         insert(scratch)
-    except (duckdb.Error, KeyError, TypeError) as exc:
-        raise RecordError(f"its rows do not fit the catalog: {first_line(exc)[:200]}") from None
-    finally:
+    except (duckdb.Error, KeyError, TypeError, ValueError, OverflowError, ArrowException) as exc:
         scratch.execute("ROLLBACK")
+        raise RecordError(f"its rows do not fit the catalog: {first_line(exc)[:200]}") from None
+    scratch.execute("COMMIT")
+
+
+def _views_breakers(scratch: duckdb.DuckDBPyConnection, trials: list[tuple[Path, Any]]) -> list[Path]:
+    """The records whose rows keep the catalog's views from being built (the leaderboard's pivot over
+    every figure): found by taking the records out, those with the most metric rows first."""
+    def builds() -> bool:
+        try:
+            scratch.execute("BEGIN TRANSACTION")
+            refresh_leaderboard_view(scratch)
+            scratch.execute("SELECT count(*) FROM leaderboard").fetchall()
+            return True
+        except duckdb.Error:
+            return False
+        finally:
+            scratch.execute("ROLLBACK")
+
+    if builds():
+        return []
+    def n_metrics(item: tuple[Path, Any]) -> int:
+        rec = item[1]
+        return len(rec.tables.get("metrics", ((), ()))[1]) if isinstance(rec, rows_module.RowRecord) else len(rec.get("metrics") or [])
+
+    breakers = []
+    for f, rec in sorted(trials, key=n_metrics, reverse=True):
+        if not n_metrics((f, rec)):
+            break
+        ids = {rec.ident} if isinstance(rec, rows_module.RowRecord) else {m["model_id"] for m in rec["metrics"]}
+        scratch.execute("DELETE FROM metrics WHERE list_contains(?, model_id)", [sorted(ids)])
+        breakers.append(f)
+        if builds():
+            return breakers
+    return breakers
 
 
 def _inside(root: Path, stored: str) -> str | None:
@@ -215,6 +282,9 @@ def _check_model_rows(root: Path, rec: rows_module.RowRecord, paths: set[str], k
         inside = _inside(root, r.get("path") or "")
         if inside is not None and inside not in paths:
             raise UntrustedReference(f"model {rec.ident!r} names {inside}, which holds no trusted artifact record")
+        if inside is None and (problem := content_id_problem(rec.ident, from_root(root, r.get("path") or ""),
+                                                                recorded_content_hash(r.get("meta")))):
+            raise UntrustedReference(problem)
         if inside is None and rec.ident in claimed:
             raise RecordError(f"model {rec.ident!r} is the artifact at {claimed[rec.ident]}; its row record "
                               f"names {str(r.get('path'))[:120]!r} outside the data root")
@@ -256,15 +326,24 @@ def _drop_conflicting_model_claims(scan: Scan) -> None:
 
 
 # -- writing the catalog ----------------------------------------------------------------------------------
-def _restore(con: duckdb.DuckDBPyConnection, root: Path, scan: Scan) -> None:
-    """Replace the rebuilt tables' rows with what ``scan`` holds (inside the caller's transaction)."""
+def _clear(con: duckdb.DuckDBPyConnection) -> None:
+    """Remove every row a rebuild restores (inside the caller's transaction)."""
     for table in ("artifacts", "models", "metrics"):
         con.execute(f"DELETE FROM {table}")
-    for table, col in rows_module.RUN_TABLES.items():
-        con.execute(f"DELETE FROM {table} WHERE {col} IS NOT NULL")
+    for kind in rows_module.ROW_KINDS.values():
+        for table, col in kind.tables.items():
+            if table not in ("models", "metrics"):
+                con.execute(f"DELETE FROM {table} WHERE {col} IS NOT NULL")
+
+
+def _restore(con: duckdb.DuckDBPyConnection, root: Path, scan: Scan,
+             types: dict[str, dict[str, tuple[str, bool]]]) -> None:
+    """Replace the rebuilt tables' rows with what ``scan`` holds (inside the caller's transaction)."""
+    _clear(con)
+    for rec in (*scan.models, *scan.runs, *scan.sweeps):
+        rows_module.restore_rows(con, rec, types)
     records_module.register_records(con, root, scan.artifacts)
-    for rec in (*scan.models, *scan.runs):
-        rows_module.restore_rows(con, rec)
+    restore_dictionaries(con, root, scan.artifacts)
     refresh_leaderboard_view(con)
 
 

@@ -32,7 +32,7 @@ from defsentflow.storage.bounded_json import read_json_file
 from defsentflow.storage.hashing import hash_path
 from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
 from defsentflow.storage.manifest import full_check, manifest_hash
-from defsentflow.storage.paths import DATA_ROOT_LAYOUT, place_folder
+from defsentflow.storage.paths import DATA_ROOT_LAYOUT, inside_root, place_folder, root_path
 
 __all__ = ["ArtifactRecord", "MetricRow", "ModelRow", "PLACES", "QUARANTINE_DIR", "RecordError", "check_artifact_record",
            "first_error", "quarantine_record", "record_location", "timestamp"]
@@ -220,12 +220,13 @@ def quarantine_record(root: Path, record_file: Path, reason: str) -> Path | None
     """Move ``record_file`` to ``<root>/quarantine/records/`` with ``<name>.reason.txt`` beside it;
     its new path, or None when it cannot be moved (a read-only root: it is then only skipped)."""
     flat = record_file.relative_to(root).as_posix().replace("/", "__").lstrip(".")
-    dest = root.joinpath(*QUARANTINE_DIR) / f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}-{flat}.quarantined"
-    try:
+    try:  # a quarantine/ link leading out of the data root receives nothing
+        dest = root_path(root, *QUARANTINE_DIR, f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}-{flat}.quarantined")
         dest.parent.mkdir(parents=True, exist_ok=True)
+        inside_root(root, dest.parent)
         os.replace(record_file, dest)
         dest.with_name(dest.name + ".reason.txt").write_text(
             f"{record_file.relative_to(root).as_posix()}: {reason}\n", encoding="utf-8")
-    except OSError:
+    except (OSError, ValueError):
         return None
     return dest

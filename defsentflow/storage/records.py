@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from pydantic import ValidationError
 
 from defsentflow.limits import LIMITS
@@ -36,9 +37,10 @@ from defsentflow.storage.hashing import code_version
 from defsentflow.storage.manifest import artifact_manifest, manifest_hash, quick_check
 from defsentflow.storage.paths import RECORD_NAME, place_folder, relative_tree, to_root
 from defsentflow.storage.record_checks import ArtifactRecord, first_error
+from defsentflow.storage.row_records import insert_rows
 
 __all__ = ["RECORD_NAME", "RECORD_FORMAT", "record_path", "make_record", "write_record", "read_record",
-           "iter_record_files", "register_records", "amend_record", "settle_record", "write_model_row"]
+           "iter_record_files", "register_records", "amend_record", "settle_record", "write_model_row", "artifact_of"]
 
 RECORD_FORMAT = 1
 _FILE_SUFFIX = ".defsentflow-record.json"
@@ -55,7 +57,8 @@ def record_path(artifact_path: str | os.PathLike) -> Path:
     return p.with_name(f".{p.name}{_FILE_SUFFIX}")
 
 
-def _artifact_of(record_file: Path) -> Path:
+def artifact_of(record_file: Path) -> Path:
+    """The artifact a record file describes (the folder it lies in, or the file it is named after)."""
     if record_file.name == RECORD_NAME:
         return record_file.parent
     return record_file.with_name(record_file.name[1:-len(_FILE_SUFFIX)])
@@ -155,7 +158,7 @@ def iter_record_files(root: str | os.PathLike) -> Iterator[tuple[Path, Path]]:
             continue
         if f.name != RECORD_NAME and f.name.startswith(TMP_PREFIX):
             continue
-        art = _artifact_of(f)
+        art = artifact_of(f)
         if art.exists() or art.is_symlink():
             yield f, art
 
@@ -179,15 +182,33 @@ def register_records(con: Any, root: str | os.PathLike, records: Sequence[Mappin
         if model:
             write_model_row(con, root, {**model, "path": model.get("path") or rec["path"],
                                         "artifact_key": model.get("artifact_key") or rec["key"]})
-        for r in rec.get("metrics") or []:
-            con.execute("DELETE FROM metrics WHERE model_id = ? AND task = ? AND setting = ? AND metric = ? "
-                        "AND coalesce(pooling, '') = coalesce(?, '')",
-                        [r["model_id"], r["task"], r["setting"], r["metric"], r.get("pooling")])
-            con.execute("INSERT INTO metrics (model_id, task, setting, metric, value, n, n_excluded, pooling, run_id) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        [r["model_id"], r["task"], r["setting"], r["metric"], float(r["value"]), r.get("n"),
-                         r.get("n_excluded"), r.get("pooling"), r.get("run_id", rec.get("run_id"))])
+        if rec.get("metrics"):
+            _replace_metrics(con, rec["metrics"], rec.get("run_id"))
     return len(records)
+
+
+_METRIC_COLUMNS = ("model_id", "task", "setting", "metric", "value", "n", "n_excluded", "pooling", "run_id")
+
+
+def _replace_metrics(con: Any, metrics: Sequence[Mapping[str, Any]], run_id: str | None) -> None:
+    """Replace the metric rows of the same (model, task, setting, metric, pooling) keys, in two statements
+    whatever their number (a statement per row made a record of 20,000 metrics take minutes)."""
+    rows = {}
+    for r in metrics:
+        key = (r["model_id"], r["task"], r["setting"], r["metric"], r.get("pooling") or "")
+        rows[key] = [r["model_id"], r["task"], r["setting"], r["metric"], float(r["value"]), r.get("n"),
+                     r.get("n_excluded"), r.get("pooling"), r.get("run_id", run_id)]
+    types = {c: ("DOUBLE" if c == "value" else "BIGINT" if c in ("n", "n_excluded") else "VARCHAR", True)
+             for c in _METRIC_COLUMNS}
+    con.register("_metric_keys", pa.table({c: pa.array([k[i] for k in rows], pa.string())
+                                            for i, c in enumerate(("model_id", "task", "setting", "metric", "pooling"))}))
+    try:
+        con.execute("DELETE FROM metrics USING _metric_keys AS k WHERE metrics.model_id = k.model_id AND "
+                    "metrics.task = k.task AND metrics.setting = k.setting AND metrics.metric = k.metric AND "
+                    "coalesce(metrics.pooling, '') = k.pooling")
+    finally:
+        con.unregister("_metric_keys")
+    insert_rows(con, "metrics", _METRIC_COLUMNS, list(rows.values()), types)
 
 
 def write_model_row(con: Any, root: str | os.PathLike, model: Mapping[str, Any]) -> None:
@@ -203,11 +224,14 @@ def write_model_row(con: Any, root: str | os.PathLike, model: Mapping[str, Any])
     row already filed under the id keeps its fields (an evaluation files scores, not the model).
     """
     model_id = model["model_id"]
+    path = model["path"]
+    if not Path(str(path)).is_absolute() and Path(str(path)).is_dir():
+        path = Path(path).resolve()  # a folder given relative to the current directory: stored where it is
     verb = "INSERT OR IGNORE" if model.get("keep") else "INSERT OR REPLACE"
     con.execute(
         f"{verb} INTO models (model_id, path, base_model, method, pooling, run_id, artifact_key, meta) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [model_id, to_root(root, model["path"]), model.get("base_model"), model.get("method"), model.get("pooling"),
+        [model_id, to_root(root, path), model.get("base_model"), model.get("method"), model.get("pooling"),
          model.get("run_id"), model.get("artifact_key"), _json(model.get("meta"))])
     for name, kind in model.get("names") or ():
         if name == model_id:

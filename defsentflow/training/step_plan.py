@@ -112,7 +112,7 @@ def base_candidates(section: PstSection, *, root: str | os.PathLike | None = Non
     _, base_hash = base_model_of(section)
     model_id = base_model_id(section.base_model)  # by the name it was given, its content hash beside it
     Catalog(root).register_model(model_id, base_name_or_path(section), base_model=section.base_model, method="base",
-                                 meta={"base_model_hash": base_hash})
+                                 run_id=run_id, meta={"base_model_hash": base_hash})
     poolings = ([section.selection_pooling] if section.selection_pooling
                 else list(dict.fromkeys(g.pooling for g in section.grid)))
     return [Candidate(step=0, seed=None, pooling=p, entry_encoding=None, lr=None, model_id=model_id,

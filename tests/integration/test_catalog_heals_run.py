@@ -4,6 +4,8 @@ dictionary dataset or artifact ..."`` because Prefect's cache reported the dicti
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from tiny_pipeline_utils import catalog_rows, final_metrics, run_cli
 
@@ -49,8 +51,21 @@ def test_catalog_rebuild_restores_what_the_finished_run_showed(tiny_finished_roo
 
     before = seen()
     assert before["runs page"] and before["metrics"]
+    assert main(["datasets"]) == 0
+    datasets = capsys.readouterr().out
     (home / "catalog.duckdb").unlink()
     Catalog._ddl_applied.clear()
     assert main(["catalog", "rebuild"]) == 0
     assert "0 records refused" in capsys.readouterr().out
     assert seen() == before
+    # issue 44: the dictionary's rows come back too, so the trained model answers at once (was: "no
+    # dictionary dataset 'tiny'" until the next ingest)
+    assert main(["datasets"]) == 0
+    def counts(table: str) -> list[list[str]]:  # every column but `updated` (the registration's time)
+        return [line.split()[:-2] for line in table.splitlines()[2:]]
+
+    assert counts(capsys.readouterr().out) == counts(datasets) and "tiny" in datasets
+    model = before["runs page"][0]["selected_model"]
+    assert main(["revdict", model, "a small animal", "-k", "3", "--json"]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert len(json.loads(out[out.index("["):])[0]["entries"]) == 3  # (after a "data root:" line, if any)
