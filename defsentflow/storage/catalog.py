@@ -44,13 +44,26 @@ from defsentflow.storage.schema import SANDBOX, migrate, parse_one_read_statemen
 from defsentflow.storage.schema import first_line as _first_line
 
 __all__ = ["Catalog", "CatalogAccessError", "CatalogError", "CatalogLockedError", "CatalogSchemaError",
-           "QueryTimeoutError", "SANDBOX", "migrate", "parse_one_read_statement", "pending_ddl"]
+           "LOCK_NOTICE_S", "QueryTimeoutError", "SANDBOX", "lock_wait_message", "migrate", "parse_one_read_statement",
+           "pending_ddl"]
 
 log = logging.getLogger(__name__)
 
 STORAGE_COMPATIBILITY = "v1.4.0"
 _LOCK_MARKERS = ("Could not set lock", "Conflicting lock", "database is locked", "lock on file")
 _READ_ONLY_MARKERS = ("Read-only file system", "Permission denied", "read-only")
+
+
+LOCK_NOTICE_S = 1.0
+"""A wait for the catalog longer than this is said on stderr (short waits are other runs' transactions)."""
+_LOCK_ADVICE = ("close the program holding it, e.g. a `duckdb` shell; `defsentflow sql \"...\"` reads it and lets go "
+                "after each query")
+
+
+def lock_wait_message(path: Path, timeout: float) -> str:
+    """The one line a command waiting for the catalog says: what it waits for, how long, what to do."""
+    return (f"waiting for the catalog {path}: another process has it open (DuckDB: one process writes a database "
+            f"file, and only while no other has it open, even read-only); waiting up to {timeout:.0f} s: {_LOCK_ADVICE}")
 
 
 class CatalogLockedError(RuntimeError):
@@ -116,11 +129,15 @@ class Catalog:
         if os.environ.get("DEFSENTFLOW_WORKER") == "1":
             raise CatalogAccessError(f"catalog opened on a Dask worker: {self.path} (workers write artifact records; "
                                      "the flow process registers them)")
-        deadline = time.monotonic() + self.lock_timeout
+        started = time.monotonic()
+        deadline, said = started + self.lock_timeout, False
         delay = 0.05
         while True:
             try:
-                return duckdb.connect(str(self.path), read_only=read_only, config=config)
+                con = duckdb.connect(str(self.path), read_only=read_only, config=config)
+                if said:
+                    log.warning("catalog %s: free again after %.0f s of waiting", self.path, time.monotonic() - started)
+                return con
             except duckdb.Error as exc:  # IOException when another process holds the lock
                 locked = any(m in str(exc) for m in _LOCK_MARKERS)
                 if not locked and not read_only and any(m in str(exc) for m in _READ_ONLY_MARKERS):
@@ -134,7 +151,11 @@ class Catalog:
                                            f"{_REBUILD_HINT} (it keeps the corrupt file beside it)") from exc
                     raise
                 if time.monotonic() > deadline:
-                    raise CatalogLockedError(f"{self.path}: locked by another process for {self.lock_timeout:.0f}s") from exc
+                    raise CatalogLockedError(f"{self.path}: locked by another process for {self.lock_timeout:g} s "
+                                             f"({_LOCK_ADVICE})") from exc
+                if not said and time.monotonic() - started >= LOCK_NOTICE_S:
+                    said = True
+                    log.warning(lock_wait_message(self.path, self.lock_timeout))
                 time.sleep(delay + random.random() * delay)
                 delay = min(delay * 2, 2.0)
 
