@@ -226,9 +226,11 @@ def _catalog_model(model: str) -> str:
 def _revdict(args: argparse.Namespace) -> int:
     from defsentflow.cli import UserError, check_count
     from defsentflow.cli.table import print_table
+    from defsentflow.dictionary.tables import load_dictionary_table
     from defsentflow.dictionary.validate import check_text
     from defsentflow.evaluation.revdict import model_meta
     from defsentflow.revdict import build_revdict_index
+    from defsentflow.revdict.senses import SenseMatcher, definitions_by_entry
 
     check_count(args.k, "-k", 1000)
     for n, d in enumerate(args.definition, 1):
@@ -242,15 +244,27 @@ def _revdict(args: argparse.Namespace) -> int:
     except (KeyError, LookupError) as exc:
         raise UserError(f"dictionary {dictionary!r}: {exc}") from None
     results = index.search(args.definition, k=args.k, device=args.device)  # NonFiniteError: a corrupt model
+    senses = SenseMatcher(lambda texts: index.query_vectors(texts, device=args.device),
+                          definitions_by_entry(load_dictionary_table(dictionary))).match(
+        index.query_vectors(args.definition, device=args.device), [[e for e, _ in hits] for hits in results])
     if args.json:
-        print(json.dumps([{"definition": d, "entries": [{"entry": e, "score": s} for e, s in hits]}
-                          for d, hits in zip(args.definition, results)], indent=2))
+        print(json.dumps([{"definition": d, "entries": [
+            {"entry": e, "score": s, "definition": m.definition if m else None,
+             "definition_score": m.score if m else None} for (e, s), m in zip(hits, found)]}
+            for d, hits, found in zip(args.definition, results, senses)], indent=2))
         return 0
-    for d, hits in zip(args.definition, results):
-        print(f"{d!r}  ({index.meta['mode']} mode, {index.meta['n_entries']} entries of {dictionary!r})")
-        print_table(["rank", "entry", "score"], [(i + 1, e, round(s, 4)) for i, (e, s) in enumerate(hits)])
+    for d, hits, found in zip(args.definition, results, senses):
+        print(f"{d!r}  ({index.meta['mode']} mode, {index.meta['n_entries']} entries of {dictionary!r}; the matched "
+              "definition: the entry's nearest to the query, with its cosine)")
+        print_table(["rank", "entry", "score", "matched definition", "cosine"],
+                    [(i + 1, e, f"{s:.4f}", _clip(m.definition) if m else "", f"{m.score:.3f}" if m else "")
+                     for i, ((e, s), m) in enumerate(zip(hits, found))])
         print()
     return 0
+
+
+def _clip(text: str, width: int = 70) -> str:
+    return text if len(text) <= width else text[:width - 3].rstrip() + "..."
 
 
 def _revdict_add(args: argparse.Namespace) -> int:
