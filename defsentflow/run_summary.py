@@ -70,8 +70,10 @@ def figure_lines(run_id: str, limit: int = 8) -> list[str]:
 def summary_lines(result: Mapping[str, Any], *, seconds: float, log_path: Path) -> list[str]:
     """The whole closing block of a finished run (``result``: what :func:`run_pipeline` returns)."""
     run_id = result["run_id"]
+    outcome = run_outcome(result)
+    status = result["status"] if outcome in (None, result["status"]) else f"{result['status']}, {outcome}: {OUTCOMES[outcome]}"
     out = ["", *stage_lines(run_id), "", *figure_lines(run_id), "",
-           f"run:      {run_id} ({result['status']}) in {elapsed(seconds)}"]
+           f"run:      {run_id} ({status}) in {elapsed(seconds)}"]
     if result.get("selected"):
         sel = result["selected"]
         out.append(f"selected: {sel['model_id']} (step {sel['winner_step']}): {sel['model_dir']}")

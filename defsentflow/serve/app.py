@@ -221,6 +221,10 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
     def home() -> RedirectResponse:
         return RedirectResponse("/revdict")
 
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> RedirectResponse:  # where FastAPI apps usually keep it; here the API's docs sit under /api/
+        return RedirectResponse("/api/docs")
+
     def definitions(served: Any) -> dict[str, list[str]]:
         """Entry -> its definitions, from the index's dictionary dataset ({} for a bare table)."""
         if not served.dictionary:

@@ -14,6 +14,8 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import errno
+import socket
 from typing import Any
 
 import h11
@@ -22,7 +24,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from defsentflow.limits import LIMITS
 
-__all__ = ["HeaderTimeoutProtocol", "run_server", "server_config"]
+__all__ = ["HeaderTimeoutProtocol", "PortInUseError", "listen", "run_server", "server_config"]
 
 
 class HeaderTimeoutProtocol(H11Protocol):
@@ -67,6 +69,30 @@ def server_config(app: Any, host: str, port: int, **kwargs: Any) -> uvicorn.Conf
                           timeout_keep_alive=LIMITS["keep_alive_s"], limit_concurrency=LIMITS["connections"], **kwargs)
 
 
-def run_server(app: Any, host: str, port: int) -> None:
-    """Serve ``app`` until interrupted (Ctrl-C, SIGTERM)."""
-    uvicorn.Server(server_config(app, host, port)).run()
+class PortInUseError(OSError):
+    """The address to listen on is taken (another server on the port)."""
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``(host, port)`` as uvicorn binds one (``port`` 0: a free port), so a port in
+    use is known before anything says it serves.
+
+    Raises:
+        PortInUseError: the port is taken; one line naming it and ``--port``.
+    """
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise PortInUseError(exc.errno, f"port {port} on {host} is in use (another server?): stop it, or "
+                                            f"choose another port with --port N (--port 0: any free port)") from None
+        raise
+    return sock
+
+
+def run_server(app: Any, host: str, port: int, sock: socket.socket | None = None) -> None:
+    """Serve ``app`` until interrupted (Ctrl-C, SIGTERM), on ``sock`` when given (:func:`listen`)."""
+    uvicorn.Server(server_config(app, host, port)).run(sockets=[sock] if sock is not None else None)
