@@ -170,8 +170,10 @@ def _encode(args: argparse.Namespace) -> int:
         args.normalize = normalizes(args.model, model_meta(args.model))
     t0 = time.perf_counter()
     enc = load_encoder(args.model, device=args.device)
+    t1 = time.perf_counter()
     vecs = encode_texts(enc, texts, pooling=pooling, batch_size=args.batch_size, max_length=args.max_length,
                         autocast=args.autocast, normalize=args.normalize, cache=args.cache)
+    encoding = time.perf_counter() - t1
     require_finite(vecs, model=str(args.model), what="sentence vectors")
     dim = int(vecs.shape[1])
     schema = pa.schema([pa.field("text", pa.string(), nullable=False),
@@ -185,7 +187,7 @@ def _encode(args: argparse.Namespace) -> int:
         pq.write_table(table, tmp, compression="zstd")
     secs = time.perf_counter() - t0
     print(f"wrote {len(texts)} vectors ({dim} dims, {pooling} pooling) to {out} in {secs:.1f}s "
-          f"({len(texts) / max(secs, 1e-9):.0f} sentences/s)")
+          f"(encoding {len(texts) / max(encoding, 1e-9):,.0f} sentences/s; loading the model {t1 - t0:.1f}s)")
     return 0
 
 
