@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from defsentflow.cli.table import format_table, printable
+from defsentflow.report.leaderboard import short_labels
 from defsentflow.storage.leaderboard_view import column_decimals
 
 __all__ = ["board_lines", "cell"]
 
 WIDTH = 120
-_DEFAULT_METRIC = {"spearman"}  # the metric an STS heading leaves out (the footer says Spearman x 100)
 
 
 def cell(row: dict[str, Any], column: str) -> str:
@@ -32,32 +32,6 @@ def cell(row: dict[str, Any], column: str) -> str:
         return printable(str(value))
     d = column_decimals(column)
     return f"{value:.{d}f}" + ("" if sd is None else f" ± {sd:.{d}f}")
-
-
-def _parts(column: str) -> tuple[str, str, list[str], str]:
-    """``(family, split word, the words between, metric)`` of a figure's name."""
-    family, split, *middle, metric = column.split("_")
-    return family, split, middle, metric
-
-
-def _labels(columns: Sequence[str]) -> tuple[dict[str, tuple[str, str]], list[str]]:
-    """Per column (group heading, its own heading), and the notes of what a task's columns share."""
-    shared: dict[str, list[str]] = {}
-    for family in dict.fromkeys(_parts(c)[0] for c in columns):
-        words = [(_parts(c)[2], _parts(c)[3]) for c in columns if _parts(c)[0] == family]
-        common = [w for w in words[0][0] if all(w in m for m, _ in words)]
-        metrics = {m for _, m in words}
-        shared[family] = common + ([next(iter(metrics))] if len(metrics) == 1 else [])
-    out: dict[str, tuple[str, str]] = {}
-    for c in columns:
-        family, split, middle, metric = _parts(c)
-        own = [w for w in middle if w not in shared[family]]
-        if metric not in shared[family]:
-            own.append(metric)
-        out[c] = (f"{family} {split}", " ".join(own))
-    notes = [f"{family}: {' '.join(w for w in words if w not in _DEFAULT_METRIC)}"
-             for family, words in shared.items() if [w for w in words if w not in _DEFAULT_METRIC]]
-    return out, notes
 
 
 def _render(rows: Sequence[dict[str, Any]], ident: Sequence[str], columns: Sequence[str],
@@ -72,7 +46,7 @@ def _render(rows: Sequence[dict[str, Any]], ident: Sequence[str], columns: Seque
     top, sub = [""] * len(ident), list(ident)
     for group, cols in groups:
         if all(not labels[c][1] for c in cols):  # nothing to tell its columns apart: task above, split below
-            family, split = group.split(" ", 1)
+            family, _, split = group.partition(" ")
             top += [family] + [""] * (len(cols) - 1)
             sub += [split] + [""] * (len(cols) - 1)
         else:
@@ -109,7 +83,7 @@ def board_lines(board: Any, *, width: int = WIDTH, wide: bool = False) -> list[s
         return format_table([*ident, *columns, "also_known_as"], body).splitlines()
     poolings = {r.get("pooling") for r in rows}
     ident = ("model_id", "pooling", "method") if len(poolings) > 1 else ("model_id", "method")
-    labels, notes = _labels(columns)
+    labels, notes = short_labels(columns)
     priority = list(dict.fromkeys([*([board.sort_by] if board.sort_by in columns else []),
                                    *(c for c in columns if board.splits.get(c) == "test"), *columns]))
     shown: list[str] = []

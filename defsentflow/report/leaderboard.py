@@ -22,7 +22,7 @@ from defsentflow.storage.leaderboard_view import leaderboard_select
 from defsentflow.storage.leaderboard_view import selection_column as select
 
 __all__ = ["Leaderboard", "STS7", "format_delta", "format_mean_sd", "format_number", "load_leaderboard",
-           "selection_column"]
+           "selection_column", "short_labels"]
 
 # The columns of the seven tasks of the STS average (SentEval's 'all' setting), from the task table.
 STS7 = tuple(metric_column(t, "all", "spearman") for t in AVERAGE_TASKS)
@@ -48,6 +48,47 @@ def format_number(v: Any) -> str:
             return f"{v:.2f}"
         return f"{v:,.0f}"
     return str(v)
+
+
+_DEFAULT_METRIC = {"spearman"}  # the metric an STS heading leaves out (captions say Spearman x 100)
+
+
+def _parts(column: str) -> tuple[str, str, list[str], str]:
+    """``(family, split word, the words between, metric)`` of a figure's name (a name of fewer than
+    three words: itself as the family)."""
+    words = column.split("_")
+    if len(words) < 3:
+        return column, "", [], ""
+    family, split, *middle, metric = words
+    return family, split, middle, metric
+
+
+def short_labels(columns: Sequence[str]) -> tuple[dict[str, tuple[str, str]], list[str]]:
+    """Short names for figures shown together: per column (its group: task and split, its own words:
+    what tells it from the other columns of its task), and a note per task of the words all its
+    columns share (``revdict: unseen q500 splitcands mrr``; Spearman, STS's metric, left out).
+
+    Example:
+        >>> short_labels(["stsb_dev_spearman", "revdict_test_unseen_cosine_mrr", "revdict_test_unseen_head_mrr"])
+        ({'stsb_dev_spearman': ('stsb dev', ''), 'revdict_test_unseen_cosine_mrr': ('revdict test', 'cosine'),
+          'revdict_test_unseen_head_mrr': ('revdict test', 'head')}, ['revdict: unseen mrr'])
+    """
+    shared: dict[str, list[str]] = {}
+    for family in dict.fromkeys(_parts(c)[0] for c in columns):
+        words = [(_parts(c)[2], _parts(c)[3]) for c in columns if _parts(c)[0] == family]
+        common = [w for w in words[0][0] if all(w in m for m, _ in words)]
+        metrics = {m for _, m in words}
+        shared[family] = common + ([m for m in metrics if m] if len(metrics) == 1 else [])
+    out: dict[str, tuple[str, str]] = {}
+    for c in columns:
+        family, split, middle, metric = _parts(c)
+        own = [w for w in middle if w not in shared[family]]
+        if metric and metric not in shared[family]:
+            own.append(metric)
+        out[c] = (f"{family} {split}".strip(), " ".join(own))
+    notes = [f"{family}: {' '.join(w for w in words if w not in _DEFAULT_METRIC)}"
+             for family, words in shared.items() if [w for w in words if w not in _DEFAULT_METRIC]]
+    return out, notes
 
 
 def format_mean_sd(mean: float | None, sd: float | None) -> str:
