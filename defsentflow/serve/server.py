@@ -74,8 +74,8 @@ class PortInUseError(OSError):
 
 
 def listen(host: str, port: int) -> socket.socket:
-    """A socket bound to ``(host, port)`` as uvicorn binds one (``port`` 0: a free port), so a port in
-    use is known before anything says it serves.
+    """A socket bound to ``(host, port)`` and listening, as uvicorn makes one (``port`` 0: a free
+    port), so a port in use is known before anything says it serves.
 
     Raises:
         PortInUseError: the port is taken; one line naming it and ``--port``.
@@ -90,6 +90,7 @@ def listen(host: str, port: int) -> socket.socket:
             raise PortInUseError(exc.errno, f"port {port} on {host} is in use (another server?): stop it, or "
                                             f"choose another port with --port N (--port 0: any free port)") from None
         raise
+    sock.listen(2048)  # uvicorn's backlog: a client that connects before the app has started waits, not refused
     return sock
 
 
