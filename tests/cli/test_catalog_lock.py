@@ -9,11 +9,17 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
+
+import pytest
 
 from defsentflow.storage import Catalog
 
+REPO = Path(__file__).resolve().parents[2]
 
-def test_a_command_waiting_for_a_read_only_shell_says_what_how_long_and_what_to_do(home, tmp_path):
+
+@pytest.mark.parametrize("what", ["ingest", "run"])
+def test_a_command_waiting_for_a_read_only_shell_says_what_how_long_and_what_to_do(home, tmp_path, what):
     Catalog().start_run("x", run_id="r0")  # a catalog to hold
     catalog = home / "catalog.duckdb"
     shell = subprocess.Popen([sys.executable, "-c", (
@@ -28,8 +34,9 @@ def test_a_command_waiting_for_a_read_only_shell_says_what_how_long_and_what_to_
     try:
         assert shell.stdout.readline().strip() == "open"
         t0 = time.monotonic()
-        command = subprocess.Popen([sys.executable, "-m", "defsentflow.cli", "--quiet", "ingest", "dictionary",
-                                    "--source", "tsv", str(words), "--name", "w"],
+        argv = (["ingest", "dictionary", "--source", "tsv", str(words), "--name", "w"] if what == "ingest" else
+                ["run", str(REPO / "configs" / "demo.yaml")])  # the run is stopped once it has said so
+        command = subprocess.Popen([sys.executable, "-m", "defsentflow.cli", "--quiet", *argv],
                                    env={**os.environ, "DEFSENTFLOW_HOME": str(home)}, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True)
         lines: queue.Queue[str] = queue.Queue()
@@ -43,6 +50,8 @@ def test_a_command_waiting_for_a_read_only_shell_says_what_how_long_and_what_to_
         assert f"waiting for the catalog {catalog}: another process has it open" in said[-1], said
         assert "waiting up to 120 s" in said[-1] and "duckdb" in said[-1] and "defsentflow sql" in said[-1]
         assert command.poll() is None  # still waiting, not failed
+        if what == "run":  # it said so before starting Prefect; stopped here
+            return
         shell.stdin.write("\n")
         shell.stdin.flush()
         assert command.wait(timeout=60) == 0
