@@ -96,8 +96,8 @@ def final_state(result: dict[str, Any]) -> Any:
 def tag_flow_run(*tags: str) -> None:
     """Add ``tags`` to the running flow run (its tags are set when the run is created; an outcome is
     known only at its end)."""
-    from prefect.client.orchestration import get_client
-    from prefect.runtime import flow_run
+    from prefect.client.orchestration import get_client  # lazy: only a run that did no work is tagged
+    from prefect.runtime import flow_run  # lazy: as above
 
     with get_client(sync_client=True) as client:
         client.update_flow_run(flow_run.id, tags=sorted({*flow_run.tags, *tags}))

@@ -57,7 +57,11 @@ def write_dataset_dict(tables: dict[str, pa.Table], out: Path) -> dict[str, int]
 def _library_bars() -> Iterator[None]:
     """``datasets``' own progress bars (one per split) only where ours redraw in place: in a log they
     were three lines per split for a save of a second (:mod:`defsentflow.progress`)."""
-    from datasets.utils.logging import disable_progress_bar, enable_progress_bar, is_progress_bar_enabled
+    from datasets.utils.logging import (  # lazy: datasets loads only where it is used
+        disable_progress_bar,
+        enable_progress_bar,
+        is_progress_bar_enabled,
+    )
 
     was = is_progress_bar_enabled()
     if live() and not quiet():

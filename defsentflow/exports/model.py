@@ -23,9 +23,10 @@ from defsentflow.encoders.export import (
     st_pooling_mode,
     write_st_modules,
 )
-from defsentflow.encoders.loading import require_safetensors
+from defsentflow.encoders.loading import require_safetensors, resolve_model_path
 from defsentflow.encoders.lookup import find_model
 from defsentflow.encoders.model_record import resolved_record, write_model_record
+from defsentflow.evaluation.baselines import baseline_model_id
 from defsentflow.storage import Catalog
 from defsentflow.storage.outputs import output_dir
 
@@ -102,9 +103,6 @@ def model_facts(model: str, *, root: str | os.PathLike | None = None) -> ModelFa
 def _baseline(cat: Catalog, base: str | None, path: Path) -> dict[str, Any] | None:
     """The untrained base model's figures, filed under any of its ids (``base:<name>``, the ids of
     its folder): ``{"model_id", "metrics"}``, or None (no base recorded, or the model is its own base)."""
-    from defsentflow.encoders.loading import resolve_model_path
-    from defsentflow.evaluation.baselines import baseline_model_id
-
     if not base:
         return None
     try:

@@ -37,35 +37,20 @@ from defsentflow.limits import DUCKDB_READER
 from defsentflow.storage.hashing import code_version, hash_path
 from defsentflow.storage.identifiers import check_identifier
 from defsentflow.storage.leaderboard_view import refresh_leaderboard_view
-from defsentflow.storage.locks import artifact_lock
+from defsentflow.storage.locks import LOCK_ADVICE, LOCK_NOTICE_S, artifact_lock, lock_wait_message
 from defsentflow.storage.manifest import full_check, quick_check
 from defsentflow.storage.paths import data_root, from_root, resolved_tree, to_root
 from defsentflow.storage.schema import SANDBOX, migrate, parse_one_read_statement, pending_ddl
 from defsentflow.storage.schema import first_line as _first_line
 
 __all__ = ["Catalog", "CatalogAccessError", "CatalogError", "CatalogLockedError", "CatalogSchemaError",
-           "LOCK_NOTICE_S", "QueryTimeoutError", "SANDBOX", "lock_wait_message", "migrate", "parse_one_read_statement",
-           "pending_ddl"]
+           "QueryTimeoutError", "SANDBOX", "migrate", "parse_one_read_statement", "pending_ddl"]
 
 log = logging.getLogger(__name__)
 
 STORAGE_COMPATIBILITY = "v1.4.0"
 _LOCK_MARKERS = ("Could not set lock", "Conflicting lock", "database is locked", "lock on file")
 _READ_ONLY_MARKERS = ("Read-only file system", "Permission denied", "read-only")
-
-
-LOCK_NOTICE_S = 1.0
-"""A wait for the catalog longer than this is said on stderr (short waits are other runs' transactions)."""
-_LOCK_ADVICE = ("close the program holding it, e.g. a `duckdb` shell; `defsentflow sql \"...\"` reads it and lets go "
-                "after each query")
-
-
-def lock_wait_message(path: Path, timeout: float) -> str:
-    """The one line a command waiting for the catalog says: what it waits for, how long, what to do."""
-    return (f"waiting for the catalog {path}: another process has it open (DuckDB: one process writes a database "
-            f"file, and only while no other has it open, even read-only); waiting up to {timeout:.0f} s: {_LOCK_ADVICE}")
-
-
 class CatalogLockedError(RuntimeError):
     """The catalog stayed locked by another process for longer than the timeout."""
 
@@ -152,7 +137,7 @@ class Catalog:
                     raise
                 if time.monotonic() > deadline:
                     raise CatalogLockedError(f"{self.path}: locked by another process for {self.lock_timeout:g} s "
-                                             f"({_LOCK_ADVICE})") from exc
+                                             f"({LOCK_ADVICE})") from exc
                 if not said and time.monotonic() - started >= LOCK_NOTICE_S:
                     said = True
                     log.warning(lock_wait_message(self.path, self.lock_timeout))

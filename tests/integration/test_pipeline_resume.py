@@ -102,6 +102,8 @@ def test_rerun_is_cached_and_unchanged_inputs_end_at_once(tiny_first_run, tmp_pa
     steps = catalog_rows(home, "SELECT stage, status FROM stages WHERE run_id = ? AND stage LIKE 'pst-step-%' "
                                "ORDER BY stage", [run_id])
     assert steps and all(status == "cached" for _, status in steps), steps
+    lines = [line for line in (home / "logs" / f"{run_id}.log").read_text().splitlines() if line.strip()]
+    assert len(lines) == len(set(lines)), "a line of the CLI run's log twice"
     sched = run_cli(["run", str(tiny_pipeline), "--only-if-changed"], home)
     assert sched.returncode == 0, sched.stderr[-3000:]
     assert "(unchanged)" in sched.stdout

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from defsentflow.storage import Catalog, CatalogLockedError, hash_path
-from defsentflow.storage.catalog import LOCK_NOTICE_S, lock_wait_message
+from defsentflow.storage.locks import LOCK_NOTICE_S, lock_wait_message
 
 
 def test_schema_applied_and_artifact_roundtrip(home, tmp_path):
