@@ -14,6 +14,7 @@ A run that did no work ends in a ``Completed`` state named ``Unchanged`` or ``Re
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 from typing import Any
@@ -89,7 +90,10 @@ def final_state(result: dict[str, Any]) -> Any:
     outcome = run_outcome(result)
     if outcome is None:
         return result
-    tag_flow_run(outcome)
+    try:
+        tag_flow_run(outcome)
+    except Exception as exc:  # noqa: BLE001 - the work is done; the state's name still says it
+        logging.getLogger(__name__).warning("could not tag the flow run %r: %s", outcome, exc)
     return Completed(name=outcome.capitalize(), message=OUTCOMES[outcome], data=result)
 
 
