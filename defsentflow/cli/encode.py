@@ -232,7 +232,7 @@ def _revdict(args: argparse.Namespace) -> int:
     from defsentflow.dictionary.validate import check_text
     from defsentflow.evaluation.revdict import model_meta
     from defsentflow.revdict import build_revdict_index
-    from defsentflow.revdict.senses import SenseMatcher, definitions_by_entry
+    from defsentflow.revdict.senses import SenseMatcher, definitions_by_entry, stored_vectors
 
     check_count(args.k, "-k", 1000)
     for n, d in enumerate(args.definition, 1):
@@ -247,7 +247,7 @@ def _revdict(args: argparse.Namespace) -> int:
         raise UserError(f"dictionary {dictionary!r}: {exc}") from None
     results = index.search(args.definition, k=args.k, device=args.device)  # NonFiniteError: a corrupt model
     senses = SenseMatcher(lambda texts: index.query_vectors(texts, device=args.device),
-                          definitions_by_entry(load_dictionary_table(dictionary))).match(
+                          definitions_by_entry(load_dictionary_table(dictionary)), stored=stored_vectors(index)).match(
         index.query_vectors(args.definition, device=args.device), [[e for e, _ in hits] for hits in results])
     if args.json:
         print(json.dumps([{"definition": d, "entries": [

@@ -23,7 +23,7 @@ from typing import Any
 
 from defsentflow.encoders.finite import require_finite, require_search_scores
 from defsentflow.revdict import RevdictIndex
-from defsentflow.revdict.senses import SenseMatcher
+from defsentflow.revdict.senses import SenseMatcher, stored_vectors
 from defsentflow.serve.batcher import MicroBatcher
 from defsentflow.serve.catalog import ServedIndex
 from defsentflow.serve.encode import PackedQueryEncoder
@@ -61,7 +61,7 @@ class _Searcher:
         self.packed = PackedQueryEncoder.for_index(self.index.meta, device=device)
         self.flat = FlatSearch(self.index, prefilter=prefilter if device == "cpu" else False)
         self.device = device
-        self.senses = SenseMatcher(self.vectors, definitions) if definitions else None
+        self.senses = SenseMatcher(self.vectors, definitions, stored=stored_vectors(self.index)) if definitions else None
         self.encode_s = self.search_s = self.senses_s = 0.0
 
     def vectors(self, texts: list[str]) -> Any:

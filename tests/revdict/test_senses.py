@@ -117,3 +117,18 @@ def test_cat_is_shown_with_its_feline_sense_on_the_page_in_the_api_and_the_cli(p
 def test_definitions_by_entry_keeps_the_order_of_the_table():
     table = pa.table({"entry": ["cat", "dog", "cat"], "definition": ["b", "d", "a"]})
     assert definitions_by_entry(table) == {"cat": ["b", "a"], "dog": ["d"]}
+
+
+def test_a_cosine_index_reads_its_definitions_vectors_instead_of_encoding_them(pets, monkeypatch):
+    from defsentflow.revdict import build_revdict_index
+    from defsentflow.revdict.senses import stored_vectors
+
+    monkeypatch.setenv("DEFSENTFLOW_HOME", str(pets))
+    index = build_revdict_index("minilm", "pets", mode="cosine", device="cpu")  # the fixture's, found
+
+    def encode(texts: list[str]) -> np.ndarray:
+        raise AssertionError(f"encoded {texts[:2]}: the index's build left these vectors in the embedding cache")
+
+    matcher = SenseMatcher(encode, {"cat": CAT, **OTHERS}, stored=stored_vectors(index))
+    (row,) = matcher.match(index.query_vectors([QUERY], device="cpu"), [["cat", "dog"]])
+    assert row[0].definition == FELINE and row[1].definition in OTHERS["dog"]
