@@ -71,7 +71,9 @@ def summary_lines(result: Mapping[str, Any], *, seconds: float, log_path: Path) 
     """The whole closing block of a finished run (``result``: what :func:`run_pipeline` returns)."""
     run_id = result["run_id"]
     outcome = run_outcome(result)
-    status = result["status"] if outcome in (None, result["status"]) else f"{result['status']}, {outcome}: {OUTCOMES[outcome]}"
+    status = result["status"]
+    if outcome not in (None, status):
+        status = f"{status}, {outcome}: {OUTCOMES[outcome]}"
     out = ["", *stage_lines(run_id), "", *figure_lines(run_id), "",
            f"run:      {run_id} ({status}) in {elapsed(seconds)}"]
     if result.get("selected"):

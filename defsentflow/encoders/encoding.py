@@ -36,7 +36,8 @@ from defsentflow.encoders.pooling import apply_prompt, needs_hidden_states, pool
 from defsentflow.progress import progress
 from defsentflow.storage.paths import data_root
 
-__all__ = ["cache_store", "encode_batch", "encode_texts", "inference_model", "tokenize_sorted", "pad_batch", "token_budget_batches"]
+__all__ = ["cache_store", "encode_batch", "encode_texts", "inference_model", "tokenize_sorted", "pad_batch",
+           "token_budget_batches"]
 
 # Padded tokens per batch unless the caller says otherwise: ~2-4k rows keep a CPU matmul's
 # operands in cache; a GPU is fine with it too.

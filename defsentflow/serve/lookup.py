@@ -61,7 +61,8 @@ class _Searcher:
         self.packed = PackedQueryEncoder.for_index(self.index.meta, device=device)
         self.flat = FlatSearch(self.index, prefilter=prefilter if device == "cpu" else False)
         self.device = device
-        self.senses = SenseMatcher(self.vectors, definitions, stored=stored_vectors(self.index)) if definitions else None
+        self.senses = (SenseMatcher(self.vectors, definitions, stored=stored_vectors(self.index))
+                       if definitions else None)
         self.encode_s = self.search_s = self.senses_s = 0.0
 
     def vectors(self, texts: list[str]) -> Any:
