@@ -91,7 +91,7 @@ def config_from_dict(data: Any, *, origin: str = "<config>") -> PipelineConfig:
     try:
         return PipelineConfig.model_validate(data)
     except ValidationError as exc:
-        raise ValueError(f"{origin}: invalid config: {format_errors(exc)}") from exc
+        raise ValueError(f"{origin}: invalid config: {format_errors(exc, model=PipelineConfig)}") from exc
 
 
 def load_pretrain_section(path: str | os.PathLike) -> PretrainSection:
@@ -121,7 +121,7 @@ def load_pretrain_section(path: str | os.PathLike) -> PretrainSection:
     try:
         return PretrainSection.model_validate(raw["pretrain"])
     except ValidationError as exc:
-        raise ValueError(f"{p}: invalid 'pretrain:' section: {format_errors(exc, 'pretrain')}") from None
+        raise ValueError(f"{p}: invalid 'pretrain:' section: {format_errors(exc, 'pretrain', PretrainSection)}") from None
 
 
 _TRAINING_SECTIONS: dict[str, type[BaseModel]] = {"pst": PstSection, "defsent": DefSentSection}
@@ -150,4 +150,4 @@ def load_section(path: str | os.PathLike, key: Literal["pst", "defsent"]) -> Pst
     try:
         return _TRAINING_SECTIONS[key].model_validate(raw[key])
     except ValidationError as exc:
-        raise ValueError(f"{p}: invalid '{key}:' section: {format_errors(exc, key)}") from None
+        raise ValueError(f"{p}: invalid '{key}:' section: {format_errors(exc, key, _TRAINING_SECTIONS[key])}") from None

@@ -9,6 +9,7 @@ choices, ``eval_tasks``) so that each config module can use it.
 from __future__ import annotations
 
 import copy
+import difflib
 import math
 import os
 import re
@@ -70,16 +71,46 @@ class ConfigSection(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
-def format_errors(exc: ValidationError, prefix: str | None = None) -> str:
+def format_errors(exc: ValidationError, prefix: str | None = None, model: type[BaseModel] | None = None) -> str:
     """``key.path: message; ...`` for a pydantic error (what config errors print).
 
     ``prefix`` is put in front of every key path (the section a sub-model was validated for).
+    With ``model`` (the class validated), a key it does not know gets the nearest known key of its
+    section (``pst.stepz: unknown key; did you mean 'steps'?``), or, with none near, the section's keys.
     """
     def loc(e: dict) -> str:
         parts = ((prefix,) if prefix else ()) + tuple(str(x) for x in e["loc"])
         return ".".join(parts) or "<top>"
 
-    return "; ".join(f"{loc(e)}: {e['msg']}" for e in exc.errors())
+    def message(e: dict) -> str:
+        if e["type"] != "extra_forbidden" or model is None or not e["loc"]:
+            return e["msg"]
+        keys = _section_keys(model, e["loc"][:-1])
+        if not keys:
+            return e["msg"]
+        near = difflib.get_close_matches(str(e["loc"][-1]), keys, n=1, cutoff=0.6)
+        if near:
+            return f"unknown key; did you mean {near[0]!r}?"
+        return f"unknown key (keys here: {', '.join(keys)})"
+
+    return "; ".join(f"{loc(e)}: {message(e)}" for e in exc.errors())
+
+
+def _section_keys(model: type[BaseModel], path: Sequence[Any]) -> list[str]:
+    """The keys a config accepts at ``path`` (a pydantic error's location without its last part):
+    the fields of the model found there, following sub-models through optional, list and union types."""
+    def models(annotation: Any) -> list[type[BaseModel]]:
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            return [annotation]
+        return [m for arg in getattr(annotation, "__args__", ()) for m in models(arg)]
+
+    current = [model]
+    for part in path:
+        if isinstance(part, int) or not current:  # a list index: the item's model is already current
+            continue
+        fields = [m.model_fields[part] for m in current if part in m.model_fields]
+        current = [m for f in fields for m in models(f.annotation)]
+    return sorted({k for m in current for k in m.model_fields})
 
 
 # YAML 1.2 floats: PyYAML follows YAML 1.1, where a float needs a '.' ("2e-5" is a string there).

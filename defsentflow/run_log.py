@@ -64,6 +64,19 @@ class _NoApiLinks(logging.Filter):
         return not str(record.msg).startswith("View at ")
 
 
+class _Once(logging.Filter):
+    """Each record once: the file handler hangs on the root logger and on ``prefect``, and whether
+    ``prefect`` propagates to the root depends on who configured logging last (Prefect's own
+    ``logging.yml`` lets it; a deployment's flow run wrote every Prefect line twice)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        seen = record.__dict__.setdefault("_defsentflow_handled", set())
+        if id(self) in seen:
+            return False
+        seen.add(id(self))
+        return True
+
+
 class RunLog:
     """Where the run's log goes and how long it has run."""
 
@@ -145,6 +158,7 @@ def run_log(path: Path, *, verbose: bool = False, terminal: bool = True) -> Iter
     file_handler.setLevel(logging.DEBUG)
     file_handler.setFormatter(_Formatter(brief=False, datefmt="%Y-%m-%d %H:%M:%S"))
     file_handler.addFilter(_NoApiLinks())
+    file_handler.addFilter(_Once())
     brief = _Formatter(brief=not verbose, datefmt="%H:%M:%S")
     touched: list[tuple[logging.Handler, logging.Formatter | None]] = []
     filters = (_NoApiLinks(), _NotForTerminal())

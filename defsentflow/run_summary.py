@@ -18,7 +18,14 @@ from defsentflow.report.leaderboard import format_number
 from defsentflow.run_log import elapsed
 from defsentflow.storage import Catalog
 
-__all__ = ["figure_lines", "stage_lines", "summary_lines"]
+__all__ = ["OUTCOMES", "figure_lines", "run_outcome", "stage_lines", "summary_lines"]
+
+OUTCOMES = {
+    "unchanged": "inputs, config and code as in the last completed run: nothing ran",
+    "reused": "every stage found done by its content key: nothing computed",
+}
+"""What a finished run can say beyond 'completed' (the flow's final state name and tag, see
+``flows/pipeline.py``): one word each, with the sentence that explains it."""
 
 
 def stage_lines(run_id: str) -> list[str]:
@@ -31,6 +38,15 @@ def stage_lines(run_id: str) -> list[str]:
         took = f"{r['seconds']:.1f} s" if r["seconds"] is not None else ""
         out.append(f"  {r['status']:<10} {r['stage']:<18} {took:>9}  {r['note'] or ''}".rstrip())
     return out
+
+
+def run_outcome(result: Mapping[str, Any]) -> str | None:
+    """The run's outcome when it did no work (a key of :data:`OUTCOMES`), else None:
+    ``unchanged`` (``--only-if-changed`` found nothing new), ``reused`` (every stage was a cache hit)."""
+    if result.get("status") == "unchanged":
+        return "unchanged"
+    rows = Catalog().query("SELECT status FROM stages WHERE run_id = ?", [result["run_id"]])
+    return "reused" if rows and all(r["status"] == "cached" for r in rows) else None
 
 
 def figure_lines(run_id: str, limit: int = 8) -> list[str]:
@@ -54,8 +70,12 @@ def figure_lines(run_id: str, limit: int = 8) -> list[str]:
 def summary_lines(result: Mapping[str, Any], *, seconds: float, log_path: Path) -> list[str]:
     """The whole closing block of a finished run (``result``: what :func:`run_pipeline` returns)."""
     run_id = result["run_id"]
+    outcome = run_outcome(result)
+    status = result["status"]
+    if outcome not in (None, status):
+        status = f"{status}, {outcome}: {OUTCOMES[outcome]}"
     out = ["", *stage_lines(run_id), "", *figure_lines(run_id), "",
-           f"run:      {run_id} ({result['status']}) in {elapsed(seconds)}"]
+           f"run:      {run_id} ({status}) in {elapsed(seconds)}"]
     if result.get("selected"):
         sel = result["selected"]
         out.append(f"selected: {sel['model_id']} (step {sel['winner_step']}): {sel['model_dir']}")

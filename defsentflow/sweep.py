@@ -283,7 +283,7 @@ def read_with_base(path: str | os.PathLike | None, data: dict[str, Any] | None, 
     try:
         spec = model.model_validate(data)
     except ValidationError as exc:
-        raise ValueError(f"{origin}: {invalid}: {format_errors(exc)}") from None
+        raise ValueError(f"{origin}: {invalid}: {format_errors(exc, model=model)}") from None
     if not isinstance(spec.base, str):
         return spec, dict(spec.base), None
     resolved = _resolve_base(spec.base, Path(path).resolve().parent if path is not None else None)

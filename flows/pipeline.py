@@ -7,16 +7,20 @@ stage flows as subflows. Every stage is cached by its inputs' content, its confi
 code version, so a re-run recomputes only what is missing, and a run killed at any point finishes
 on the next call (training resumes from its last checkpoint). With ``only_if_changed`` (the
 scheduled retraining) a run whose inputs match the last completed run ends at once as "unchanged".
+A run that did no work ends in a ``Completed`` state named ``Unchanged`` or ``Reused``, tagged the same
+(:func:`final_state`), so the UI tells it from a run that trained.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 from typing import Any
 
 from prefect import flow
+from prefect.states import Completed
 
 from defsentflow.compute import shared_paths
 from defsentflow.config import load_config
@@ -30,7 +34,7 @@ from defsentflow.flows.revdict import revdict_index
 from defsentflow.flows.train_defsent import train_defsent_flow
 from defsentflow.pipeline import PipelineSteps, log_path, new_run_id, run_pipeline
 from defsentflow.run_log import is_open, run_log
-from defsentflow.run_summary import summary_lines
+from defsentflow.run_summary import OUTCOMES, run_outcome, summary_lines
 from defsentflow.storage.paths import choose_data_root
 from defsentflow.tasks.cluster import compute_cluster
 from defsentflow.tasks.harvest import train_surrogate_encoder
@@ -75,4 +79,29 @@ def pipeline(config_path: str, only_if_changed: bool = False, run_id: str | None
         result = run_pipeline(path, steps=_steps(), only_if_changed=only_if_changed, run_id=run_id)
         if own:
             print("\n".join(summary_lines(result, seconds=time.monotonic() - t0, log_path=log)))
-    return result
+    return final_state(result)
+
+
+def final_state(result: dict[str, Any]) -> Any:
+    """The flow run's end: ``result`` as is (``Completed``), or, for a run that did no work
+    (:func:`~defsentflow.run_summary.run_outcome`), a ``Completed`` state named after the outcome
+    (``Unchanged``, ``Reused``) and the tag of the same word on the flow run, which the UI's tag
+    filter and ``prefect flow-run ls --state Unchanged`` find. ``result`` stays the state's value."""
+    outcome = run_outcome(result)
+    if outcome is None:
+        return result
+    try:
+        tag_flow_run(outcome)
+    except Exception as exc:  # noqa: BLE001 - the work is done; the state's name still says it
+        logging.getLogger(__name__).warning("could not tag the flow run %r: %s", outcome, exc)
+    return Completed(name=outcome.capitalize(), message=OUTCOMES[outcome], data=result)
+
+
+def tag_flow_run(*tags: str) -> None:
+    """Add ``tags`` to the running flow run (its tags are set when the run is created; an outcome is
+    known only at its end)."""
+    from prefect.client.orchestration import get_client  # lazy: only a run that did no work is tagged
+    from prefect.runtime import flow_run  # lazy: as above
+
+    with get_client(sync_client=True) as client:
+        client.update_flow_run(flow_run.id, tags=sorted({*flow_run.tags, *tags}))

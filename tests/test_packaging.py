@@ -82,7 +82,10 @@ def test_the_wheel_works_outside_the_checkout(dist, tmp_path, tiny_bert_dir, pre
         res = subprocess.run([str(bin_dir / "defsentflow"), *args], cwd=elsewhere, env=env, capture_output=True,
                              text=True, timeout=timeout)
         assert res.returncode == 0, f"defsentflow {' '.join(args)}:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
+        stderr[:] = [res.stderr]
         return res.stdout
+
+    stderr: list[str] = []  # the last command's (where the data-root line goes, first)
 
     where = subprocess.run([str(bin_dir / "python"), "-c", "import defsentflow, defsentflow.flows; print(defsentflow.__file__)"],
                            cwd=elsewhere, env=env, capture_output=True, text=True, check=True).stdout.strip()
@@ -91,13 +94,13 @@ def test_the_wheel_works_outside_the_checkout(dist, tmp_path, tiny_bert_dir, pre
     root = tmp_path / "user" / ".local" / "share" / "defsentflow"  # the default for an installed package
     words = tmp_path / "words.jsonl"
     words.write_text('{"entry": "cat", "definition": "a small animal"}\n{"entry": "dog", "definition": "an animal that barks"}\n')
-    out = cli("ingest", "dictionary", "--source", "jsonl", str(words), "--name", "words")
-    assert f"data root: {root} (new, the default; choose another with --home" in out, out
+    cli("ingest", "dictionary", "--source", "jsonl", str(words), "--name", "words")
+    assert stderr[0].startswith(f"data root: {root} (new, the default; choose another with --home"), stderr[0]
     # the embedded demo, made small: the tiny model, one PST step, few entries and queries
     out = cli("run", "demo", "--set", f"pst.base_model={tiny_bert_dir}", "--set", "pst.steps=1",
               "--set", "pst.max_train_entries=40", "--set", "pst.batch_size=8", "--set", "pst.selection_max_queries=40",
               "--set", "eval.revdict_max_queries=40", "--set", "eval.revdict_modes=[cosine]", "--set", "pst.device=cpu")
-    assert f"data root: {root} (--home" not in out and "(completed)" in out, out
+    assert stderr[0].startswith(f"data root: {root} (default)") and "(completed)" in out, stderr[0][:300] + out
     run_id = next(line.split()[1] for line in out.splitlines() if line.startswith("run:"))
     assert (root / "logs" / f"{run_id}.log").is_file()
     selected = next(line.split()[1] for line in out.splitlines() if line.startswith("selected:"))

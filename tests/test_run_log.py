@@ -9,6 +9,7 @@ import logging
 import pytest
 
 from defsentflow.run_log import elapsed, run_log
+from tests.cli_output import without_root_line
 
 
 @pytest.mark.parametrize("verbose", [False, True])
@@ -44,6 +45,26 @@ def test_file_keeps_everything_terminal_is_brief(tmp_path, verbose):
     assert all(line[:4].isdigit() for line in kept.splitlines() if line.startswith("20"))
 
 
+@pytest.mark.parametrize("propagates", [False, True])
+def test_every_line_once_whether_prefect_propagates_or_not(tmp_path, propagates):
+    """Prefect's logging.yml lets ``prefect`` propagate to the root (a deployment's flow run); the
+    file handler hangs on both, and still writes each record once."""
+    prefect = logging.getLogger("prefect")
+    old = prefect.propagate, prefect.level
+    prefect.propagate = propagates
+    prefect.setLevel(logging.INFO)
+    try:
+        with run_log(tmp_path / "r-2.log", terminal=False) as log:
+            logging.getLogger("prefect.flow_runs").info("Beginning flow run", extra={"flow_name": "pipeline"})
+            logging.getLogger("defsentflow.pst").info("PST step 1 (3.0 s)")
+            log.info("stages:   9: 9 reused, 0 computed")
+    finally:
+        prefect.propagate, _ = old
+        prefect.setLevel(old[1])
+    lines = (tmp_path / "r-2.log").read_text().splitlines()
+    assert len(lines) == 3 and len(set(lines)) == 3, lines
+
+
 def test_elapsed():
     assert [elapsed(s) for s in (4.2, 185, 3725)] == ["4 s", "3 min 05 s", "1 h 02 min"]
 
@@ -53,5 +74,5 @@ def test_an_unknown_model_is_named_as_such_without_a_hub_call(home, capsys, monk
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert main(["revdict", "nosuchmodel", "a dog"]) == 2
-    err = capsys.readouterr().err
+    err = without_root_line(capsys.readouterr().err)
     assert err.startswith("defsentflow: error: unknown model 'nosuchmodel'") and len(err.splitlines()) == 1

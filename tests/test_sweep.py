@@ -58,12 +58,12 @@ def test_cartesian_points_extra_points_and_excludes():
 
 
 @pytest.mark.parametrize("bad, message", [
-    ({"axes": {"pst.lrr": [1e-5]}}, "axes.pst.lrr = 1e-05: invalid config: pst.lrr: Extra inputs are not permitted"),
+    ({"axes": {"pst.lrr": [1e-5]}}, "axes.pst.lrr = 1e-05: invalid config: pst.lrr: unknown key; did you mean 'lr'?"),
     ({"axes": {"pst.lr": [1e-5, -1]}}, "axes.pst.lr = -1: invalid config: pst.lr: Input should be greater than 0"),
     ({"axes": {"pst.lr": []}}, "axes: Value error, axis 'pst.lr' has no values"),
     ({"axes": {"pst.lr": [1e-5, 1e-5]}}, "lists a value twice"),
     ({"axes": {"name": ["x"]}}, "the config's name is set by the sweep"),
-    ({"axis": {"pst.lr": [1e-5]}}, "axis: Extra inputs are not permitted"),
+    ({"axis": {"pst.lr": [1e-5]}}, "axis: unknown key; did you mean 'axes'?"),
     ({"set": {"eval.pooling": "nope"}}, "set: invalid config: eval.pooling"),
     ({"axes": {"pst.grid.3.pooling": ["cls"]}}, "pst.grid is a list of 1; '3' is not a position in it"),
     ({"axes": {"pst.lr": [1e-5]}, "exclude": [{"pst.nothing": 1}]}, "exclude[0] names ['pst.nothing']"),

@@ -70,8 +70,16 @@ def check_flag_limits(args: argparse.Namespace) -> None:
             raise UserError(f"{flag} must be <= {LIMITS[limit]}, got {value:g}")
 
 
+DESCRIPTION = ("defsentflow turns dictionaries and raw text into sentence encoders (DefSent, DefSent+ with "
+               "Progressive Separate Training); every stage is a cached, resumable Prefect flow and every run, "
+               "artifact and metric is in a DuckDB catalog. 'defsentflow COMMAND --help' shows a command's options.")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="defsentflow", description=__doc__.splitlines()[0])
+    from defsentflow import __version__
+
+    parser = argparse.ArgumentParser(prog="defsentflow", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"defsentflow {__version__}")
     parser.add_argument("--home", help="data root (a config's home: wins; else --home, $DEFSENTFLOW_HOME, else the "
                                        "checkout's storage/ or ~/.local/share/defsentflow; see README 'Data root')")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")

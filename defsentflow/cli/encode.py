@@ -172,8 +172,10 @@ def _encode(args: argparse.Namespace) -> int:
         args.normalize = normalizes(args.model, head)
     t0 = time.perf_counter()
     enc = load_encoder(args.model, device=args.device)
+    t1 = time.perf_counter()
     vecs = encode_texts(enc, texts, pooling=pooling, batch_size=args.batch_size, max_length=args.max_length,
                         autocast=args.autocast, normalize=args.normalize, cache=args.cache)
+    encoding = time.perf_counter() - t1
     require_finite(vecs, model=str(args.model), what="sentence vectors")
     dim = int(vecs.shape[1])
     schema = pa.schema([pa.field("text", pa.string(), nullable=False),
@@ -187,7 +189,7 @@ def _encode(args: argparse.Namespace) -> int:
         pq.write_table(table, tmp, compression="zstd")
     secs = time.perf_counter() - t0
     print(f"wrote {len(texts)} vectors ({dim} dims, {pooling} pooling) to {out} in {secs:.1f}s "
-          f"({len(texts) / max(secs, 1e-9):.0f} sentences/s)")
+          f"(encoding {len(texts) / max(encoding, 1e-9):,.0f} sentences/s; loading the model {t1 - t0:.1f}s)")
     return 0
 
 
@@ -228,10 +230,12 @@ def _catalog_model(model: str) -> str:
 def _revdict(args: argparse.Namespace) -> int:
     from defsentflow.cli import UserError, check_count
     from defsentflow.cli.table import print_table
+    from defsentflow.dictionary.tables import load_dictionary_table
     from defsentflow.dictionary.validate import check_text
     from defsentflow.encoders.loading import resolve_model_path
     from defsentflow.model import record_of
     from defsentflow.revdict import build_revdict_index
+    from defsentflow.revdict.senses import SenseMatcher, definitions_by_entry, stored_vectors
 
     check_count(args.k, "-k", 1000)
     for n, d in enumerate(args.definition, 1):
@@ -245,15 +249,27 @@ def _revdict(args: argparse.Namespace) -> int:
     except (KeyError, LookupError) as exc:
         raise UserError(f"dictionary {dictionary!r}: {exc}") from None
     results = index.search(args.definition, k=args.k, device=args.device)  # NonFiniteError: a corrupt model
+    senses = SenseMatcher(lambda texts: index.query_vectors(texts, device=args.device),
+                          definitions_by_entry(load_dictionary_table(dictionary)), stored=stored_vectors(index)).match(
+        index.query_vectors(args.definition, device=args.device), [[e for e, _ in hits] for hits in results])
     if args.json:
-        print(json.dumps([{"definition": d, "entries": [{"entry": e, "score": s} for e, s in hits]}
-                          for d, hits in zip(args.definition, results)], indent=2))
+        print(json.dumps([{"definition": d, "entries": [
+            {"entry": e, "score": s, "definition": m.definition if m else None,
+             "definition_score": m.score if m else None} for (e, s), m in zip(hits, found)]}
+            for d, hits, found in zip(args.definition, results, senses)], indent=2))
         return 0
-    for d, hits in zip(args.definition, results):
-        print(f"{d!r}  ({index.meta['mode']} mode, {index.meta['n_entries']} entries of {dictionary!r})")
-        print_table(["rank", "entry", "score"], [(i + 1, e, round(s, 4)) for i, (e, s) in enumerate(hits)])
+    for d, hits, found in zip(args.definition, results, senses):
+        print(f"{d!r}  ({index.meta['mode']} mode, {index.meta['n_entries']} entries of {dictionary!r}; the matched "
+              "definition: the entry's nearest to the query, with its cosine)")
+        print_table(["rank", "entry", "score", "matched definition", "cosine"],
+                    [(i + 1, e, f"{s:.4f}", _clip(m.definition) if m else "", f"{m.score:.3f}" if m else "")
+                     for i, ((e, s), m) in enumerate(zip(hits, found))])
         print()
     return 0
+
+
+def _clip(text: str, width: int = 70) -> str:
+    return text if len(text) <= width else text[:width - 3].rstrip() + "..."
 
 
 def _revdict_add(args: argparse.Namespace) -> int:

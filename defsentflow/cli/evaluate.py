@@ -60,6 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run", default=None, metavar="RUN_ID",
                    help="rank by this run's selection figure (default: the newest PST run's)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--wide", action="store_true",
+                   help="every figure, by its full name, and every model's other ids (default: the headline "
+                        "figures in 120 columns)")
     p.set_defaults(func=_leaderboard)
 
 
@@ -123,9 +126,10 @@ def _eval(args: argparse.Namespace) -> int:
 
 def _leaderboard(args: argparse.Namespace) -> int:
     import json
+    import textwrap
 
     from defsentflow.cli import UserError
-    from defsentflow.cli.table import print_table
+    from defsentflow.cli.board import WIDTH, board_lines
     from defsentflow.report.leaderboard import load_leaderboard
     from defsentflow.storage import Catalog
 
@@ -140,6 +144,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
         print(f"no model to rank: {board.sort_note}" if board.gone else
               "no evaluation results yet: run `defsentflow eval MODEL --tasks ...`")
         return 0
-    print_table(*board.table())
-    print(f"\n{board.sort_note}. STS: Spearman x 100 ('all' setting); *_mrr: reverse-dictionary MRR in [0, 1].")
+    print("\n".join(board_lines(board, wide=args.wide)))
+    note = f"{board.sort_note}. STS: Spearman x 100 ('all' setting); mrr: reverse-dictionary MRR in [0, 1]."
+    print("\n" + textwrap.fill(note, WIDTH))
     return 0

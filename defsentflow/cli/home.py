@@ -3,13 +3,15 @@
 The rule (:func:`defsentflow.storage.paths.choose_data_root`): a config's ``home:`` (relative to
 the config file), else ``--home DIR`` / ``$DEFSENTFLOW_HOME``, else the default: ``storage/`` of
 the source checkout, or ``~/.local/share/defsentflow`` for an installed package. Every command
-that may write the data root prints it; a default root being created says so, with the way to
+that may write the data root prints it, on stderr and first (a log redirected with ``2>&1`` starts
+with it; stdout keeps the command's answer); a default root being created says so, with the way to
 choose another.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 __all__ = ["config_home", "use_data_root"]
@@ -41,13 +43,14 @@ def use_data_root(config_home: str | None = None, config_file: str | os.PathLike
     root, how = choose_data_root(config_home, config_file)
     given = os.environ.get("DEFSENTFLOW_HOME")
     if config_home and given and Path(given).expanduser().resolve() != root:
-        print(f"note: the config's home: {root} is used, not --home / $DEFSENTFLOW_HOME {given}")
+        print(f"note: the config's home: {root} is used, not --home / $DEFSENTFLOW_HOME {given}", file=sys.stderr,
+              flush=True)
     os.environ["DEFSENTFLOW_HOME"] = str(root)
     if root not in _SAID:
         _SAID.add(root)
         if how == "default" and not (root / "catalog.duckdb").exists() and not root.exists():
             print(f"data root: {root} (new, the default; choose another with --home DIR, $DEFSENTFLOW_HOME "
-                  "or home: in the config)")
+                  "or home: in the config)", file=sys.stderr, flush=True)
         else:
-            print(f"data root: {root} ({how})")
+            print(f"data root: {root} ({how})", file=sys.stderr, flush=True)
     return root

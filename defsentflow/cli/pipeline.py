@@ -118,6 +118,11 @@ def _run(args: argparse.Namespace) -> int:
     from defsentflow.storage import clean_stale_temporaries, data_root
 
     preflight(cfg, args.config)  # paths exist and are of their kind, before anything starts
+    from defsentflow.storage import Catalog
+
+    if Catalog().path.is_file():  # a writable open before Prefect starts: a shell holding it is said now
+        with Catalog().connect():
+            pass
     run_id = new_run_id(cfg.name)
     root = data_root()
     path = log_path(run_id)

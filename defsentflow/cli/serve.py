@@ -10,8 +10,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="A web app over the data root's catalog: /revdict (type a definition, pick a model, "
                                    "see its top-k entries from the model's index), /leaderboard, /runs (with reports "
                                    "and plots), /sweeps; JSON under /api/ (/api/revdict?q=...&model=...&k=..., "
-                                   "/api/leaderboard, /api/runs, /api/models). Indexes are those `defsentflow revdict` "
-                                   "built; nothing is written. Concurrent look-ups are encoded in batches.")
+                                   "/api/leaderboard, /api/runs, /api/models; their schema at /api/docs). Indexes are "
+                                   "those `defsentflow revdict` built; nothing is written. Concurrent look-ups are "
+                                   "encoded in batches.")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free port)")
     p.add_argument("--max-batch", type=int, default=32, help="most look-ups encoded together (1: one at a time)")
@@ -45,8 +46,13 @@ def _serve(args: argparse.Namespace) -> int:
         raise UserError(f"--port must be 0..65535, got {args.port}")
     os.environ["DEFSENTFLOW_QUIET"] = "1"  # no progress bars per request
     from defsentflow.serve import create_app
-    from defsentflow.serve.server import run_server
+    from defsentflow.serve.server import PortInUseError, listen, run_server
     from defsentflow.storage import Catalog
+
+    try:
+        sock = listen(args.host, args.port)  # first: a port in use is one line, before anything else is said
+    except PortInUseError as exc:
+        raise UserError(exc.strerror) from None
 
     cat = Catalog(reader=True)  # read-only: never creates the catalog or changes its schema
     if not cat.path.is_file():
@@ -55,9 +61,7 @@ def _serve(args: argparse.Namespace) -> int:
                      prefilter=None if args.search == "auto" else False)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}: anyone who can reach it can read the catalog")
-
-    def listening(port: int) -> None:  # the port bound, the system's choice for --port 0
-        print(f"serving {cat.root} on http://{args.host}:{port}/ (Ctrl-C stops)", flush=True)
-
-    run_server(app, args.host, args.port, on_listening=listening)
+    port = sock.getsockname()[1]
+    print(f"serving {cat.root} on http://{args.host}:{port}/ (Ctrl-C stops)", flush=True)
+    run_server(app, args.host, port, sock)
     return 0

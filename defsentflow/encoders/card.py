@@ -15,8 +15,8 @@ import yaml
 from defsentflow.encoders.loading import resolve_model_path
 from defsentflow.eval_tasks import AVERAGE_TASK, DICTIONARY_TASKS, task_parts
 
-__all__ = ["CITATIONS", "DATA_LICENCES", "base_licence", "base_name", "card_header", "markdown_table", "metric_rows",
-           "model_card", "model_index", "source_licences"]
+__all__ = ["CITATIONS", "DATA_LICENCES", "base_licence", "base_name", "card_header", "headline_metrics", "is_figure",
+           "markdown_table", "metric_rows", "model_card", "model_index", "source_licences"]
 
 # Licences of the data sources a dictionary is read from (reader kind -> licence).
 DATA_LICENCES = {"oewn": "CC BY 4.0 (Open English WordNet)", "oxford": "the Oxford dictionary data's own terms",
@@ -99,16 +99,62 @@ def _split_protocol(task: str, setting: str) -> tuple[str, str]:
     return "test", f"{task}, {setting} pairs (Spearman x100)"
 
 
-def metric_rows(metrics: list[dict[str, Any]]) -> list[tuple[str, str, str, str, str]]:
-    """(task, split, protocol, metric, value) rows; dev first (the selection figures), then test."""
+def is_figure(m: dict[str, Any]) -> bool:
+    """A metric row a card shows: a measured figure, not a count beside it (``n_tied``), a chance
+    level or a secondary top-k accuracy."""
+    name = str(m["metric"])
+    return name not in _SECONDARY and not name.startswith(("n_", "chance")) and name != "n"
+
+
+def _key(m: dict[str, Any]) -> tuple[str, str, str]:
+    return str(m["task"]), str(m["setting"]), str(m["metric"])
+
+
+def _value(value: float | None) -> str:
+    return "" if value is None else f"{value:.2f}" if abs(value) > 1.5 else f"{value:.4f}"
+
+
+def _delta(value: float | None, base: float | None) -> str:
+    if value is None or base is None:
+        return ""
+    return f"{value - base:+.2f}" if max(abs(value), abs(base)) > 1.5 else f"{value - base:+.4f}"
+
+
+def headline_metrics(metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The three figures a reader wants first: STS-B dev (what selection reads), the STS test figure
+    (the STS average where measured, else SICK-R, else STS-B test) and the reverse dictionary's test
+    MRR (unseen queries) in the mode with the best dev MRR, as ``revdict --mode auto`` chooses."""
+    rows = [(task_parts(str(m["task"])), m) for m in metrics if is_figure(m)]
+
+    def first(test: Any) -> list[dict[str, Any]]:
+        return next(([m] for p, m in rows if test(p, m)), [])
+
+    out = first(lambda p, m: p.family == "stsb" and p.split == "dev" and m["metric"] == "spearman")
+    out += (first(lambda p, m: p.family == AVERAGE_TASK and m["metric"] == "spearman")
+            or first(lambda p, m: p.family == "sickr" and p.split != "dev" and m["metric"] == "spearman")
+            or first(lambda p, m: p.family == "stsb" and p.split == "test" and m["metric"] == "spearman"))
+    revdict = [(p, m) for p, m in rows if p.family == "revdict" and p.protocol == "unseen" and m["metric"] == "mrr"]
+    dev = [(float(m["value"]), p.variant, m["setting"]) for p, m in revdict if p.split == "dev"]
+    if dev:
+        _, variant, mode = max(dev, key=lambda d: d[0])
+        out += [m for p, m in revdict if p.split == "test" and p.variant == variant and m["setting"] == mode][:1]
+    return out
+
+
+def metric_rows(metrics: list[dict[str, Any]], baseline: list[dict[str, Any]] | None = None) -> list[tuple[str, ...]]:
+    """(task, split, protocol, metric, value[, untrained, difference]) rows, dev first (the selection
+    figures), then test; with ``baseline`` (the untrained base model's metrics) its figure beside each."""
+    base = {_key(m): float(m["value"]) for m in baseline or []}
     rows = []
     for m in metrics:
-        if m["metric"] in _SECONDARY:
+        if not is_figure(m):
             continue
         split, proto = _split_protocol(str(m["task"]), str(m["setting"]))
         value = float(m["value"])
-        rows.append((str(m["task"]), _SPLIT_NOTE.get(split, split), proto, str(m["metric"]),
-                     f"{value:.2f}" if abs(value) > 1.5 else f"{value:.4f}"))
+        row: tuple[str, ...] = (str(m["task"]), _SPLIT_NOTE.get(split, split), proto, str(m["metric"]), _value(value))
+        if baseline is not None:
+            row += (_value(base.get(_key(m))), _delta(value, base.get(_key(m))))
+        rows.append(row)
     order = {"dev (selection)": 0}
     return sorted(rows, key=lambda r: (order.get(r[1], 1), r[0], r[2], r[3]))
 
@@ -118,7 +164,7 @@ def model_index(name: str, metrics: list[dict[str, Any]], dictionary: str | None
     setting, with the measured values as the catalog has them (STS Spearman x100, MRR as a fraction)."""
     results: dict[tuple[str, str], dict[str, Any]] = {}
     for m in metrics:
-        if m["metric"] in _SECONDARY or m["task"] == "avg":
+        if not is_figure(m) or m["task"] == "avg":
             continue
         task, setting = str(m["task"]), str(m["setting"])
         split, protocol = _split_protocol(task, setting)
@@ -142,18 +188,35 @@ CITATIONS = {
     title = "{D}ef{S}ent: Sentence Embeddings using Definition Sentences",
     author = "Tsukagoshi, Hayato and Sasano, Ryohei and Takeda, Koichi",
     booktitle = "Proceedings of the 59th Annual Meeting of the Association for Computational Linguistics and the 11th International Joint Conference on Natural Language Processing (Volume 2: Short Papers)",
+    month = aug,
     year = "2021",
+    address = "Online",
+    publisher = "Association for Computational Linguistics",
+    url = "https://aclanthology.org/2021.acl-short.52/",
+    doi = "10.18653/v1/2021.acl-short.52",
+    pages = "411--418",
 }""",
     "defsent_plus": """@misc{liu-2024-defsentplus,
     title = "{D}ef{S}ent+: Improving sentence embeddings of language models by projecting definition sentences into a quasi-isotropic or isotropic vector space of unlimited dictionary entries",
     author = "Liu, Xiaodong",
     year = "2024",
+    eprint = "2405.16153",
+    archivePrefix = "arXiv",
+    primaryClass = "cs.CL",
+    doi = "10.48550/arXiv.2405.16153",
+    url = "https://arxiv.org/abs/2405.16153",
 }""",
     "sbert": """@inproceedings{reimers-gurevych-2019-sentence,
     title = "Sentence-{BERT}: Sentence Embeddings using {S}iamese {BERT}-Networks",
     author = "Reimers, Nils and Gurevych, Iryna",
-    booktitle = "Proceedings of the 2019 Conference on Empirical Methods in Natural Language Processing",
+    booktitle = "Proceedings of the 2019 Conference on Empirical Methods in Natural Language Processing and the 9th International Joint Conference on Natural Language Processing (EMNLP-IJCNLP)",
+    month = nov,
     year = "2019",
+    address = "Hong Kong, China",
+    publisher = "Association for Computational Linguistics",
+    url = "https://aclanthology.org/D19-1410/",
+    doi = "10.18653/v1/D19-1410",
+    pages = "3982--3992",
 }""",
 }
 
@@ -202,7 +265,7 @@ def model_card(facts: dict[str, Any], *, pooling: str, max_seq_length: int, norm
         "base_model": base_name(base), "library_name": "sentence-transformers",
         "tags": ["sentence-transformers", "sentence-similarity", "feature-extraction", "defsentflow"]
         + ([method] if trained else []),
-        "datasets": [dictionary] if dictionary else [], "pipeline_tag": "sentence-similarity",
+        "pipeline_tag": "sentence-similarity",  # no `datasets:`: it names Hub datasets, and the dictionary is none
         "license": licence or "other", **({} if licence else {"license_name": "see-the-licences-section"}),
         "language": ["en"], "model-index": model_index(str(facts["model_id"]), facts["metrics"], dictionary)})
     title = facts["model_id"]
@@ -237,8 +300,24 @@ def model_card(facts: dict[str, Any], *, pooling: str, max_seq_length: int, norm
         lines += [""]
     lines += ["## Evaluation", ""]
     if facts["metrics"]:
-        lines += ["Dev figures chose the model; test figures were never used for a choice.", ""]
-        lines += markdown_table(["task", "split", "protocol", "metric", "value"], metric_rows(facts["metrics"])) + [""]
+        baseline = facts.get("baseline")
+        base_metrics = baseline["metrics"] if baseline else None
+        base = {_key(m): float(m["value"]) for m in base_metrics or []}
+        beside = [f"untrained ({baseline['model_id']})", "difference"] if baseline else []
+        lines += ["Dev figures chose the model; test figures were never used for a choice."
+                  + (f" Beside each, the untrained base model `{baseline['model_id']}` on the same data." if baseline
+                     else ""), ""]
+        head = []
+        for m in headline_metrics(facts["metrics"]):
+            split, what = _split_protocol(str(m["task"]), str(m["setting"]))
+            value = float(m["value"])
+            head.append((what, _SPLIT_NOTE.get(split, split), str(m["metric"]), _value(value),
+                         *((_value(base.get(_key(m))), _delta(value, base.get(_key(m)))) if baseline else ())))
+        if head:
+            lines += ["### Headline", ""] + markdown_table(["figure", "split", "metric", "value", *beside], head)
+            lines += ["", "### Every figure", ""]
+        lines += markdown_table(["task", "split", "protocol", "metric", "value", *beside],
+                                metric_rows(facts["metrics"], base_metrics)) + [""]
     else:
         lines += ["No evaluation is recorded for this model in the catalog yet: `defsentflow export model MODEL DIR` "
                   "writes this card with the dev and test figures once it has been evaluated.", ""]

@@ -36,7 +36,8 @@ from defsentflow.encoders.pooling import apply_prompt, needs_hidden_states, pool
 from defsentflow.progress import progress
 from defsentflow.storage.paths import data_root
 
-__all__ = ["encode_batch", "encode_texts", "inference_model", "tokenize_sorted", "pad_batch", "token_budget_batches"]
+__all__ = ["cache_store", "encode_batch", "encode_texts", "inference_model", "tokenize_sorted", "pad_batch",
+           "token_budget_batches"]
 
 # Padded tokens per batch unless the caller says otherwise: ~2-4k rows keep a CPU matmul's
 # operands in cache; a GPU is fine with it too.
@@ -241,6 +242,14 @@ def encode_batch(enc: LoadedEncoder, batch: dict[str, torch.Tensor], pooling: st
                 mask_token_id=getattr(enc.tokenizer, "mask_token_id", None), hidden_states=states)
 
 
+def cache_store(root: str | os.PathLike, model: str | os.PathLike, *, pooling: str, max_length: int,
+                autocast: Autocast = "none", cpu_bf16: bool = False) -> EmbeddingCache:
+    """The embedding cache :func:`encode_texts` keeps ``model``'s vectors in for these settings
+    (``cache=``), under data root ``root``: one key per (model content, pooling, length, autocast)."""
+    spec = f"{pooling}-L{max_length}-{autocast}" + ("w" if cpu_bf16 else "")
+    return EmbeddingCache(root, model_content_hash(model), spec)
+
+
 def encode_texts(encoder: LoadedEncoder | str | os.PathLike, texts: Sequence[str], *, pooling: str = "mean",
                  batch_size: int = 128, max_length: int = 128, autocast: Autocast = "none",
                  normalize: bool = False, cache: bool | str | os.PathLike = False, device: str = "auto",
@@ -271,9 +280,8 @@ def encode_texts(encoder: LoadedEncoder | str | os.PathLike, texts: Sequence[str
     store = None
     cpu_bf16 = autocast == "bf16" and enc.device.type == "cpu"
     if cache:
-        root = data_root(None if cache is True else cache)
-        spec = f"{pooling}-L{max_length}-{autocast}" + ("w" if cpu_bf16 else "")
-        store = EmbeddingCache(root, model_content_hash(enc.path), spec)
+        store = cache_store(data_root(None if cache is True else cache), enc.path, pooling=pooling,
+                            max_length=max_length, autocast=autocast, cpu_bf16=cpu_bf16)
         keys = text_keys(unique)
         found, cached = store.lookup(keys)
     else:

@@ -10,8 +10,10 @@ they are split 8:1:1 by a hash of the first sentence (:func:`~defsentflow.dictio
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,6 +23,7 @@ import pyarrow.parquet as pq
 from defsentflow.dictionary.split import assign_split
 from defsentflow.dictionary.store import load_dictionary
 from defsentflow.encoders.card import card_header, markdown_table, source_licences
+from defsentflow.progress import live, quiet
 from defsentflow.storage import Catalog
 from defsentflow.storage.outputs import output_dir
 
@@ -41,12 +44,35 @@ def write_dataset_dict(tables: dict[str, pa.Table], out: Path) -> dict[str, int]
 
     tables = {s: _one_chunk(t.replace_schema_metadata(None)) for s, t in tables.items()}
     dd = DatasetDict({split: Dataset(table) for split, table in tables.items()})
-    dd.save_to_disk(str(out), num_shards={s: 1 for s in dd})  # one shard even when a split is empty
+    with _library_bars():
+        dd.save_to_disk(str(out), num_shards={s: 1 for s in dd})  # one shard even when a split is empty
     (out / "data").mkdir()
     for split, table in tables.items():
         if table.num_rows:  # datasets' Parquet reader fails on an empty file; the card lists only these
             pq.write_table(table, out / "data" / parquet_name(split))
     return {split: table.num_rows for split, table in tables.items()}
+
+
+@contextlib.contextmanager
+def _library_bars() -> Iterator[None]:
+    """``datasets``' own progress bars (one per split) only where ours redraw in place: in a log they
+    were three lines per split for a save of a second (:mod:`defsentflow.progress`)."""
+    from datasets.utils.logging import (  # lazy: datasets loads only where it is used
+        disable_progress_bar,
+        enable_progress_bar,
+        is_progress_bar_enabled,
+    )
+
+    was = is_progress_bar_enabled()
+    if live() and not quiet():
+        yield
+        return
+    disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            enable_progress_bar()
 
 
 def parquet_name(split: str) -> str:

@@ -23,8 +23,9 @@ from defsentflow.encoders.export import (
     st_pooling_mode,
     write_st_modules,
 )
-from defsentflow.encoders.loading import require_safetensors
+from defsentflow.encoders.loading import require_safetensors, resolve_model_path
 from defsentflow.encoders.lookup import find_model
+from defsentflow.evaluation.baselines import baseline_model_id
 from defsentflow.model import model_head, record_of, write_model_record
 from defsentflow.storage import Catalog
 from defsentflow.storage.outputs import output_dir
@@ -61,7 +62,8 @@ def model_facts(model: str, *, root: str | os.PathLike | None = None) -> ModelFa
     """What the card says about ``model`` (a catalog model id, a model folder or a bundled alias).
 
     Keys: ``model_id``, ``path``, ``meta`` (its ``defsentflow.json``), ``row`` (catalog ``models``),
-    ``metrics`` (newest value per task/setting/metric), ``pst`` (the ``pst_runs`` row of its run),
+    ``metrics`` (newest value per task/setting/metric), ``baseline`` (the untrained base model's
+    ``model_id`` and ``metrics``, or None), ``pst`` (the ``pst_runs`` row of its run),
     ``dictionary`` (the ``dictionaries`` row it was trained on).
 
     Raises:
@@ -80,7 +82,7 @@ def model_facts(model: str, *, root: str | os.PathLike | None = None) -> ModelFa
                                                      ("entry_encoder", head.entry_encoder)) if v}} if head.trained else {}
     local = str(model).startswith(("/", "~", ".")) or Path(model).exists()
     facts: ModelFacts = {"model_id": row["model_id"] if row else (path.name if local else str(model)), "path": path, "meta": meta, "row": row,
-                         "metrics": [], "pst": None, "dictionary": None}
+                         "metrics": [], "baseline": None, "pst": None, "dictionary": None}
     cat = Catalog(root, reader=True)
     if not cat.path.is_file():
         return facts
@@ -89,6 +91,7 @@ def model_facts(model: str, *, root: str | os.PathLike | None = None) -> ModelFa
         "SELECT task, setting, metric, value, n, pooling FROM metrics WHERE list_contains($ids, model_id) "
         "QUALIFY row_number() OVER (PARTITION BY task, setting, metric ORDER BY created_at DESC) = 1 "
         "ORDER BY task, setting, metric", {"ids": ids})
+    facts["baseline"] = _baseline(cat, meta.get("base_model") or (row or {}).get("base_model"), path)
     run_id = row.get("run_id") if row else None
     if run_id:
         pst = cat.query("SELECT * FROM pst_runs WHERE run_id = ?", [run_id])
@@ -99,6 +102,27 @@ def model_facts(model: str, *, root: str | os.PathLike | None = None) -> ModelFa
                       "WHERE name = ? OR artifact_key = ?", [name, name])
         facts["dictionary"] = d[0] if d else None
     return facts
+
+
+def _baseline(cat: Catalog, base: str | None, path: Path) -> dict[str, Any] | None:
+    """The untrained base model's figures, filed under any of its ids (``base:<name>``, the ids of
+    its folder): ``{"model_id", "metrics"}``, or None (no base recorded, or the model is its own base)."""
+    if not base:
+        return None
+    try:
+        base_path = Path(resolve_model_path(base)).resolve()
+    except (OSError, ValueError):
+        base_path = None
+    if base_path == path.resolve():
+        return None
+    ids = [baseline_model_id(base)]
+    if base_path is not None:  # PST's step-0 id of the same folder (base-<hash>)
+        ids += [r["model_id"] for r in cat.query("SELECT model_id FROM models WHERE path = ?", [cat.rel(base_path)])]
+    metrics = cat.query(
+        "SELECT task, setting, metric, value, n, pooling FROM metrics WHERE list_contains($ids, model_id) "
+        "QUALIFY row_number() OVER (PARTITION BY task, setting, metric ORDER BY created_at DESC) = 1 "
+        "ORDER BY task, setting, metric", {"ids": ids})
+    return {"model_id": ids[0], "metrics": metrics} if metrics else None
 
 
 def export_model(model: str, dest: str | os.PathLike, *, root: str | os.PathLike | None = None,

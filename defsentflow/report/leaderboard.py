@@ -22,7 +22,7 @@ from defsentflow.storage.leaderboard_view import gone_models, leaderboard_select
 from defsentflow.storage.leaderboard_view import selection_column as select
 
 __all__ = ["Leaderboard", "STS7", "format_delta", "format_mean_sd", "format_number", "load_leaderboard",
-           "selection_column"]
+           "selection_column", "short_labels"]
 
 # The columns of the seven tasks of the STS average (SentEval's 'all' setting), from the task table.
 STS7 = tuple(metric_column(t, "all", "spearman") for t in AVERAGE_TASKS)
@@ -48,6 +48,47 @@ def format_number(v: Any) -> str:
             return f"{v:.2f}"
         return f"{v:,.0f}"
     return str(v)
+
+
+_DEFAULT_METRIC = {"spearman"}  # the metric an STS heading leaves out (captions say Spearman x 100)
+
+
+def _parts(column: str) -> tuple[str, str, list[str], str]:
+    """``(family, split word, the words between, metric)`` of a figure's name (a name of fewer than
+    three words: itself as the family)."""
+    words = column.split("_")
+    if len(words) < 3:
+        return column, "", [], ""
+    family, split, *middle, metric = words
+    return family, split, middle, metric
+
+
+def short_labels(columns: Sequence[str]) -> tuple[dict[str, tuple[str, str]], list[str]]:
+    """Short names for figures shown together: per column (its group: task and split, its own words:
+    what tells it from the other columns of its task), and a note per task of the words all its
+    columns share (``revdict: unseen q500 splitcands mrr``; Spearman, STS's metric, left out).
+
+    Example:
+        >>> short_labels(["stsb_dev_spearman", "revdict_test_unseen_cosine_mrr", "revdict_test_unseen_head_mrr"])
+        ({'stsb_dev_spearman': ('stsb dev', ''), 'revdict_test_unseen_cosine_mrr': ('revdict test', 'cosine'),
+          'revdict_test_unseen_head_mrr': ('revdict test', 'head')}, ['revdict: unseen mrr'])
+    """
+    shared: dict[str, list[str]] = {}
+    for family in dict.fromkeys(_parts(c)[0] for c in columns):
+        words = [(_parts(c)[2], _parts(c)[3]) for c in columns if _parts(c)[0] == family]
+        common = [w for w in words[0][0] if all(w in m for m, _ in words)]
+        metrics = {m for _, m in words}
+        shared[family] = common + ([m for m in metrics if m] if len(metrics) == 1 else [])
+    out: dict[str, tuple[str, str]] = {}
+    for c in columns:
+        family, split, middle, metric = _parts(c)
+        own = [w for w in middle if w not in shared[family]]
+        if metric and metric not in shared[family]:
+            own.append(metric)
+        out[c] = (f"{family} {split}".strip(), " ".join(own))
+    notes = [f"{family}: {' '.join(w for w in words if w not in _DEFAULT_METRIC)}"
+             for family, words in shared.items() if [w for w in words if w not in _DEFAULT_METRIC]]
+    return out, notes
 
 
 def format_mean_sd(mean: float | None, sd: float | None) -> str:
@@ -80,18 +121,27 @@ class Leaderboard:
     columns: tuple[str, ...]
     rows: tuple[dict[str, Any], ...]
     sort_by: str | None
-    sort_note: str
+    order_note: str                                        # how the rows are ranked
     splits: dict[str, str] = field(default_factory=dict)   # column -> dev | test
     gone: dict[str, str] = field(default_factory=dict)     # model id -> its folder, gone: rows left out
 
     IDENTITY = ("model_id", "pooling", "method")
 
-    def restrict(self, model_ids: Iterable[str]) -> Leaderboard:
-        """Only the rows of these models (any of their ids), and only columns those rows hold."""
-        wanted = set(model_ids)
+    @property
+    def sort_note(self) -> str:
+        """How the rows are ranked, and which models were left out because their folders are gone."""
+        if not self.gone:
+            return self.order_note
+        return (self.order_note + "; left out, their folders gone: "
+                + ", ".join(f"{m} ({p})" for m, p in sorted(self.gone.items())))
+
+    def restrict(self, model_ids: Iterable[str], gone: Iterable[str] = ()) -> Leaderboard:
+        """Only the rows of these models (any of their ids), only columns those rows hold, and only the
+        gone models among ``gone`` named."""
+        wanted, named = set(model_ids), set(gone)
         rows = tuple(r for r in self.rows if wanted & set(r["aliases"]))
         cols = tuple(c for c in self.columns if any(r.get(c) is not None for r in rows))
-        return replace(self, rows=rows, columns=cols)
+        return replace(self, rows=rows, columns=cols, gone={m: p for m, p in self.gone.items() if m in named})
 
     def table(self, extra: Sequence[str] = ()) -> tuple[list[str], list[list[Any]]]:
         """Header and rows for printing: identity columns, ``extra``, the score columns (a mean over
@@ -145,6 +195,4 @@ def load_leaderboard(catalog: Any, *, run_id: str | None = None) -> Leaderboard:
             continue  # a model with no figure (placeholder rows of the view)
         rows.append({k: (float(v) if (k in columns or k.endswith("_sd")) and v is not None and not k.endswith("_n")
                          else v) for k, v in r.items()})
-    if gone:
-        note += "; left out, their folders gone: " + ", ".join(f"{m} ({p})" for m, p in sorted(gone.items()))
     return Leaderboard(columns, tuple(rows), sort_by, note, splits, gone)

@@ -15,13 +15,18 @@ from typing import Any
 import numpy as np
 
 from defsentflow.entryspace.figures import new_figure, plot_entry_space, save_figure, svd_2d, whitened_pca_2d
+from defsentflow.report.leaderboard import short_labels
 
 __all__ = [
+    "SMOOTHING",
+    "ema",
+    "loss_figure",
     "plot_entry_space",
     "plot_label_histogram",
     "plot_loss_curves",
     "plot_pst_progress",
     "plot_scores",
+    "score_figure",
     "score_window",
     "seed_spread",
     "svd_2d",
@@ -35,16 +40,9 @@ def _score_panels(rows: Sequence[Mapping[str, Any]], cols: Sequence[str]) -> lis
     return [(g, t) for g, t in ((big, "Spearman x 100"), (small, "MRR / rate (0 to 1)")) if g]
 
 
-def plot_scores(rows: Sequence[Mapping[str, Any]], out_png: str | os.PathLike, *,
-                columns: Sequence[str] | None = None, label_key: str = "label", title: str | None = None) -> Path:
-    """Grouped bars: one group per score column, one bar per row (model).
-
-    Columns on different scales (STS Spearman x 100, reverse-dictionary MRR in [0, 1]) get their
-    own panels. ``columns`` default: every numeric key some row holds except ``n_*`` counts.
-
-    Raises:
-        ValueError: no row holds a value in any of the columns (no chart without data).
-    """
+def score_figure(rows: Sequence[Mapping[str, Any]], *, columns: Sequence[str] | None = None,
+                 label_key: str = "label", title: str | None = None) -> Any:
+    """The figure :func:`plot_scores` saves (a ``matplotlib`` Figure)."""
     if columns is None:
         columns = list(dict.fromkeys(k for r in rows for k, v in r.items() if isinstance(v, (int, float))
                                      and not isinstance(v, bool) and not k.startswith("n_")))
@@ -52,7 +50,8 @@ def plot_scores(rows: Sequence[Mapping[str, Any]], out_png: str | os.PathLike, *
     if not rows or not cols:
         raise ValueError("plot_scores: no scores to draw")
     panels = _score_panels(rows, cols)
-    fig = new_figure(max(5.5, 1.6 + 1.1 * len(cols) * max(1, len(rows)) ** 0.5), 3.8)
+    labels, notes = short_labels(cols)
+    fig = new_figure(max(5.5, 1.6 + 1.0 * len(cols) * max(1, len(rows)) ** 0.5), 3.8)
     axes = fig.subplots(1, len(panels), width_ratios=[len(g) + 0.6 for g, _ in panels], squeeze=False)[0]
     width = 0.8 / len(rows)
     for ax, (group, ylabel) in zip(axes, panels):
@@ -61,23 +60,38 @@ def plot_scores(rows: Sequence[Mapping[str, Any]], out_png: str | os.PathLike, *
             vals = [np.nan if r.get(c) is None else float(r[c]) for c in group]
             label = str(r.get(label_key) or r.get("model_id"))
             bars = ax.bar(xs + (i - (len(rows) - 1) / 2) * width, vals, width, label=label, color=f"C{i}")
-            if len(rows) <= 4:
-                fmt = "{:.1f}" if ylabel.startswith("Spearman") else "{:.3f}"
-                ax.bar_label(bars, labels=["" if np.isnan(v) else fmt.format(v) for v in vals], fontsize=7, padding=1)
-        ax.set_xticks(xs, group, rotation=20 if len(group) > 3 else 0, fontsize=8)
+            if len(rows) <= 4:  # the figures as the leaderboard writes them: a 0.1-point gain reads as one
+                fmt = "{:.2f}" if ylabel.startswith("Spearman") else "{:.4f}"
+                ax.bar_label(bars, labels=["" if np.isnan(v) else fmt.format(v) for v in vals], fontsize=6.5,
+                             padding=1)
+        ax.set_xticks(xs, ["\n".join(w for w in labels[c] if w) for c in group], fontsize=7.5)
         finite = [float(r[c]) for r in rows for c in group if r.get(c) is not None]
         lo, hi = min(finite), max(finite)
-        if ylabel.startswith("Spearman"):  # differences of a point or two: zoom in, but say where zero is not
-            ax.set_ylim(max(0.0, lo - 8.0) if lo > 0 else lo * 1.1, hi + 3.0)
-        else:
-            ax.set_ylim(min(0.0, lo * 1.1), max(hi * 1.15, 0.05))
+        # From zero: a bar's length is its value, so a difference of a tenth of a point looks like one.
+        ax.set_ylim(min(0.0, lo * 1.1), max(hi * 1.12, 0.05) if hi > 0 else 0.05)
         ax.set_ylabel(ylabel, fontsize=8)
         ax.grid(True, axis="y", linewidth=0.3, alpha=0.5)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncol=min(3, len(rows)))
-    return save_figure(fig, out_png)
+    if title or notes:
+        fig.suptitle("; ".join([*([title] if title else []), *notes]), fontsize=9)
+    handles, legend = axes[0].get_legend_handles_labels()
+    fig.legend(handles, legend, fontsize=7, loc="outside lower center", ncol=min(3, len(rows)))
+    return fig
+
+
+def plot_scores(rows: Sequence[Mapping[str, Any]], out_png: str | os.PathLike, *,
+                columns: Sequence[str] | None = None, label_key: str = "label", title: str | None = None) -> Path:
+    """Grouped bars from zero: one group per score column, one bar per row (model), each labelled
+    with its figure (2 decimals for Spearman x 100, 4 for MRR, as the leaderboard).
+
+    Columns on different scales (STS Spearman x 100, reverse-dictionary MRR in [0, 1]) get their
+    own panels; ticks are short names (:func:`~defsentflow.report.leaderboard.short_labels`), what a
+    task's columns share is in the title. ``columns`` default: every numeric key some row holds
+    except ``n_*`` counts.
+
+    Raises:
+        ValueError: no row holds a value in any of the columns (no chart without data).
+    """
+    return save_figure(score_figure(rows, columns=columns, label_key=label_key, title=title), out_png)
 
 
 def plot_label_histogram(out_png: str | os.PathLike, *,
@@ -138,27 +152,58 @@ def score_window(scores: Sequence[float], sds: Sequence[float]) -> tuple[float, 
     return lo - pad, hi + pad
 
 
+SMOOTHING = 0.9
+"""The loss curves' exponential moving average weight (TensorBoard's default slider value)."""
+
+
+def ema(values: Sequence[float], smoothing: float = SMOOTHING) -> np.ndarray:
+    """TensorBoard's smoothing: an exponential moving average of ``values``, debiased so its first
+    points are not pulled towards zero (``s_t = w s_{t-1} + (1 - w) x_t``, shown as ``s_t / (1 - w^t)``)."""
+    out, last = np.empty(len(values)), 0.0
+    for i, x in enumerate(values):
+        last = smoothing * last + (1 - smoothing) * float(x)
+        out[i] = last / (1 - smoothing ** (i + 1))
+    return out
+
+
+def loss_figure(curves: Mapping[str, Sequence[float]], *, title: str = "training loss per candidate",
+                smoothing: float = SMOOTHING) -> Any:
+    """The figure :func:`plot_loss_curves` saves (a ``matplotlib`` Figure)."""
+    curves = {k: [float(x) for x in v] for k, v in curves.items() if v}
+    if not curves:
+        raise ValueError("plot_loss_curves: no losses to draw")
+    n = len(curves)
+    ncols = min(n, 3)
+    nrows = -(-n // ncols)
+    fig = new_figure(3.2 * ncols + 0.6, 2.3 * nrows + 0.7)
+    axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False).ravel()
+    for i, (ax, (label, losses)) in enumerate(zip(axes, curves.items())):
+        steps = np.arange(1, len(losses) + 1)
+        ax.plot(steps, losses, linewidth=0.7, color=f"C{i % 10}", alpha=0.25, label="per step")
+        ax.plot(steps, ema(losses, smoothing), linewidth=1.6, color=f"C{i % 10}", label=f"EMA {smoothing:g}")
+        ax.set_title(label, fontsize=7.5)
+        ax.grid(True, linewidth=0.3, alpha=0.5)
+        ax.legend(fontsize=6, loc="upper right")
+    for ax in axes[n:]:
+        ax.set_axis_off()
+    for ax in axes[(nrows - 1) * ncols:]:
+        ax.set_xlabel("optimizer step", fontsize=8)
+    for ax in axes[::ncols]:
+        ax.set_ylabel("training loss", fontsize=8)
+    fig.suptitle(f"{title}: exponential moving average (smoothing {smoothing:g}, as TensorBoard) over the "
+                 "per-step loss (faint); one panel per candidate, shared axes", fontsize=8.5)
+    return fig
+
+
 def plot_loss_curves(curves: Mapping[str, Sequence[float]], out_png: str | os.PathLike, *,
                      title: str = "training loss per candidate") -> Path:
-    """One line per trained candidate: its loss at every optimizer step.
+    """One panel per trained candidate, all on the same axes: its loss at every optimizer step,
+    faint, under its exponential moving average (:func:`ema`, TensorBoard's smoothing).
 
     Raises:
         ValueError: no curve with a loss (no chart without data).
     """
-    curves = {k: [float(x) for x in v] for k, v in curves.items() if v}
-    if not curves:
-        raise ValueError("plot_loss_curves: no losses to draw")
-    fig = new_figure(6.5, 3.6)
-    ax = fig.subplots()
-    for i, (label, losses) in enumerate(curves.items()):
-        ax.plot(np.arange(1, len(losses) + 1), losses, linewidth=1.0, color=f"C{i % 10}", label=label)
-    ax.set_xlabel("optimizer step")
-    ax.set_ylabel("training loss")
-    if len(curves) <= 12:
-        ax.legend(fontsize=6, loc="upper right")
-    ax.set_title(title, fontsize=10)
-    ax.grid(True, linewidth=0.3, alpha=0.5)
-    return save_figure(fig, out_png)
+    return save_figure(loss_figure(curves, title=title), out_png)
 
 
 def plot_pst_progress(rows: Sequence[Mapping[str, Any]], out_png: str | os.PathLike, *,

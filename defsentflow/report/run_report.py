@@ -218,7 +218,7 @@ def _section_models(ctx: _Ctx, board: Leaderboard) -> list[str]:
         else:
             continue  # another run's model
         keep.append(row["model_id"])
-    board = board.restrict(keep)
+    board = board.restrict(keep, gone=roles)  # this run's gone models named, no other run's
     if not board.rows:
         return lines + ["No evaluation results for this run's models or any baseline yet "
                         "(`defsentflow eval MODEL --tasks ...`).", ""]

@@ -192,4 +192,4 @@ def load_harvest_config(path: str | os.PathLike) -> HarvestConfig:
     try:
         return HarvestConfig.model_validate(data)
     except ValidationError as exc:
-        raise ValueError(f"{path}: invalid config: {format_errors(exc)}") from exc
+        raise ValueError(f"{path}: invalid config: {format_errors(exc, model=HarvestConfig)}") from exc

@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from defsentflow.encoders.finite import NonFiniteError
 from defsentflow.limits import LIMITS
 from defsentflow.report.leaderboard import load_leaderboard
+from defsentflow.revdict.senses import definitions_by_entry
 from defsentflow.serve.catalog import ID_PATTERN, ServeCatalog, UnknownModelError
 from defsentflow.serve.lookup import LookupService
 from defsentflow.serve.pages import render
@@ -76,9 +77,15 @@ EXAMPLE_QUERY = "a domesticated carnivorous mammal that barks"   # what /revdict
 
 
 class RevdictHit(BaseModel):
+    """One entry; ``definition``: the one of its definitions nearest to the query, with that
+    definition's cosine to the query (``definition_score``); None where the index's dictionary is
+    not in the catalog."""
+
     rank: int
     entry: str
     score: float
+    definition: str | None = None
+    definition_score: float | None = None
 
 
 class RevdictAnswer(BaseModel):
@@ -133,7 +140,7 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
     device = str(pick_device(device))  # a device this machine lacks is refused here, not on every look-up
     catalog = ServeCatalog(root, query_timeout=query_timeout)
     service = LookupService(max_batch=max_batch, max_wait_ms=max_wait_ms, device=device, threads=threads,
-                            prefilter=prefilter)
+                            prefilter=prefilter, definitions=lambda served: definitions(served))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -201,7 +208,8 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
         served, hits = await revdict(q, model, k, mode)
         return RevdictAnswer(query=q, model=served.model_id, mode=served.mode, dictionary=served.dictionary,
                              n_entries=served.n_entries,
-                             results=[RevdictHit(rank=i + 1, entry=h.entry, score=h.score) for i, h in enumerate(hits)])
+                             results=[RevdictHit(rank=i + 1, entry=h.entry, score=h.score, definition=h.definition,
+                                                 definition_score=h.definition_score) for i, h in enumerate(hits)])
 
     @app.get("/api/models")
     def api_models() -> list[dict[str, Any]]:
@@ -231,8 +239,12 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
     def home() -> RedirectResponse:
         return RedirectResponse("/revdict")
 
-    def definitions(served: Any) -> dict[str, str]:
-        """Entry -> one of its definitions, from the index's dictionary dataset ({} for a bare table)."""
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> RedirectResponse:  # where FastAPI apps usually keep it; here the API's docs sit under /api/
+        return RedirectResponse("/api/docs")
+
+    def definitions(served: Any) -> dict[str, list[str]]:
+        """Entry -> its definitions, from the index's dictionary dataset ({} for a bare table)."""
         if not served.dictionary:
             return {}
         if served.dictionary not in definitions_cache:
@@ -241,16 +253,13 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
             )
 
             try:
-                t = load_dictionary_table(served.dictionary, root=catalog.catalog.root)
-                found: dict[str, str] = {}
-                for e, d in zip(t.column("entry").to_pylist(), t.column("definition").to_pylist()):
-                    found.setdefault(e, d)
+                found = definitions_by_entry(load_dictionary_table(served.dictionary, root=catalog.catalog.root))
             except (KeyError, LookupError, OSError, ValueError):
                 found = {}
             definitions_cache[served.dictionary] = found
         return definitions_cache[served.dictionary]
 
-    definitions_cache: dict[str, dict[str, str]] = {}
+    definitions_cache: dict[str, dict[str, list[str]]] = {}
 
     @app.get("/api/docs", response_class=HTMLResponse, include_in_schema=False)
     def api_docs() -> HTMLResponse:
@@ -265,8 +274,7 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
             q = EXAMPLE_QUERY
         ctx: dict[str, Any] = {"indexes": indexes, "q": q, "model": model, "k": k, "hits": None, "error": None,
                                "served": None, "max_query": MAX_QUERY_CHARS, "max_k": MAX_K, "example": example,
-                               "beside": beside or None, "beside_hits": None, "beside_served": None,
-                               "definitions": {}, "beside_definitions": {}}
+                               "beside": beside or None, "beside_hits": None, "beside_served": None}
         status = 200
         if q is not None and indexes:
             try:
@@ -282,10 +290,8 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
                 else:
                     try:
                         ctx["served"], ctx["hits"] = await revdict(q, model or indexes[0].model_id, kk, None)
-                        ctx["definitions"] = definitions(ctx["served"])
                         if beside:
                             ctx["beside_served"], ctx["beside_hits"] = await revdict(q, beside, kk, None)
-                            ctx["beside_definitions"] = definitions(ctx["beside_served"])
                     except HTTPException as exc:
                         ctx["error"], status = exc.detail, exc.status_code
         return HTMLResponse(render("revdict.html", here="/revdict", title="Reverse dictionary", **ctx), status)

@@ -54,6 +54,15 @@ class ServedIndex:
         return f"{self.model_id} ({self.dictionary or 'table'}, {self.mode}, {self.n_entries:,} entries{mrr})"
 
 
+def _folder(path: str) -> str:
+    """The folder a stored model reference names here: a model made elsewhere is filed by its name
+    (``minilm``: :func:`~defsentflow.encoders.loading.portable_model_name`), a model of the root by its path."""
+    try:
+        return resolve_model_path(path) if path else path
+    except FileNotFoundError:  # the bundled extra is not installed here
+        return path
+
+
 def _bundled_name(path: str) -> str | None:
     """``minilm`` for the bundled MiniLM's directory (a model no catalog row names)."""
     try:
@@ -102,7 +111,7 @@ class ServeCatalog:
         by_path = {}
         for r in self.query("SELECT a.path, a.display_id, list_sort(list(DISTINCT a.model_id)) AS aliases "
                             "FROM model_ids AS a WHERE a.path IS NOT NULL GROUP BY ALL"):
-            by_path.setdefault(r["path"], (r["display_id"], tuple(r["aliases"])))
+            by_path.setdefault(_folder(r["path"]), (r["display_id"], tuple(r["aliases"])))
         # which index of a model to serve is a choice: it reads dev figures only
         mrr = {(r["model_id"], r["setting"]): r["mrr"] for r in self.query(
             "SELECT s.model_id, s.setting, s.value AS mrr FROM model_scores AS s "
@@ -110,7 +119,7 @@ class ServeCatalog:
         out = []
         for r in rows:
             cfg = json.loads(r["config"]) if isinstance(r["config"], str) else (r["config"] or {})
-            model = from_root(self.catalog.root, str(cfg.get("model") or ""))  # stored root-relative
+            model = _folder(from_root(self.catalog.root, str(cfg.get("model") or "")))  # root-relative, or a name
             if not model or not self._inside(r["path"]) or not (Path(r["path"]) / "index.faiss").is_file():
                 continue
             bundled = _bundled_name(model)

@@ -6,7 +6,9 @@ CPU cores; the thread's torch and faiss (OpenMP) thread counts are set once, to 
 (default: the CPU cores), when it starts. Indexes are loaded on first use and kept; a cosine
 index is queried with :class:`~defsentflow.serve.encode.PackedQueryEncoder` (no padding) where
 that reproduces the padded encoder, and searched by :class:`~defsentflow.serve.search.FlatSearch`
-(exact top-k, fast for batches). Time spent encoding and searching is kept per index.
+(exact top-k, fast for batches); each hit then gets the definition of its entry nearest to the
+query (:mod:`defsentflow.revdict.senses`). Time spent encoding, searching and matching senses is
+kept per index.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from defsentflow.encoders.finite import require_finite, require_search_scores
 from defsentflow.revdict import RevdictIndex
+from defsentflow.revdict.senses import SenseMatcher, stored_vectors
 from defsentflow.serve.batcher import MicroBatcher
 from defsentflow.serve.catalog import ServedIndex
 from defsentflow.serve.encode import PackedQueryEncoder
@@ -31,8 +34,13 @@ __all__ = ["Hit", "LookupService"]
 
 @dataclass(frozen=True)
 class Hit:
+    """An entry, its score and, where its definitions are known, the one nearest to the query
+    (:class:`~defsentflow.revdict.senses.SenseMatcher`) with that definition's cosine to the query."""
+
     entry: str
     score: float
+    definition: str | None = None
+    definition_score: float | None = None
 
 
 def _set_worker_threads(threads: int) -> None:
@@ -47,12 +55,15 @@ def _set_worker_threads(threads: int) -> None:
 class _Searcher:
     """One loaded index, its query encoder and the seconds spent in each stage."""
 
-    def __init__(self, served: ServedIndex, device: str, prefilter: bool | None):
+    def __init__(self, served: ServedIndex, device: str, prefilter: bool | None,
+                 definitions: Mapping[str, Sequence[str]] | None = None):
         self.index = RevdictIndex(served.path)
         self.packed = PackedQueryEncoder.for_index(self.index.meta, device=device)
         self.flat = FlatSearch(self.index, prefilter=prefilter if device == "cpu" else False)
         self.device = device
-        self.encode_s = self.search_s = 0.0
+        self.senses = (SenseMatcher(self.vectors, definitions, stored=stored_vectors(self.index))
+                       if definitions else None)
+        self.encode_s = self.search_s = self.senses_s = 0.0
 
     def vectors(self, texts: list[str]) -> Any:
         if self.packed is not None:
@@ -71,8 +82,15 @@ class _Searcher:
         self.encode_s += t1 - t0
         self.search_s += time.perf_counter() - t1
         entries = self.index.entries
-        return [[Hit(entries[j], float(s)) for s, j in zip(srow[:kq], irow[:kq]) if j >= 0]
+        hits = [[Hit(entries[j], float(s)) for s, j in zip(srow[:kq], irow[:kq]) if j >= 0]
                 for (_, kq), srow, irow in zip(items, scores.tolist(), ids.tolist())]
+        if self.senses is None:
+            return hits
+        t2 = time.perf_counter()
+        senses = self.senses.match(vecs, [[h.entry for h in row] for row in hits])
+        self.senses_s += time.perf_counter() - t2
+        return [[Hit(h.entry, h.score, *((m.definition, m.score) if m else (None, None))) for h, m in zip(row, found)]
+                for row, found in zip(hits, senses)]
 
 
 class LookupService:
@@ -82,6 +100,8 @@ class LookupService:
         max_batch, max_wait_ms: the micro-batcher's (see :class:`MicroBatcher`).
         device: where query encoders run.
         threads: torch and faiss threads of the worker (default: the CPU cores).
+        definitions: served index -> entry -> its definitions (None: hits without their matched
+            definition); each hit then carries the definition nearest to the query.
         prefilter: batches scored on a bf16 copy first and rescored exactly (see
             :class:`~defsentflow.serve.search.FlatSearch`; default: where the CPU has bf16 dot products);
             False: faiss's flat search only.
@@ -92,8 +112,10 @@ class LookupService:
     """
 
     def __init__(self, *, max_batch: int = 32, max_wait_ms: float = 10.0, device: str = "cpu",
-                 threads: int | None = None, prefilter: bool | None = None):
+                 threads: int | None = None, prefilter: bool | None = None,
+                 definitions: Callable[[ServedIndex], Mapping[str, Sequence[str]]] | None = None):
         self.max_batch, self.max_wait_ms, self.device, self.prefilter = max_batch, max_wait_ms, device, prefilter
+        self.definitions = definitions
         self.threads = max(1, threads or os.cpu_count() or 1)
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="revdict",
                                            initializer=_set_worker_threads, initargs=(self.threads,))
@@ -104,7 +126,8 @@ class LookupService:
     def _searcher(self, served: ServedIndex) -> _Searcher:
         with self._lock:
             if served.key not in self._searchers:
-                self._searchers[served.key] = _Searcher(served, self.device, self.prefilter)
+                known = self.definitions(served) if self.definitions is not None else None
+                self._searchers[served.key] = _Searcher(served, self.device, self.prefilter, known)
             return self._searchers[served.key]
 
     def search_batch(self, served: ServedIndex, items: Sequence[tuple[str, int]]) -> list[list[Hit]]:
@@ -127,7 +150,8 @@ class LookupService:
         for key, b in self._batchers.items():
             s = self._searchers.get(key)
             stages = {} if s is None else {"encode_seconds": round(s.encode_s, 6),
-                                           "search_seconds": round(s.search_s, 6), "packed": s.packed is not None,
+                                           "search_seconds": round(s.search_s, 6),
+                                           "senses_seconds": round(s.senses_s, 6), "packed": s.packed is not None,
                                            "prefilter": s.flat.prefilter, "prefilter_fallbacks": s.flat.fallbacks}
             out[key] = {**b.stats.to_dict(), **stages}
         return out

@@ -62,17 +62,18 @@ _TABLE = """{% macro table(columns, rows, numeric=()) -%}
 </table></div>
 {%- endmacro %}"""
 
-_HITS = """{% macro hits_table(served, hits, definitions, id) -%}
+_HITS = """{% macro hits_table(served, hits, id) -%}
 <div class="hits"><p class="muted">{{ served.label }}, {{ served.mode }} mode</p>
-<div class="wide"><table id="{{ id }}"><thead><tr><th>rank</th><th>entry</th><th>definition</th><th>score</th></tr></thead><tbody>
-{% for h in hits %}<tr><td class="num">{{ loop.index }}</td><td class="entry">{{ h.entry }}</td>
-<td class="definition">{{ definitions.get(h.entry, "") }}</td><td class="num">{{ "%.4f"|format(h.score) }}</td></tr>{% endfor %}
+<div class="wide"><table id="{{ id }}"><thead><tr><th>rank</th><th>entry</th><th>score</th>
+<th title="the entry's definition nearest to the query">matched definition</th><th title="its cosine to the query">cosine</th></tr></thead><tbody>
+{% for h in hits %}<tr><td class="num">{{ loop.index }}</td><td class="entry">{{ h.entry }}</td><td class="num">{{ "%.4f"|format(h.score) }}</td>
+<td class="definition">{{ h.definition or "" }}</td><td class="num">{% if h.definition_score is not none %}{{ "%.3f"|format(h.definition_score) }}{% endif %}</td></tr>{% endfor %}
 </tbody></table></div></div>
 {%- endmacro %}"""
 
 _REVDICT = """{% extends "base.html" %}{% from "hits.html" import hits_table %}{% block content %}
 <p class="muted">Type a definition; the model's reverse-dictionary index returns the entries whose definitions it
-places closest. Pick a second model to see both side by side (the base encoder beside the trained one).</p>
+places closest, each with the one of its definitions nearest to yours. Pick a second model to see both side by side (the base encoder beside the trained one).</p>
 {% if not indexes %}<p class="error">No reverse-dictionary index has been built yet: <code>defsentflow revdict MODEL
 "a definition"</code> builds one for a model.</p>{% else %}
 <form method="get" action="/revdict">
@@ -93,8 +94,8 @@ places closest. Pick a second model to see both side by side (the base encoder b
 {% if example %}<p class="muted" id="example">An example query; type your own above.</p>{% endif %}
 {% if error %}<p class="error" id="error">{{ error }}</p>{% endif %}
 {% if hits is not none %}<div class="side-by-side">
-{{ hits_table(served, hits, definitions, "results") }}
-{% if beside_hits is not none %}{{ hits_table(beside_served, beside_hits, beside_definitions, "beside-results") }}{% endif %}
+{{ hits_table(served, hits, "results") }}
+{% if beside_hits is not none %}{{ hits_table(beside_served, beside_hits, "beside-results") }}{% endif %}
 </div>{% endif %}
 {% endblock %}"""
 

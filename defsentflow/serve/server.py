@@ -15,8 +15,8 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import errno
 import socket
-from collections.abc import Callable
 from typing import Any
 
 import h11
@@ -25,7 +25,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from defsentflow.limits import LIMITS
 
-__all__ = ["HeaderTimeoutProtocol", "run_server", "server_config"]
+__all__ = ["HeaderTimeoutProtocol", "PortInUseError", "listen", "run_server", "server_config"]
 
 
 _ARRIVING = (h11.IDLE, h11.SEND_BODY)  # the client's side while a request's head or body is on its way
@@ -73,19 +73,31 @@ def server_config(app: Any, host: str, port: int, **kwargs: Any) -> uvicorn.Conf
                           timeout_keep_alive=LIMITS["keep_alive_s"], limit_concurrency=LIMITS["connections"], **kwargs)
 
 
-def run_server(app: Any, host: str, port: int, on_listening: Callable[[int], None] | None = None) -> None:
-    """Serve ``app`` until interrupted (Ctrl-C, SIGTERM). The socket is bound here first (a busy port is
-    an ``OSError`` before anything is printed); ``on_listening(port)`` then gets the port bound, the
-    one the system chose for port 0."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+class PortInUseError(OSError):
+    """The address to listen on is taken (another server on the port)."""
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``(host, port)`` and listening, as uvicorn makes one (``port`` 0: a free
+    port), so a port in use is known before anything says it serves.
+
+    Raises:
+        PortInUseError: the port is taken; one line naming it and ``--port``.
+    """
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise OSError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror} (choose another --port)") from None
-    sock.set_inheritable(True)
-    if on_listening is not None:
-        on_listening(sock.getsockname()[1])
-    uvicorn.Server(server_config(app, host, sock.getsockname()[1])).run(sockets=[sock])
+        if exc.errno == errno.EADDRINUSE:
+            raise PortInUseError(exc.errno, f"port {port} on {host} is in use (another server?): stop it, or "
+                                            f"choose another port with --port N (--port 0: any free port)") from None
+        raise
+    sock.listen(2048)  # uvicorn's backlog: a client that connects before the app has started waits, not refused
+    return sock
+
+
+def run_server(app: Any, host: str, port: int, sock: socket.socket | None = None) -> None:
+    """Serve ``app`` until interrupted (Ctrl-C, SIGTERM), on ``sock`` when given (:func:`listen`)."""
+    uvicorn.Server(server_config(app, host, port)).run(sockets=[sock] if sock is not None else None)

@@ -467,15 +467,9 @@ class Catalog:
         record and to the artifact record of its folder. ``keep``: an existing row is left as it is."""
         row = {"model_id": model_id, "path": path, "base_model": base_model, "method": method, "pooling": pooling,
                "run_id": run_id, "artifact_key": artifact_key, "meta": meta}
-        with self.connect() as con:
-            con.execute("BEGIN TRANSACTION")
-            try:
-                records_module.write_model_row(con, self.root, {**row, "names": list(names), "keep": keep})
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            con.execute("COMMIT")
-            self._keep_on(con, "model", [model_id])
+        with self.transaction() as con:
+            records_module.write_model_row(con, self.root, {**row, "names": list(names), "keep": keep})
+        self.keep_rows("model", [model_id])
         if not keep:
             records_module.amend_record(self.root, path, model=row)
 

@@ -7,7 +7,8 @@ with the figures present whenever metrics are recorded (:meth:`Catalog.record_me
 the schema changes. Rows: one per model (ids of one model directory merged, the others in
 ``also_known_as``) and pooling. Columns: identity, then dev figures, then test, then train, each
 group in the task table's order (``defsentflow/eval_tasks.py``); Spearman rounded to 2 decimals,
-the rest to 4. Sorted by the dev selection figure of the newest PST run (or of ``run_id``).
+the rest to 4 (:func:`column_decimals`). Sorted by the dev selection figure of the newest PST run
+(or of ``run_id``).
 
 A model whose folder is gone (deleted by hand, or moved aside as changed) while its metrics rows
 remain is no model any more: :func:`gone_models` names it, and every reader of the board (the CLI,
@@ -31,11 +32,18 @@ import duckdb
 from defsentflow.eval_tasks import EVAL_TASKS, SELECTION_METRICS
 from defsentflow.storage.paths import from_root
 
-__all__ = ["IDENTITY_COLUMNS", "gone_models", "leaderboard_select", "refresh_leaderboard_view", "selection_column"]
+__all__ = ["IDENTITY_COLUMNS", "column_decimals", "gone_models", "leaderboard_select", "refresh_leaderboard_view",
+           "selection_column"]
 
 IDENTITY_COLUMNS = ("model_id", "pooling", "method", "run_id", "also_known_as")
 _GROUPS = ("dev", "test", "train")
 _FAMILIES = list(dict.fromkeys(t.split("-")[0] for t in EVAL_TASKS))
+
+
+def column_decimals(column: str) -> int:
+    """The decimals a leaderboard figure is shown with, the same for every model: Spearman x 100 2,
+    counts (``*_n``) 0, MRR and other figures in [0, 1] 4."""
+    return 2 if column.removesuffix("_sd").endswith("_spearman") else 0 if column.endswith("_n") else 4
 
 
 def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
@@ -110,7 +118,7 @@ def leaderboard_select(con: duckdb.DuckDBPyConnection, run_id: str | None = None
         return (f"SELECT model_id, CAST(NULL AS VARCHAR) AS pooling, method, run_id, '' AS also_known_as "
                 f"FROM ({meta}) ORDER BY model_id"), (), {}, None, note
     values = ", ".join("'" + c.replace("'", "''") + "'" for c in columns)
-    rounded = ", ".join(f"round(p.{_quote(c)}, {2 if c.endswith('_spearman') else 0 if c.endswith('_n') else 4})"
+    rounded = ", ".join(f"round(p.{_quote(c)}, {column_decimals(c)})"
                         f"{'::INTEGER' if c.endswith('_n') else ''} AS {_quote(c)}" for c in columns)
     order = (f"p.{_quote(sort_by)} DESC NULLS LAST, " if sort_by else "") + "p.model_id, p.pooling NULLS FIRST"
     sds = [c for c in columns if c in with_sd]
@@ -120,7 +128,7 @@ def leaderboard_select(con: duckdb.DuckDBPyConnection, run_id: str | None = None
         sd_cte = (f"q AS (PIVOT (SELECT model_id, pooling, \"column\" || '_sd' AS \"column\", sd FROM seed_scores) "
                   f"ON \"column\" IN ({names}) USING first(sd) GROUP BY model_id, pooling), ")
         sd_join = " LEFT JOIN q ON q.model_id = p.model_id AND q.pooling IS NOT DISTINCT FROM p.pooling"
-        sd_cols = "".join(f", round(q.{_quote(c + '_sd')}, {2 if c.endswith('_spearman') else 4}) AS {_quote(c + '_sd')}"
+        sd_cols = "".join(f", round(q.{_quote(c + '_sd')}, {column_decimals(c)}) AS {_quote(c + '_sd')}"
                           for c in sds)
     sql = (f"WITH s AS (SELECT model_id, aliases, pooling, \"column\", value FROM {source}), "
            f"p AS (PIVOT s ON \"column\" IN ({values}) USING first(value) GROUP BY model_id, aliases, pooling), "

@@ -2,7 +2,8 @@
 beside a writer (``locks/catalog-writers.lock``: writers hold it shared while a writing connection is
 open, ``catalog rebuild`` holds it alone for its whole run), and reads never starve a writer
 (``locks/catalog-turn.lock``: a writer that finds the catalog held takes it alone while it waits; a
-read gives way to it before opening, so reads that overlap one another end and the writer gets in)."""
+read gives way to it before opening, so reads that overlap one another end and the writer gets in);
+and what a command says while another process holds the DuckDB catalog (:func:`lock_wait_message`)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ from typing import IO, TypeVar
 
 from defsentflow.storage.paths import OutsideRootError, data_root, root_place
 
-__all__ = ["CatalogLockedError", "TURN_LOCK", "WRITER_LOCK", "artifact_lock", "connect_waiting", "give_way_to_writer", "writer_shared",
-           "writer_turn", "writers_excluded"]
+__all__ = ["CatalogLockedError", "LOCK_ADVICE", "LOCK_NOTICE_S", "TURN_LOCK", "WRITER_LOCK", "artifact_lock", "connect_waiting",
+           "give_way_to_writer", "lock_wait_message", "writer_shared", "writer_turn", "writers_excluded"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -32,6 +33,18 @@ _EXCLUSIVE: set[str] = set()
 
 class CatalogLockedError(RuntimeError):
     """The catalog stayed locked by another process for longer than the timeout."""
+
+
+LOCK_NOTICE_S = 1.0
+"""A wait for the catalog longer than this is said on stderr (short waits are other runs' transactions)."""
+LOCK_ADVICE = ("close the program holding it, e.g. a `duckdb` shell; `defsentflow sql \"...\"` reads it and lets go "
+               "after each query")
+
+
+def lock_wait_message(path: object, timeout: float) -> str:
+    """The one line a command waiting for the catalog says: what it waits for, how long, what to do."""
+    return (f"waiting for the catalog {path}: another process has it open (DuckDB: one process writes a database "
+            f"file, and only while no other has it open, even read-only); waiting up to {timeout:.0f} s: {LOCK_ADVICE}")
 
 
 @contextlib.contextmanager
@@ -167,19 +180,26 @@ def connect_waiting(connect: Callable[[], T], root: Path, *, writer: bool, timeo
     open) first waits while a writer waits. So reads that overlap one another, each bounded, end and
     the writer gets in; without it a writer found no moment free of reads and gave up.
     """
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
+    deadline = started + timeout
     if not writer and give_way and not give_way_to_writer(root, deadline):
         raise CatalogLockedError(f"{what}: a writer waited for the catalog for {timeout:.0f}s")
-    delay, waiting = 0.05, False
+    delay, waiting, said = 0.05, False, False
     with contextlib.ExitStack() as turn:
         while True:
             try:
-                return connect()
+                con = connect()
+                if said:
+                    log.warning("catalog %s: free again after %.0f s of waiting", what, time.monotonic() - started)
+                return con
             except Exception as exc:
                 if not locked(exc):
                     raise
                 if time.monotonic() > deadline:
-                    raise CatalogLockedError(f"{what}: locked by another process for {timeout:.0f}s") from exc
+                    raise CatalogLockedError(f"{what}: locked by another process for {timeout:g} s ({LOCK_ADVICE})") from exc
+            if not said and time.monotonic() - started >= LOCK_NOTICE_S:
+                said = True
+                log.warning(lock_wait_message(what, timeout))
             if writer and not waiting:  # new reads wait now: those in progress end, then this writer gets in
                 turn.enter_context(writer_turn(root, deadline))
                 waiting = True

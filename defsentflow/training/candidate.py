@@ -65,7 +65,7 @@ from defsentflow.training.step_plan import base_name_or_path
 from defsentflow.training.targets import single_token_targets
 
 __all__ = ["CandidateSpec", "ModelSlot", "Scorer", "TrainSpec", "model_slot", "plan_base_candidate",
-           "plan_candidate", "plan_training", "run_candidate", "run_candidates", "start_candidates",
+           "PendingCandidates", "plan_candidate", "plan_training", "run_candidate", "run_candidates", "start_candidates",
            "train_candidate", "train_config_for"]
 
 Scorer = Callable[[ScoreRequest], "tuple[float, list[dict[str, Any]]]"]
@@ -387,12 +387,24 @@ def run_candidates(specs: Sequence[CandidateSpec], *, scorer: Scorer | None, fan
     return start_candidates(specs, scorer=scorer, fan_out=fan_out, root=root)()
 
 
+class PendingCandidates:
+    """The second half of :func:`start_candidates`: calling it waits for the calls, registers their
+    records and returns the candidates; ``computed`` is how many calls were started (0: every
+    candidate was found in the catalog)."""
+
+    def __init__(self, finish: Callable[[], list[Candidate]], computed: int):
+        self._finish, self.computed = finish, computed
+
+    def __call__(self) -> list[Candidate]:
+        return self._finish()
+
+
 def start_candidates(specs: Sequence[CandidateSpec], *, scorer: Scorer | None, fan_out: FanOut = sequential,
-                     root: str | os.PathLike | None = None) -> Callable[[], list[Candidate]]:
+                     root: str | os.PathLike | None = None) -> PendingCandidates:
     """A step's candidates in two halves: the calls start now where ``fan_out`` can run them beside
-    this process (:func:`~defsentflow.fanout.submit`); the returned function waits for them,
-    registers their records and returns the candidates. Candidates the catalog already holds are
-    read back without a call."""
+    this process (:func:`~defsentflow.fanout.submit`); the returned :class:`PendingCandidates` waits
+    for them, registers their records and returns the candidates. Candidates the catalog already
+    holds are read back without a call."""
     cat = Catalog(root)
     specs = [_keyed(s, scorer) for s in specs]
     out: list[Candidate | None] = [_registered(cat, s) for s in specs]
@@ -410,4 +422,4 @@ def start_candidates(specs: Sequence[CandidateSpec], *, scorer: Scorer | None, f
                 out[i] = res["candidate"]
         return [c for c in out if c is not None]
 
-    return finish
+    return PendingCandidates(finish, len(todo))

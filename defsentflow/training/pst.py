@@ -166,7 +166,8 @@ def start_step0(section: PstSection, data: TrainingData, selection: SelectionPla
         cands = wait()
         best, figure, means = choose_step(cands, "best_seed")  # one untrained model: no seeds to average
         return StepResult(step=0, candidates=tuple(cands), best=best, seconds=time.perf_counter() - t0,
-                          rule=section.selection_rule, figure=figure, group_means=means)
+                          rule=section.selection_rule, figure=figure, group_means=means,
+                          cached=wait.computed == 0)  # every score found: the stage reused, as later steps say
 
     return finish
 

@@ -29,17 +29,19 @@ def test_a_new_default_root_says_so_once_and_how_to_choose_another(tmp_path, mon
     monkeypatch.setattr(paths, "default_data_root", lambda: tmp_path / "user" / "defsentflow")
     root = use_data_root()
     assert root == (tmp_path / "user" / "defsentflow").resolve()
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert out == (f"data root: {root} (new, the default; choose another with --home DIR, $DEFSENTFLOW_HOME "
                    "or home: in the config)\n")
     use_data_root()
-    assert capsys.readouterr().out == ""  # said once per process
+    assert capsys.readouterr().err == ""  # said once per process
 
 
 def test_writing_commands_print_the_root_and_readers_do_not(home, tmp_path, capsys):
     words = tmp_path / "w.tsv"
     words.write_text("cat\ta small animal\n")
     assert main(["ingest", "dictionary", "--source", "tsv", str(words), "--name", "w"]) == 0
-    assert f"data root: {home.resolve()} (--home / $DEFSENTFLOW_HOME)" in capsys.readouterr().out
+    out = capsys.readouterr()
+    assert out.err.startswith(f"data root: {home.resolve()} (--home / $DEFSENTFLOW_HOME)\n")  # on stderr, first
+    assert "data root" not in out.out
     assert main(["sql", "SELECT 1 AS one"]) == 0
-    assert "data root" not in capsys.readouterr().out
+    assert "data root" not in str(capsys.readouterr())

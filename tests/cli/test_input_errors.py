@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from defsentflow.cli import main
+from tests.cli_output import without_root_line
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,7 +37,7 @@ def bare_config(tmp_path) -> Path:
 
 
 def _one_line_error(capsys) -> str:
-    err = capsys.readouterr().err
+    err = without_root_line(capsys.readouterr().err)
     assert "Traceback" not in err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("defsentflow: error: "), err
@@ -63,7 +64,17 @@ def test_a_missing_config_is_named(argv, home, tmp_path, capsys):
 def test_a_misspelt_key_names_the_file_and_the_key(command, typo_config, home, capsys):
     assert main([*command, str(typo_config)]) == 2
     line = _one_line_error(capsys)
-    assert str(typo_config) in line and "nmae" in line
+    assert str(typo_config) in line and "nmae: unknown key; did you mean 'name'?" in line
+
+
+def test_a_key_far_from_any_gets_the_keys_of_its_section(home, tmp_path, capsys):
+    data = yaml.safe_load((ROOT / "configs" / "demo.yaml").read_text())
+    data["pst"]["zzz"] = 1
+    path = tmp_path / "far.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["run", str(path)]) == 2
+    line = _one_line_error(capsys)
+    assert "pst.zzz: unknown key (keys here: " in line and "base_model, batch_size" in line and "did you" not in line
 
 
 @pytest.mark.parametrize("command, section", [

@@ -13,6 +13,7 @@ import yaml
 from defsentflow.cli import main
 from defsentflow.encoders.lookup import UnknownModelError, find_model
 from defsentflow.storage import Catalog
+from tests.cli_output import without_root_line
 
 
 def _fake_hub_cache(root, repo: str) -> None:
@@ -60,7 +61,7 @@ def test_a_typo_in_base_model_fails_at_once_with_one_line_and_no_run(home, tmp_p
     t0 = time.monotonic()
     assert main(["run", str(path)]) == 2
     took = time.monotonic() - t0
-    err = capsys.readouterr().err
+    err = without_root_line(capsys.readouterr().err)
     assert err.startswith(f"defsentflow: error: {path}: pst.base_model: unknown model 'minilm-l12'"), err
     assert len(err.splitlines()) == 1 and took < 5, (err, took)
     assert not (home / "catalog.duckdb").exists()  # nothing recorded: no run, no model row

@@ -20,12 +20,15 @@ def _ingest(tmp_path) -> None:
     assert main(["--quiet", "ingest", "dictionary", "--source", "tsv", str(tmp_path / "d.tsv"), "--name", "toy"]) == 0
 
 
-def test_dictionary_export_loads_with_the_catalog_split_sizes(home, tmp_path, capsys):
+def test_dictionary_export_loads_with_the_catalog_split_sizes(home, tmp_path, capsys, monkeypatch):
     from datasets import load_dataset, load_from_disk
 
     _ingest(tmp_path)
     out = tmp_path / "export"
+    monkeypatch.delenv("DEFSENTFLOW_QUIET", raising=False)
+    capsys.readouterr()
     assert main(["export", "dictionary", "toy", str(out)]) == 0
+    assert "Saving the dataset" not in capsys.readouterr().err  # in a log, datasets' bars were three lines per split
     counts = {r["split"]: r["n"] for r in Catalog().query(
         "SELECT split, count(*) AS n FROM definitions WHERE dataset = 'toy' GROUP BY split")}
     ds = load_from_disk(str(out))

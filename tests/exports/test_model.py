@@ -27,7 +27,8 @@ def _trained(tiny_bert_dir, home, pooling="mean"):
     cat.record_metrics(f"pst-{pooling}", [
         {"task": "stsb-dev", "setting": "all", "metric": "spearman", "value": 61.5, "n": 10, "pooling": pooling},
         {"task": "sts12", "setting": "all", "metric": "spearman", "value": 55.25, "n": 10, "pooling": pooling},
-        {"task": "revdict-dev", "setting": "head", "metric": "mrr", "value": 0.125, "n": 10, "pooling": pooling}])
+        {"task": "revdict-dev", "setting": "head", "metric": "mrr", "value": 0.125, "n": 10, "pooling": pooling},
+        {"task": "revdict-dev", "setting": "head", "metric": "n_tied", "value": 3.0, "n": 10, "pooling": pooling}])
     return path
 
 
@@ -45,7 +46,7 @@ def test_export_model_has_card_st_files_and_no_absolute_paths(tiny_bert_dir, hom
     card = (out / "README.md").read_text()
     head = yaml.safe_load(card.split("---")[1])
     assert head["library_name"] == "sentence-transformers" and head["pipeline_tag"] == "sentence-similarity"
-    assert {"base_model", "tags"} <= set(head)
+    assert {"base_model", "tags"} <= set(head) and "datasets" not in head  # no Hub dataset to name
     assert "| stsb-dev | dev (selection) |" in card and "61.50" in card and "revdict unseen queries, head mode" in card
     assert "SentenceTransformer(" in card and "## Licences" in card
     (index,) = head["model-index"]  # the measured figures, as the Hub reads them
@@ -56,6 +57,8 @@ def test_export_model_has_card_st_files_and_no_absolute_paths(tiny_bert_dir, hom
                                                       ("text-retrieval", "validation", "mrr"): 0.125}
     assert head["license"] == "other" and "## Limitations" in card  # the tiny base model has no card of its own
     assert "@inproceedings{tsukagoshi-etal-2021-defsent" in card and "@misc{liu-2024-defsentplus" in card
+    assert 'doi = "10.18653/v1/2021.acl-short.52"' in card and 'eprint = "2405.16153"' in card  # full citations
+    assert "n_tied" not in card  # a count, not a figure
     # `defsentflow encode` gives the exported model's vectors by default (the same normalisation)
     (tmp_path / "s.txt").write_text("\n".join(TEXTS) + "\n")
     assert main(["encode", "pst-mean", "--input", str(tmp_path / "s.txt"), "--out", str(tmp_path / "v.parquet")]) == 0
@@ -72,6 +75,25 @@ def test_export_model_has_card_st_files_and_no_absolute_paths(tiny_bert_dir, hom
     assert "61.50" in (tmp_path / "by-path" / "README.md").read_text()
     meta = json.loads((out / "defsentflow.json").read_text())
     assert meta["entry"] == "em.npy" and "losses" not in meta and meta["max_seq_length"] == 128
+
+
+def test_the_card_leads_with_three_headline_figures_beside_the_untrained_model(tiny_bert_dir, home, tmp_path):
+    from defsentflow.evaluation.baselines import baseline_model_id
+
+    _trained(tiny_bert_dir, home)
+    m = lambda task, setting, metric, value: {"task": task, "setting": setting, "metric": metric,  # noqa: E731
+                                               "value": value, "n": 10, "pooling": "mean"}
+    Catalog().record_metrics("pst-mean", [m("sickr", "all", "spearman", 70.0), m("revdict", "head", "mrr", 0.2),
+                                          m("revdict", "cosine", "mrr", 0.3), m("revdict-dev", "cosine", "mrr", 0.1)])
+    Catalog().record_metrics(baseline_model_id(str(tiny_bert_dir)), [m("stsb-dev", "all", "spearman", 60.0),
+                                                                     m("revdict", "head", "mrr", 0.01)])
+    assert main(["export", "model", "pst-mean", str(tmp_path / "out")]) == 0
+    card = (tmp_path / "out" / "README.md").read_text()
+    headline = card[card.index("### Headline"):card.index("### Every figure")].strip().splitlines()[4:]
+    assert [row.split(" | ")[0].lstrip("| ") for row in headline] == [
+        "STS-B dev, all pairs", "sickr, all pairs (Spearman x100)", "revdict unseen queries, head mode"]  # dev-best mode
+    assert headline[0].endswith("| 61.50 | 60.00 | +1.50 |") and headline[2].endswith("| 0.2000 | 0.0100 | +0.1900 |")
+    assert f"untrained ({baseline_model_id(str(tiny_bert_dir))})" in card
 
 
 def test_export_refuses_a_pooling_st_lacks_in_one_line(tiny_bert_dir, home, tmp_path, capsys):

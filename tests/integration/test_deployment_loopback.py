@@ -4,7 +4,9 @@ service included), process workers, ``prefect deploy --all``, ``prefect deployme
 One server for everything here: deployment runs equal CLI runs (a deployment run after a CLI run
 of the same config recomputes nothing, and the other way round; each writes ``logs/RUN_ID.log``),
 and schedules fire (``retrain-nightly`` shows upcoming runs; a deployment with a short interval
-gets scheduled runs from the server's scheduler, and the worker runs one to completion). The
+gets scheduled runs from the server's scheduler, and the worker runs one to completion). Each run's
+log holds every line once; a run that did no work ends in a Completed state named for it (Reused,
+Unchanged) and carries the tag. The
 environment is the README's: in particular no ``PREFECT_LOCAL_STORAGE_PATH``, which once made a
 deployment run look for Prefect's cached results elsewhere than the CLI had put them.
 """
@@ -19,6 +21,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -85,8 +88,15 @@ def _stages(home: Path, run_id: str) -> dict[str, set[str]]:
 
 def _recomputed_nothing(home: Path, run_id: str) -> None:
     stages = _stages(home, run_id)
-    stages.pop("pst-step-0", None)  # recorded 'completed' even when its scores are found (the artifacts say)
     assert stages and all(s == {"cached"} for s in stages.values()), stages
+
+
+def _each_line_once(log: Path) -> str:
+    """The run's log, every line of it once (a deployment run's Prefect lines were written twice)."""
+    text = log.read_text()
+    twice = {line: n for line, n in Counter(line for line in text.splitlines() if line.strip()).items() if n > 1}
+    assert not twice, f"{len(twice)} lines more than once in {log.name}: {list(twice)[:5]}"
+    return text
 
 
 def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, tmp_path):
@@ -126,13 +136,17 @@ def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, t
         assert status == "completed"
         _recomputed_nothing(home, run_id)
         assert catalog_rows(home, REUSABLE) == before
-        log = (home / "logs" / f"{run_id}.log").read_text()
+        log = _each_line_once(home / "logs" / f"{run_id}.log")
         assert "stages:" in log and "evaluate-model" in log and "figures:" in log, log[-3000:]
         assert "PST step 1" in log and "; loss " in log  # each step's figure, each candidate's losses
         # the report artifact the UI shows carries its images (the UI cannot read the report's folder)
         key = "report-" + "".join(c if c.isalnum() else "-" for c in run_id.lower())
         arts = _api(api, "/artifacts/filter", {"artifacts": {"key": {"any_": [key]}}})
         assert arts and "](data:image/png;base64," in arts[0]["data"] and "](img/" not in arts[0]["data"]
+        # ... and says so where the UI filters: a Completed state named Reused, tagged reused
+        (flow_run,) = _runs(api, "pipeline/demo")
+        assert flow_run["state"]["type"] == "COMPLETED" and flow_run["state"]["name"] == "Reused", flow_run["state"]
+        assert "reused" in flow_run["tags"], flow_run["tags"]
         print(f"deployment run after the CLI run: {time.monotonic() - t0:.1f}s end to end, nothing recomputed")
 
         # 2. The other way round: what the deployment computes first (the evaluations of other settings;
@@ -144,6 +158,7 @@ def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, t
         _prefect(["deployment", "run", "pipeline/demo", "--param", f"config_path={other}", "--watch"], env, 600)
         dep_run, status = _last_pipeline_run(home)
         assert status == "completed" and _stages(home, dep_run)["evaluate-model"] == {"completed"}  # it evaluated
+        assert sorted(r["state"]["name"] for r in _runs(api, "pipeline/demo")) == ["Completed", "Reused"]  # it worked
         before = catalog_rows(home, REUSABLE)
         again = run_cli(["run", str(other)], home)
         assert again.returncode == 0, again.stderr[-3000:]
@@ -166,11 +181,16 @@ def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, t
             time.sleep(2)
         assert done, f"no scheduled run completed:\n{(tmp_path / 'worker.log').read_text()[-3000:]}"
         assert done[0]["auto_scheduled"], done[0]  # created by the scheduler, not by hand
+        assert done[0]["state"]["name"] == "Unchanged" and "unchanged" in done[0]["tags"], (done[0]["state"], done[0]["tags"])
+        unchanged = _api(api, "/flow_runs/filter", {"flow_runs": {"tags": {"all_": ["unchanged"]}}})
+        assert done[0]["id"] in {r["id"] for r in unchanged}  # the UI's tag filter finds it
         _stop(worker)  # no further scheduled run holds the catalog while it is read
         worker = None
         statuses = [s for (s,) in catalog_rows(home, "SELECT status FROM runs WHERE flow = 'pipeline' "
                                                      "AND json_extract_string(config, '$.name') = 'tiny'")]
         assert "unchanged" in statuses, statuses
+        for (scheduled,) in catalog_rows(home, "SELECT run_id FROM runs WHERE flow = 'pipeline' AND status = 'unchanged'"):
+            assert "nothing to retrain" in _each_line_once(home / "logs" / f"{scheduled}.log")
     finally:
         for p in (worker, server):  # workers stop before the server
             if p is not None:

@@ -101,18 +101,19 @@ def test_rerun_is_cached_and_unchanged_inputs_end_at_once(tiny_first_run, tmp_pa
     from defsentflow.encoders.lookup import find_model
 
     assert find_model(first_name, root=home).model_id == first
-    # every stage found by its content key (step 0, the untrained encoder's scores, is recorded
-    # 'completed' whether or not its scores were found: the artifacts below say nothing was new)
+    # every stage found by its content key (step 0 too: the untrained encoder's scores), and the run says so
     stages = stage_statuses(again.stdout)
-    assert stages.pop("pst-step-0") in ("cached", "completed")
-    assert stages == {"ingest-dictionary": "cached", "pst-step-1": "cached", "pst-step-2": "cached",
-                      "evaluate-model": "cached"}, again.stdout
+    assert stages == {"ingest-dictionary": "cached", "pst-step-0": "cached", "pst-step-1": "cached",
+                      "pst-step-2": "cached", "evaluate-model": "cached"}, again.stdout
+    assert "(completed, reused: every stage found done" in again.stdout
     # Nothing new was computed: the same artifacts, and every trained PST step reused as a whole.
     assert catalog_rows(home, artifacts) == before
     run_id = catalog_rows(home, "SELECT run_id FROM runs WHERE flow = 'pipeline' ORDER BY started_at DESC LIMIT 1")[0][0]
     steps = catalog_rows(home, "SELECT stage, status FROM stages WHERE run_id = ? AND stage LIKE 'pst-step-%' "
-                               "AND stage <> 'pst-step-0' ORDER BY stage", [run_id])
+                               "ORDER BY stage", [run_id])
     assert steps and all(status == "cached" for _, status in steps), steps
+    lines = [line for line in (home / "logs" / f"{run_id}.log").read_text().splitlines() if line.strip()]
+    assert len(lines) == len(set(lines)), "a line of the CLI run's log twice"
     sched = run_cli(["run", str(tiny_pipeline), "--only-if-changed"], home)
     assert sched.returncode == 0, sched.stderr[-3000:]
     assert "(unchanged)" in sched.stdout

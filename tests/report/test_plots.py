@@ -84,3 +84,38 @@ def test_the_pst_window_shows_the_seed_spread_never_a_tenth_of_a_point(tmp_path)
     assert out.read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(ValueError, match="no losses"):
         plot_loss_curves({"a": []}, tmp_path / "none.png")
+
+
+def test_bars_start_at_zero_with_the_leaderboards_decimals_and_short_names():
+    from defsentflow.report.plots import score_figure
+
+    rows = [{"label": "untrained", "stsb_dev_spearman": 86.72, "revdict_test_unseen_cosine_mrr": 0.4864,
+             "revdict_test_unseen_head_mrr": 0.0100},
+            {"label": "selected", "stsb_dev_spearman": 86.82, "revdict_test_unseen_cosine_mrr": 0.5555,
+             "revdict_test_unseen_head_mrr": 0.5403}]
+    fig = score_figure(rows)
+    sts, mrr = fig.axes[:2]
+    assert sts.get_ylim()[0] == 0 and mrr.get_ylim()[0] == 0  # a 0.1-point gain looks like one
+    assert [t.get_text() for t in sts.texts] == ["86.72", "86.82"] and "0.0100" in [t.get_text() for t in mrr.texts]
+    assert [t.get_text() for t in mrr.get_xticklabels()] == ["revdict test\ncosine", "revdict test\nhead"]
+    assert "revdict: unseen mrr" in fig._suptitle.get_text()
+
+
+def test_loss_curves_are_smoothed_over_a_faint_trace_one_panel_each_on_shared_axes():
+    from defsentflow.report.plots import SMOOTHING, ema, loss_figure
+
+    rng = np.random.default_rng(0)
+    losses = list(np.linspace(2.0, 0.5, 60) + rng.normal(0, 0.4, 60))
+    last, slow = 0.0, []  # TensorBoard's debiased EMA, written out
+    for i, x in enumerate(losses):
+        last = SMOOTHING * last + (1 - SMOOTHING) * x
+        slow.append(last / (1 - SMOOTHING ** (i + 1)))
+    assert ema(losses) == pytest.approx(slow) and ema(losses)[0] == pytest.approx(losses[0])
+    fig = loss_figure({"step 1 seed 0": losses, "step 2 seed 0": losses[:40], "step 3 seed 0": losses[:20]})
+    axes = [ax for ax in fig.axes if ax.lines]
+    assert len(axes) == 3 and all(ax.get_ylim() == axes[0].get_ylim() for ax in axes)  # shared axes
+    for ax in axes:
+        raw, smooth = ax.lines
+        assert raw.get_alpha() < 0.5 and smooth.get_alpha() is None and smooth.get_linewidth() > raw.get_linewidth()
+        assert list(smooth.get_ydata()) == pytest.approx(list(ema(raw.get_ydata())))
+    assert "moving average (smoothing 0.9" in fig._suptitle.get_text()

@@ -128,10 +128,18 @@ def test_leaderboard_command_prints_one_row_per_model(home, capsys):
     assert main(["leaderboard"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0].split()[:4] == ["model_id", "pooling", "method", "stsb_dev_spearman"]
-    body = [ln for ln in lines[2:] if ln.strip() and not ln.startswith("sorted")][:3]
+    # headings: the task and split above, the mode below; what all columns of a task share said once
+    assert lines[0].split() == ["stsb", "revdict", "dev", "revdict", "test"], lines[0]
+    assert lines[1].split() == ["model_id", "method", "dev", "cosine", "cosine", "head"], lines[1]
+    body = lines[3:6]
     assert [ln.split()[0] for ln in body] == ["dsp-222", "dsp-111", "base:all-MiniLM-L6-v2"]
-    assert "sorted by stsb_dev_spearman (dev split)" in out and "0.6000" not in out and "0.6" in out
+    assert body[1].split()[2:] == ["86.80", "0.5500", "0.6000", "0.9000"]  # one format per metric (not 0.6, 0.9)
+    assert "pooling: mean; revdict: unseen mrr" in out and "defsentflow leaderboard --wide" in out
+    assert "sorted by stsb_dev_spearman (dev split)" in out and max(len(line) for line in lines) <= 120
+    assert main(["leaderboard", "--wide"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:4] == ["model_id", "pooling", "method", "stsb_dev_spearman"]
+    assert lines[0].split()[-1] == "also_known_as" and "dsp-111" in lines[3]
     assert main(["leaderboard", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["sort_by"] == "stsb_dev_spearman" and len(data["rows"]) == 3 and "path" not in data["rows"][0]

@@ -15,6 +15,7 @@ from defsentflow.config_tools import load_yaml_text, read_yaml_mapping
 from defsentflow.encoders import load_encoder, require_safetensors
 from defsentflow.scoring.config import load_harvest_config
 from defsentflow.sweep import load_sweep
+from tests.cli_output import without_root_line
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -22,6 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 def _one_line_error(capsys, argv: list[str]) -> str:
     rc = main(argv)
     out, err = capsys.readouterr()
+    err = without_root_line(err)
     assert rc == 2, (out, err)
     assert err.startswith("defsentflow: error: ") and err.count("\n") == 1 and "Traceback" not in err
     return err

@@ -11,6 +11,7 @@ from defsentflow.cli import main
 from defsentflow.config import load_config
 from defsentflow.config_tools import LIMITS
 from defsentflow.preflight import preflight
+from tests.cli_output import without_root_line
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
@@ -85,7 +86,7 @@ def test_demo_config_passes_preflight():
 def test_run_refuses_before_starting_anything(home, tmp_path, capsys):
     path = _write(tmp_path, "pst", "base_model", "../../../../etc")
     assert main(["run", str(path)]) == 2
-    err = capsys.readouterr().err
+    err = without_root_line(capsys.readouterr().err)
     assert err.count("\n") == 1 and "pst.base_model" in err and str(path) in err
     assert not any(home.iterdir()), "nothing is written before the preflight passes"
 
@@ -94,7 +95,7 @@ def test_sweep_run_preflights_every_point(home, tmp_path, capsys):
     sweep = tmp_path / "s.yaml"
     sweep.write_text(f"name: s\nbase: {REPO / 'configs' / 'demo.yaml'}\naxes:\n  pst.base_model: [minilm, ../../../../etc]\n")
     assert main(["sweep", "run", str(sweep)]) == 2
-    err = capsys.readouterr().err
+    err = without_root_line(capsys.readouterr().err)
     assert err.count("\n") == 1 and "pst.base_model: '../../../../etc'" in err and "point " in err
     assert not (home / "catalog.duckdb").exists()
 

@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from defsentflow.cli import main
+from tests.cli_output import without_root_line
 
 
 def _foreign(folder: Path) -> Path:
@@ -25,6 +26,7 @@ def _intact(folder: Path) -> None:
 def _one_line(capsys, argv: list[str]) -> str:
     rc = main(argv)
     out, err = capsys.readouterr()
+    err = without_root_line(err)
     assert rc == 2, (out, err)
     assert err.startswith("defsentflow: error: ") and err.count("\n") == 1 and "Traceback" not in err
     return err

@@ -15,6 +15,7 @@ import yaml
 
 from defsentflow.cli import main
 from defsentflow.storage.outputs import OutputRefusedError, output_dir
+from tests.cli_output import without_root_line
 
 
 @pytest.fixture()
@@ -28,7 +29,7 @@ def config(tmp_path) -> Path:
 
 
 def _one_line(capsys) -> str:
-    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    err = [line for line in without_root_line(capsys.readouterr().err).splitlines() if line.strip()]
     assert len(err) == 1 and "Traceback" not in err[0], err
     return err[0]
 
@@ -126,26 +127,17 @@ def test_m14_leaderboard_without_a_catalog_exits_2(home, capsys):
     assert _one_line(capsys).startswith("defsentflow: error: no catalog at")
 
 
-def test_n31_serve_says_the_port_it_got_and_a_busy_port_is_one_error(monkeypatch):
-    from defsentflow.serve.server import run_server
+def test_n31_serve_says_the_port_it_got_and_a_busy_port_is_one_error():
+    from defsentflow.serve.server import PortInUseError, listen
 
-    got = []
-
-    class Listening(Exception):
-        pass
-
-    def listening(port: int) -> None:
-        got.append(port)
-        raise Listening
-
-    with pytest.raises(Listening):
-        run_server(object(), "127.0.0.1", 0, on_listening=listening)
-    assert got and 0 < got[0] < 65536
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        with pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{busy.getsockname()[1]}: .*choose another --port"):
-            run_server(object(), "127.0.0.1", busy.getsockname()[1])
+    sock = listen("127.0.0.1", 0)  # --port 0: the port the system chose is the one printed
+    try:
+        port = sock.getsockname()[1]
+        assert 0 < port < 65536
+        with pytest.raises(PortInUseError, match=f"port {port} on 127.0.0.1 is in use .*--port"):
+            listen("127.0.0.1", port)
+    finally:
+        sock.close()
 
 
 def test_m11_the_api_page_loads_nothing_from_elsewhere(home):

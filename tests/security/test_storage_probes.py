@@ -18,6 +18,7 @@ import pytest
 from defsentflow.cli import main
 from defsentflow.storage import Catalog
 from defsentflow.storage import catalog as catalog_module
+from tests.cli_output import without_root_line
 
 DEFS = {"cat": "a small animal that lives in a house", "river": "water that moves to the sea",
         "king": "the man who is ruler of a country", "book": "pages of words to read"}
@@ -52,7 +53,7 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
 def test_read_commands_never_create_a_catalog(home, tmp_path, capsys, argv):
     argv = [str(tmp_path / "out") if a == "OUT" else a for a in argv]
     assert main(argv) == 2  # leaderboard too (issue 44, M14: it exited 0 where this page says 2)
-    err = capsys.readouterr().err.strip()
+    err = without_root_line(capsys.readouterr().err).strip()
     assert err.startswith("defsentflow: error: no catalog at") and "\n" not in err
     assert not (home / "catalog.duckdb").exists()
 

@@ -12,6 +12,7 @@ import pytest
 from safetensors.torch import load_file, save_file
 
 from defsentflow.cli import main
+from tests.cli_output import without_root_line
 
 DEFS = {"cat": "a small animal that lives in a house", "river": "water that moves to the sea",
         "king": "the man who is ruler of a country", "apple": "a round red fruit that is sweet"}
@@ -20,6 +21,7 @@ DEFS = {"cat": "a small animal that lives in a house", "river": "water that move
 def _one_line(capsys, argv: list[str]) -> str:
     rc = main(argv)
     out, err = capsys.readouterr()
+    err = without_root_line(err)
     assert rc == 2, (out, err)
     assert err.startswith("defsentflow: error: ") and err.count("\n") == 1 and "Traceback" not in err
     return err

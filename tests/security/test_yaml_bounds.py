@@ -12,6 +12,7 @@ import yaml
 
 from defsentflow.cli import main
 from defsentflow.config_tools import MAX_YAML_ALIASES, YamlAliasError, expanded_size, load_yaml_text
+from tests.cli_output import without_root_line
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -54,7 +55,7 @@ def test_cli_readers_refuse_a_bomb_in_one_line(home, tmp_path, capsys, command):
     path = tmp_path / "bomb.yaml"
     path.write_text("name: bomb\nbase: {}\n" + _bomb())
     rc = main([str(path) if a == "{}" else a for a in command])
-    err = capsys.readouterr().err
+    err = without_root_line(capsys.readouterr().err)
     assert rc == 2 and err.count("\n") == 1 and str(path) in err and "alias" in err, err
 
 
@@ -83,7 +84,7 @@ def test_sweep_point_count_is_capped_before_expanding(home, tmp_path, capsys, mo
     path = _sweep(tmp_path, 8, 10)  # 10**8 points
     for sub in ("show", "run", "table"):
         rc = main(["sweep", sub, str(path)])
-        err = capsys.readouterr().err
+        err = without_root_line(capsys.readouterr().err)
         assert rc == 2 and "100000000 points" in err and "--max-points" in err and err.count("\n") == 1, err
     rc = main(["sweep", "show", str(path), "--max-points", "99999999"])
     assert rc == 2 and "more than 99999999" in capsys.readouterr().err
