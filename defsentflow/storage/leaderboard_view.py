@@ -23,7 +23,7 @@ from typing import Any
 
 import duckdb
 
-from defsentflow.eval_tasks import EVAL_TASKS, FigureSettings, dictionary_task, metric_column
+from defsentflow.eval_tasks import EVAL_TASKS, TASKS, FigureSettings, dictionary_task, metric_column
 
 __all__ = ["IDENTITY_COLUMNS", "leaderboard_select", "refresh_leaderboard_view", "selection_column"]
 
@@ -45,8 +45,14 @@ def _order(columns: dict[str, str]) -> list[str]:
         family = c.split("_")[0]
         rank = (_FAMILIES.index(family) if family in _FAMILIES else
                 _FAMILIES.index("sickr") + 0.5 if family == "sts7" else len(_FAMILIES))   # the average after its tasks
-        return (_GROUPS.index(columns[c]) if columns[c] in _GROUPS else 3, rank, c.endswith("_n"), c)
+        return (_GROUPS.index(columns[c]) if columns[c] in _GROUPS else 3, rank, c.endswith("_n"), _second(c), c)
     return sorted(columns, key=key)
+
+
+def _second(column: str) -> bool:
+    """A family's second figure (word prediction's full-rank MRR), ordered after its headline (MRR@10)."""
+    meta = TASKS.get(column.split("_")[0])
+    return meta is not None and any(column.endswith("_" + re.sub(r"[^A-Za-z0-9]+", "_", m)) for m in meta.also_metrics)
 
 
 def selection_column(con: duckdb.DuckDBPyConnection, dev_columns: Sequence[str],

@@ -223,9 +223,10 @@ def pretrain_mlm(config: PretrainSection, texts: Sequence[str], tokenizer: str |
     # BERT's own optimizer, which is DefSent+'s: AdamW (eps 1e-6), no decay on biases and LayerNorm.
     optimizer = build_optimizer(TrainConfig(method="defsent_plus", lr=config.lr, weight_decay=config.weight_decay),
                                 model)
-    # Warm-up counted in steps: the +0.5 makes int(total * ratio) exactly warmup_steps.
+    # Warm-up counted in steps: W = warmup_steps exactly (loop.linear_schedule's step / W), so steps
+    # 0..W-1 warm up from rate 0 and step W is the first at the full rate, then linear decay to 0.
     warmup = min(config.warmup_steps, total_steps)
-    ratio = (warmup + 0.5) / total_steps if warmup else 0.0
+    ratio = warmup / total_steps if warmup else 0.0
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_schedule(total_steps, ratio, decay=True))
     fingerprint = combine_hashes(["pretrain", hash_config(config.identity()), model_content_hash(tok_path),
                                   hash_text("\x1e".join(texts))])
