@@ -79,8 +79,8 @@ def departures(base: dict, spec: object) -> list[str]:
     grid = pst.get("grid") or []
     if len(grid) != PAPER_PST["combinations"]:
         combos = ", ".join(f"{g.get('pooling')}/{g.get('entry_encoding')}" for g in grid) or "the default"
-        out.append(f"{len(grid) or 1} combination{'s' if len(grid) > 1 else ''} ({combos}) instead of Table 8's four "
-                   "(CLS/Mean x AC/AMP) chosen by the mean over seeds")
+        count = "one combination" if len(grid) <= 1 else f"{len(grid)} combinations"
+        out.append(f"{count} ({combos}) instead of Table 8's four (CLS/Mean x AC/AMP) chosen by the mean over seeds")
     seeds = list(getattr(spec, "seeds", []) or [])
     out.append(f"one seed per PST chain, {len(seeds)} chains paired by seed (the paper: the mean of "
                f"{PAPER_PST['seeds']} runs)")
@@ -99,7 +99,8 @@ def departures(base: dict, spec: object) -> list[str]:
     if not pst.get("use_pooler", True):
         out.append("DefSent+ arms without the pooler (the paper trains through it)")
     entries = pst.get("max_train_entries")
-    out.append("WordNet (OEWN) instead of the Oxford dictionary" + (f", {entries:,} training entries" if entries else ""))
+    out.append("WordNet (OEWN) instead of the Oxford dictionary" + (f", {entries:,} training entries" if entries else "")
+               + ("" if pst.get("train_entries") == "all" else " of its train split (the paper trains on every entry)"))
     ds = getattr(spec, "defsent", None) or {}
     claims = list(getattr(spec, "claims", []) or [])
     if ds and any(c in claims for c in ("defsent_plus_beats_defsent", "defsent_raises_wordpred")):
