@@ -201,3 +201,32 @@ def test_a_paper_config_s_report_holds_mean_and_sd_per_step_and_pooling_prompt_i
             assert f"| {label} | 3 |" in table, (pooling, label)
         assert table.count(" ± 1.00") >= 4 * 2   # stsb-dev and stsb-test per step
         assert "Avg. (1 of 7 tasks)" in table     # the average of one task is not Table 2's Avg.: empty
+
+
+def test_defsents_untrained_rows_with_cls_mean_and_max_on_every_task(tmp_path):
+    """DefSent's Table 2: the pretrained model with CLS, Mean and Max beside DefSent's rows, word
+    prediction included (eval.baseline_poolings), filed as '<base id>+<pooling>'."""
+    from pathlib import Path
+
+    from defsentflow.config import load_config
+    from defsentflow.evaluation.config import EvaluateSection
+    from defsentflow.pipeline import evaluation_plan
+
+    config = load_config(Path(__file__).resolve().parents[2] / "configs" / "bert-base-defsent.yaml").model_dump(mode="json")
+    assert config["eval"]["baseline_poolings"] == ["cls", "mean", "max"]
+    sts = tmp_path / "data"
+    (sts / "sts" / "STSBenchmark").mkdir(parents=True)
+    (sts / "sts" / "STSBenchmark" / "sts-dev.csv").write_text("genre\tf\t2012\t0\t5.0\ta b\ta b\n")
+    config["eval"].update(tasks=["stsb-dev", "wordpred"], data_dir=str(sts), also_poolings=["mean"])
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "defsentflow.json").write_text(json.dumps({"pooling": "cls"}))
+    plan = evaluation_plan(config, {"model_dir": str(model), "model_id": "defsent-r"}, None, "bert-base-uncased")
+    by_id = {p["model_id"]: (p["pooling"], tuple(p["tasks"])) for p in plan}
+    assert by_id["defsent-r"] == ("cls", ("stsb-dev", "wordpred"))          # the trained pooling (eval.pooling: null)
+    assert by_id["base:bert-base-uncased"] == ("cls", ("stsb-dev", "wordpred"))
+    assert by_id["base:bert-base-uncased+mean"] == ("mean", ("stsb-dev", "wordpred"))
+    assert by_id["base:bert-base-uncased+max"] == ("max", ("stsb-dev", "wordpred"))
+    assert [p["model_id"] for p in plan].count("base:bert-base-uncased+mean") == 1  # not again for also_poolings
+    for p in plan:
+        EvaluateSection.model_validate(p)
