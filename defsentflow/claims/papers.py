@@ -27,7 +27,7 @@ CLAIMS: dict[str, ClaimText] = {
         "DefSent+ > DefSent on STS (DefSent+ Table 2)",
         f"{_STS}; DefSent+ = PST step 1 (Mean, AMP); DefSent = word prediction through the MLM head"),
     "later_steps_beat_step_1": ClaimText(
-        "PST's later steps beat step 1",
+        "PST's last step beats step 1",
         "best step > step 1; step 2 may be a transition below step 1 (DefSent+ Sec. PST, Eq. 11)",
         f"{_STS}; best candidate of step 1 vs of the last step N (one step each side)"),
     "separate_beats_continuing": ClaimText(
@@ -45,7 +45,7 @@ CLAIMS: dict[str, ClaimText] = {
     "entry_space_more_isotropic": ClaimText(
         "the entry space grows more isotropic over the steps",
         "entries move to a quasi-isotropic, then (ICA) isotropic space (DefSent+ title, Sec. PST)",
-        "entry matrix statistic at step 1 (built by the raw encoder) vs the last step"),
+        "entry matrix statistic at every step (step 1's built by the raw encoder), each step against the one before"),
     "sbert_wk_beats_mean": ClaimText(
         "SBERT-WK beats mean pooling on the raw encoder",
         "SBERT-WK > mean pooling of the raw encoder (SBERT-WK, Wang & Kuo 2020)",

@@ -22,7 +22,7 @@ from typing import Any
 from defsentflow.claims.arms import ArmPlan, defsent_wordpred_task, plan_arms
 from defsentflow.claims.config import ClaimsConfig
 from defsentflow.claims.figures import CatalogFigures, claim_checks, claim_series
-from defsentflow.claims.judge import CANNOT, Judgement, PairTest, Series, judge, judge_family, series_text
+from defsentflow.claims.judge import CANNOT, Judgement, PairTest, Series, digits, judge, judge_family, series_text
 from defsentflow.claims.papers import CLAIMS, departures
 from defsentflow.fanout import FanOut, in_turn
 from defsentflow.storage import Catalog, hash_config
@@ -135,7 +135,7 @@ def _steps_note(note: str | None, j: Judgement) -> str | None:
         return note
     def one(x: PairTest) -> str:
         ph = "" if x.p_holm is None else f", p (Holm) {x.p_holm:.3f}"
-        return f"{x.lower} -> {x.higher}: {x.effect:+.2f}{ph}, {x.verdict()}"
+        return f"{x.lower} -> {x.higher}: {x.effect:+.{digits(x.effect)}f}{ph}, {x.verdict()}"
     steps = "steps: " + "; ".join(one(x) for x in j.pairs)
     return f"{note}; {steps}" if note else steps
 

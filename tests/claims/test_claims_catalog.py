@@ -96,7 +96,8 @@ def test_each_claim_reads_its_arms_figures(filled):
     ica = rows["ica_candidate_helps"]
     assert [s.values for s in ica.series] == [{0: 51.0, 1: 52.0, 2: 53.0}, {0: 50.0, 1: 51.5, 2: 53.0}]
     assert ica.verdict == "not supported" and ica.diff_mean == pytest.approx(-0.5)
-    assert iso.series[1].values == {s: 0.30 + s * 0.01 for s in SEEDS}  # the plain matrix, not the ICA one
+    assert iso.series[-1].values == {s: 0.30 + s * 0.01 for s in SEEDS}  # the plain matrix, not the ICA one
+    assert len(iso.series) == 3 and len(iso.pairs) == 2   # ordered: judged on every step
     word = rows["defsent_raises_wordpred"]
     assert word.series[0].values == {s: 0.05 for s in SEEDS} and word.verdict == "holds"  # all-definitions
     # the p of the claims tested is Holm-adjusted over them; each verdict reads the adjusted p

@@ -30,7 +30,7 @@ def test_claims_run_records_the_table(tiny_pipeline: Path, tmp_path):
     t0 = time.perf_counter()
     first = run_cli(["claims", str(claims)], home, timeout=900)
     assert first.returncode == 0, first.stderr[-3000:]
-    assert "later steps beat step 1" in first.stdout and "claims run" in first.stdout
+    assert "last step beats step 1" in first.stdout and "claims run" in first.stdout
     print(f"\ntiny claims run: {time.perf_counter() - t0:.0f}s")
 
     rows = catalog_rows(home, "SELECT claim, n, series, verdict, arms, claims_run_id FROM claims ORDER BY position")
