@@ -116,7 +116,7 @@ class TaskMetadata:
     name: str
     kind: Literal["sts", "dictionary"]
     splits: tuple[Split, ...]       # STS: the one split its files are; dictionary: the query splits it can read
-    main_metric: str                # the leaderboard's figure of the task
+    main_metric: str                # the leaderboard's figure of the task (its headline)
     main_setting: str | None = "all"  # STS: the 'all' setting; None: every setting (a dictionary task's modes)
     protocols: tuple[str, ...] = ()   # dictionary: the query protocols it serves, the default first
     candidates: tuple[str, ...] = ()  # the candidate sets it can rank (the reverse dictionary: all, split)
@@ -125,6 +125,7 @@ class TaskMetadata:
     in_average: bool = False          # one of the seven tasks of the STS average (SentEval's 'all')
     subsets: tuple[str, ...] = field(default=())  # a SemEval year's subsets (SentEval's, STS13 without SMT)
     description: str = ""
+    also_metrics: tuple[str, ...] = ()  # second figures the leaderboard shows after the headline one
 
     @property
     def family(self) -> str:
@@ -176,9 +177,11 @@ _TABLE: tuple[TaskMetadata, ...] = (
     TaskMetadata("revdict", "dictionary", ("dev", "test"), "mrr", None, ("unseen", "multi-definition"),
                  ("all", "split"), description="reverse dictionary: rank every candidate entry for a definition "
                                                "(leave-one-out entry vectors; modes head, cosine, hybrid)"),
-    TaskMetadata("wordpred", "dictionary", ("dev", "test"), "mrr", None,
+    # headline MRR@10 as DefSent's Table 2 (its reference get_mrr); full-rank MRR the second figure
+    TaskMetadata("wordpred", "dictionary", ("dev", "test"), "mrr@10", None,
                  ("unseen", "multi-definition", "all-definitions"),
-                 description="word prediction: the model's frozen head predicts the defined word (DefSent)"),
+                 description="word prediction: the model's frozen head predicts the defined word (DefSent)",
+                 also_metrics=("mrr",)),
 )
 TASKS: dict[str, TaskMetadata] = {t.name: t for t in _TABLE}
 STS_TASKS: dict[str, TaskMetadata] = {t.name: t for t in _TABLE if t.kind == "sts"}
@@ -186,7 +189,7 @@ DICTIONARY_TASKS: tuple[str, ...] = tuple(t.name for t in _TABLE if t.kind == "d
 EVAL_TASKS: tuple[str, ...] = tuple(TASKS)
 DEFAULT_TASKS: tuple[str, ...] = tuple(t.name for t in _TABLE if t.default)
 AVERAGE_TASKS: tuple[str, ...] = tuple(t.name for t in _TABLE if t.in_average)
-AVERAGE_TASK = "sts7"                   # the mean over the AVERAGE_TASKS present; sts7_test_n: how many
+AVERAGE_TASK = "sts7"                   # the mean over the AVERAGE_TASKS, only when all are present; sts7_test_n: how many are
 AVERAGE_COLUMN = "sts7_test_spearman"
 _FAMILIES: dict[str, TaskMetadata] = {}
 for _t in _TABLE:
@@ -318,7 +321,7 @@ def registry_ddl() -> str:
     splits = ", ".join(_q(s) for s in SPLITS)
     defaults = " ".join(f"WHEN {_q(f)} THEN {_q(PROTOCOLS[t.default_protocol].word)}"
                         for f, t in _FAMILIES.items() if t.default_protocol)
-    headline = " ".join(f"WHEN {_q(f)} THEN metric = {_q(t.main_metric)}"
+    headline = " ".join(f"WHEN {_q(f)} THEN metric IN ({', '.join(_q(m) for m in (t.main_metric, *t.also_metrics))})"
                         + (f" AND setting = {_q(t.main_setting)}" if t.main_setting else "") for f, t in _FAMILIES.items())
     average = ", ".join(_q(t) for t in AVERAGE_TASKS)
     sep = _q(VARIANT_SEP)
@@ -346,10 +349,13 @@ CREATE OR REPLACE MACRO metric_column(task, setting, metric) AS
                    '[^A-Za-z0-9]+', '_', 'g');
 CREATE OR REPLACE MACRO split_group(task) AS
     CASE WHEN task_split(task) IN ('dev', 'train') THEN task_split(task) ELSE 'test' END;
--- a metric row is its task's headline figure: its family's main metric (and setting); a family the
--- registry does not know keeps every metric
+-- a metric row is one of its task's leaderboard figures: its family's main metric and its second ones
+-- (word prediction: MRR@10, then full-rank MRR), in its main setting; a family the registry does not
+-- know keeps every metric
 CREATE OR REPLACE MACRO is_headline(task, setting, metric) AS
     CASE task_family(task) {headline} ELSE TRUE END;
 CREATE OR REPLACE MACRO in_sts_average(task) AS task_base(task) IN ({average});
 CREATE OR REPLACE MACRO average_task() AS {_q(AVERAGE_TASK)};
+-- how many tasks the STS average is of: an average over fewer is left empty (its count is kept beside it)
+CREATE OR REPLACE MACRO sts_average_size() AS {len(AVERAGE_TASKS)};
 """

@@ -107,7 +107,7 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
     data_dir = resolve_data_dir(ev.data_dir)
     tasks = runnable_tasks(task_plan(config))  # sickr without its test file: evaluated on trial (fallback)
     # The section's evaluation settings, as the evaluate flow takes them (EvaluateSection).
-    pipeline_only = {"baselines", "best_trained", "seed_stats", "pooling", "also_poolings"}
+    pipeline_only = {"baselines", "best_trained", "seed_stats", "pooling", "also_poolings", "baseline_poolings"}
     common = {**ev.model_dump(mode="json", exclude=pipeline_only), "tasks": tasks,
               "data_dir": str(data_dir) if data_dir else None, "dictionary": cfg.dictionary.name}
     sts_only = [t for t in tasks if t not in DICTIONARY_TASKS]  # further poolings: STS (Table 7)
@@ -125,10 +125,13 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
     base_id = baseline_model_id(base)
     if "untrained" in ev.baselines:
         plan.append({**common, "model": base, "model_id": base_id, "pooling": pooling})
+    # the untrained baseline with further poolings on every task (DefSent's Table 2: CLS, Mean and Max)
+    every = [p for p in dict.fromkeys(ev.baseline_poolings) if p != pooling] if "untrained" in ev.baselines else []
+    plan += [{**common, "model": base, "model_id": f"{base_id}+{extra}", "pooling": extra} for extra in every]
     for extra in (p for p in ev.also_poolings if p != pooling):
         plan.append({**common, "tasks": sts_only, "model": selected["model_dir"],
                      "model_id": f"{selected['model_id']}+{extra}", "pooling": extra})
-        if "untrained" in ev.baselines:
+        if "untrained" in ev.baselines and extra not in every:
             plan.append({**common, "tasks": sts_only, "model": base, "model_id": f"{base_id}+{extra}", "pooling": extra})
     if "sbert_wk" in ev.baselines:
         plan.append({**common, "tasks": sts_only or tasks, "model": base,

@@ -86,12 +86,13 @@ def rank_settings(points: list[dict[str, Any]], seed_key: str) -> list[dict[str,
 
 
 def catalog_figure(cat: Any, model_id: str | None, figure: str) -> float | None:
-    """The newest value of ``figure`` ('task:metric', any setting and pooling) for ``model_id``."""
+    """The newest value of ``figure`` ('task:metric', any pooling) for ``model_id``: STS's 'all' setting
+    (not the mean over subsets) where the task has it, else any setting."""
     if not model_id:
         return None
     task, metric = figure.split(":")
-    got = cat.query("SELECT arg_max(value, created_at) AS v FROM metrics WHERE model_id = ? AND task = ? AND metric = ?",
-                    [model_id, task, metric])
+    got = cat.query("SELECT value AS v FROM metrics WHERE model_id = ? AND task = ? AND metric = ? "
+                    "ORDER BY (setting = 'all') DESC, created_at DESC LIMIT 1", [model_id, task, metric])
     return got[0]["v"] if got else None
 
 

@@ -78,3 +78,32 @@ def test_documented_commands_exist(doc: Path):
             if not all((first, sub) in commands for sub in rest[0].split("|")):
                 unknown.append(words)
     assert not unknown, f"{doc.name} shows commands the CLI does not have: {unknown}"
+
+
+def test_the_results_page_is_short_and_the_changelog_exists():
+    lines = (ROOT / "docs" / "results.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 600, f"docs/results.md has {len(lines)} lines: current figures only (CHANGELOG.md says what moved)"
+    assert (ROOT / "CHANGELOG.md").read_text(encoding="utf-8").startswith("# Changelog")
+
+
+# The control's departures from the papers (issue 42): both docs name each one.
+DEPARTURES = ("learning-rate schedule", "combination", "seed", "length", "selection figure", "model size", "pooler")
+
+
+@pytest.mark.parametrize("doc", [ROOT / "README.md", ROOT / "docs" / "results.md"], ids=lambda p: p.name)
+def test_claim_verdicts_name_their_scope(doc: Path):
+    """A claims table's verdict is about the control it was measured on: never a bare "holds",
+    "not supported" or "contradicted" cell."""
+    bare = [line for line in doc.read_text(encoding="utf-8").splitlines()
+            if re.search(r"\|\s*(holds|not supported|contradicted)\s*\|", line)]
+    assert not bare, f"{doc.name}: verdicts without their scope: {bare}"
+    assert "on this control" in doc.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("doc", [ROOT / "README.md", ROOT / "docs" / "papers.md"], ids=lambda p: p.name)
+def test_the_docs_list_the_claims_controls_departures(doc: Path):
+    text = doc.read_text(encoding="utf-8")
+    claims = text[text.index("defsentflow claims"):] if doc.name == "README.md" else \
+        next(line for line in text.splitlines() if line.startswith("| Claims:"))
+    missing = [d for d in DEPARTURES if d not in claims]
+    assert not missing, f"{doc.name}: the claims control's departures from the paper not named: {missing}"

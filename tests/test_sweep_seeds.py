@@ -54,3 +54,17 @@ def test_seed_rows_read_the_named_dev_and_test_figures_of_completed_points():
     ranked = seed_rows(Cat(), [row("a0", 1e-5, 0), row("a1", 1e-5, 1), row("x", 2e-5, 0, "failed")], spec)
     assert len(ranked) == 1 and ranked[0]["dev_mean"] == pytest.approx(0.6)  # the named figure, not trained_selection
     assert ranked[0]["test"]["wordpred-alldefs:mrr@10"][0] == pytest.approx(0.5)
+
+
+def test_an_sts_figure_reads_the_all_setting_not_the_mean_over_subsets(home):
+    """DefSent's STS mean ± sd over seeds (Tables 3 and 8) is of the 'all' figure, whichever row is newer."""
+    from defsentflow.storage import Catalog
+    from defsentflow.sweep_seeds import catalog_figure
+
+    cat = Catalog()
+    cat.record_metrics("m", [{"task": "sts12", "setting": "all", "metric": "spearman", "value": 61.0, "pooling": "cls"},
+                             {"task": "sts12", "setting": "mean", "metric": "spearman", "value": 55.0, "pooling": "cls"}])
+    assert catalog_figure(cat, "m", "sts12:spearman") == 61.0
+    cat.record_metrics("w", [{"task": "wordpred-alldefs", "setting": "mlm_head", "metric": "mrr@10", "value": 0.2,
+                              "pooling": "cls"}])
+    assert catalog_figure(cat, "w", "wordpred-alldefs:mrr@10") == 0.2   # a setting other than 'all' still found

@@ -69,6 +69,9 @@ class ClaimsFile(ConfigSection):
     pretrain_seeds: list[int] = Field(default_factory=lambda: [0], min_length=1,
                                       description="sbert_wk_beats_mean: pretraining seeds (one raw encoder each)")
     isotropy_statistic: IsotropyStatistic = "isoscore"
+    scope: str = Field("on this control", min_length=1, max_length=200,
+                       description="what every verdict is about, printed with it ('holds on this control'); the "
+                                   "control's departures from the paper are listed with the table")
     defsent: dict[str, Any] = Field(
         default_factory=lambda: {"method": "defsent"},
         description="the DefSent arm's defsent: section; base_model, dictionary, max_train_entries and seed "

@@ -1,26 +1,36 @@
 """Aggregate per-seed figures into a claim's row and judge it by a stated test.
 
-A claim is a list of *series* (one per arm, e.g. DefSent then DefSent+), each a figure per seed,
-in the order the paper says is increasing. The test is stated once for every claim:
+A claim is a list of *series* (one per arm, e.g. DefSent then DefSent+, or dataset c, b, a), each a
+figure per seed, in the order the paper says is increasing. The test is stated once for every claim
+and applied to **every adjacent pair** of series (c < b and b < a; a two-arm claim has one pair), so an
+ordered claim is judged on each step it names, never on its ends alone:
 
-* **effect**: the mean over seeds of the paired difference last minus first series (paired by seed);
+* **effect**: the mean over seeds of the paired difference, the later series minus the earlier
+  (paired by seed);
 * **p**: the one-sided paired t-test of "effect > 0" (``scipy.stats.ttest_rel``, ``alternative=
-  "greater"``, n - 1 degrees of freedom: with 3 seeds the 5% critical t is 2.92, not 2);
-* **ci_low, ci_high**: the two-sided 90% t interval of the effect, whose lower end is the one-sided
-  95% bound;
-* **p_holm**: ``p`` adjusted by Holm's step-down method over the claims a run tests (:func:`holm`),
-  so the chance that any of them is called "holds" wrongly stays under alpha (eight one-sided tests
-  at 0.05 without it: up to 0.34).
+  "greater"``, n - 1 degrees of freedom: with 3 seeds the 5% critical t is 2.92, not 2); **p_down**:
+  the opposite one-sided test, "effect < 0";
+* **ci_low, ci_high**: the two-sided 90% t interval of the effect (not adjusted), whose ends are the
+  one-sided 95% bounds;
+* **p_holm, p_down_holm**: ``p`` and ``p_down`` adjusted by Holm's step-down method (:func:`holm`) over
+  the *family*: every pair of every claim that a run tests, so the chance that any verdict is called
+  wrongly stays under alpha (eight one-sided tests at 0.05 without it: up to 0.34). Which claims are
+  in the family depends on the checks below: a claim that cannot be tested (too few seeds, an arm not
+  functional, no figures) contributes no pair, so the family is the pairs of the testable claims.
 
-Verdicts, one rule for every claim:
+Verdicts, one rule for every claim, all read from Holm-adjusted p:
 
-* ``holds``: the Holm-adjusted p is below alpha;
-* ``contradicted``: the effect's 90% interval lies wholly on the wrong side (``ci_high < 0``);
-* ``not supported``: neither (the test does not support the claim; the effect and its interval say
-  by how much);
+* ``holds``: every pair's Holm-adjusted p is below alpha (every step rises);
+* ``contradicted``: some pair's Holm-adjusted ``p_down`` is below alpha (a step the claim names goes
+  the other way, beyond chance);
+* ``not supported``: neither (the row's effect, interval and p are those of its weakest pair, the one
+  with the largest Holm-adjusted p; every pair is listed in ``pairs``);
 * ``cannot be tested here (<reason>)``: fewer than ``min_seeds`` paired seeds, an arm not functional
-  (:class:`Check`: not above chance, or not above the untrained encoder on its own metric), a series
-  without figures, or a control that cannot test the claim (its reason).
+  (:class:`Check`: at its metric's floor, not above chance, or not above the untrained encoder on its
+  own metric), a series without figures, or a control that cannot test the claim (its reason).
+
+A verdict is about the run it was measured on: :mod:`defsentflow.claims.run` records it with the
+claims file's scope ("holds on this control") and the control's departures from the paper.
 
 Example:
     >>> r = judge([Series("DefSent", {0: 50.0, 1: 51.0, 2: 50.5}), Series("DefSent+", {0: 55.0, 1: 55.5, 2: 56.5})])
@@ -37,8 +47,8 @@ from typing import Any
 
 from defsentflow.evaluation.ranks import chance_mrr
 
-__all__ = ["ALPHA", "CANNOT", "Check", "Judgement", "MIN_SEEDS", "Series", "VERDICTS", "chance_mrr", "digits", "holm",
-           "judge", "judge_family", "mean_sd", "series_text"]
+__all__ = ["ALPHA", "CANNOT", "Check", "Judgement", "MIN_SEEDS", "PairTest", "Series", "VERDICTS", "chance_mrr", "digits",
+           "holm", "judge", "judge_family", "mean_sd", "series_text"]
 
 ALPHA = 0.05
 MIN_SEEDS = 3
@@ -74,18 +84,28 @@ class Series:
 
 @dataclass(frozen=True)
 class Check:
-    """Whether one arm is functional: its mean on its own metric above ``chance`` and above the
-    untrained encoder's figure on that metric (either reference None: not checked)."""
+    """Whether one arm is functional: its mean on its own metric above the metric's ``floor`` (a
+    figure that cannot go lower, where every arm looks the same: MRR@10 0 when no query's answer is in
+    the top 10), above ``chance`` and above the untrained encoder's figure on that metric (a reference
+    None: not checked). ``detail`` is said with a failure (e.g. the full-rank figures the floor hides)."""
 
     label: str                  # "DefSent: word-prediction MRR@10"
     value: float | None         # the arm's mean over seeds on that metric
     chance: float | None = None
     untrained: float | None = None
+    floor: float | None = None
+    detail: str | None = None
 
     def failure(self) -> str | None:
         """Why the arm is not functional, or None."""
         if self.value is None:
             return f"{self.label} not measured"
+        why = self._failure()
+        return None if why is None else why + (f" ({self.detail})" if self.detail else "")
+
+    def _failure(self) -> str | None:
+        if self.floor is not None and not self.value > self.floor:
+            return f"{self.label} {self.value:.3g} at the metric's floor {self.floor:.3g}"
         if self.chance is not None and not self.value > self.chance:
             return f"{self.label} {self.value:.3g} not above chance {self.chance:.3g}"
         if self.untrained is not None and not self.value > self.untrained:
@@ -94,15 +114,44 @@ class Check:
 
 
 @dataclass(frozen=True)
-class Judgement:
-    verdict: str                # holds | not supported | contradicted | cannot be tested here (<reason>)
-    effect: float | None        # mean paired difference, last minus first series
-    ci_low: float | None        # two-sided 90% t interval of the effect (lower end: one-sided 95% bound)
+class PairTest:
+    """The stated test of one adjacent pair of series (``lower`` then ``higher`` in the claim's order)."""
+
+    lower: str
+    higher: str
+    effect: float | None        # mean paired difference, higher minus lower
+    ci_low: float | None        # two-sided 90% t interval of the effect (not adjusted)
     ci_high: float | None
     p: float | None             # one-sided paired t-test of effect > 0
+    p_down: float | None        # one-sided paired t-test of effect < 0
     diff_sd: float | None
-    n: int                      # seeds paired between the first and the last series
-    p_holm: float | None = None  # p adjusted over the claims tested together (holm); None: not tested
+    n: int
+    p_holm: float | None = None       # p Holm-adjusted over the family (judge_family); alone: p
+    p_down_holm: float | None = None
+
+    def verdict(self, alpha: float = ALPHA) -> str:
+        if self.p_down_holm is not None and self.p_down_holm < alpha:
+            return "contradicted"
+        return "holds" if self.p_holm is not None and self.p_holm < alpha else "not supported"
+
+    def to_dict(self, alpha: float = ALPHA) -> dict[str, Any]:
+        return {"lower": self.lower, "higher": self.higher, "effect": self.effect, "ci_low": self.ci_low,
+                "ci_high": self.ci_high, "p": self.p, "p_down": self.p_down, "p_holm": self.p_holm,
+                "p_down_holm": self.p_down_holm, "diff_sd": self.diff_sd, "n": self.n,
+                "verdict": self.verdict(alpha) if self.p is not None else None}
+
+
+@dataclass(frozen=True)
+class Judgement:
+    verdict: str                # holds | not supported | contradicted | cannot be tested here (<reason>)
+    effect: float | None        # the weakest pair's (largest Holm p) mean paired difference
+    ci_low: float | None        # its two-sided 90% t interval
+    ci_high: float | None
+    p: float | None             # its one-sided paired t-test of effect > 0
+    diff_sd: float | None
+    n: int                      # seeds paired in every pair (the fewest)
+    p_holm: float | None = None  # its p adjusted over the family (holm); None: not tested
+    pairs: tuple[PairTest, ...] = ()   # every adjacent pair, in the claim's order
 
     @property
     def tested(self) -> bool:
@@ -141,44 +190,71 @@ def _paired(a: Series, b: Series) -> tuple[list[float], list[float]]:
     return [a.values[s] for s in seeds], [b.values[s] for s in seeds]
 
 
-def judge(series: list[Series], checks: list[Check] | tuple[Check, ...] = (), *, alpha: float = ALPHA,
-          min_seeds: int = MIN_SEEDS) -> Judgement:
-    """The stated test of a claim (module docstring): last series against the first, paired by seed."""
+def _pair_test(lower: Series, higher: Series, alpha: float) -> PairTest:
     from scipy import stats  # lazy: scipy loads only where it is used
 
-    if len(series) < 2:
-        raise ValueError("a claim compares at least two series")
-    first, last = _paired(series[0], series[-1])
-    diffs = [b - a for a, b in zip(first, last)]
+    a, b = _paired(lower, higher)
+    diffs = [y - x for x, y in zip(a, b)]
     effect, sd = mean_sd(diffs)
     n = len(diffs)
-
-    def out(verdict: str, lo: float | None = None, hi: float | None = None, p: float | None = None) -> Judgement:
-        # alone, a claim's p is its own family's adjusted p (judge_family adjusts over several)
-        return Judgement(verdict, effect, lo, hi, p, sd, n, None if verdict.startswith(CANNOT) else p)
-
-    empty = [s.label for s in series if not s.values]
-    if empty:
-        return out(f"{CANNOT} (no figures for {', '.join(empty)})")
-    if n < min_seeds:
-        return out(f"{CANNOT} (too few seeds: {n} paired, the test needs {min_seeds})")
+    if n < 2:
+        return PairTest(lower.label, higher.label, effect, None, None, None, None, sd, n)
     if sd == 0.0:  # every seed moved by the same amount: the t statistic is undefined
         lo = hi = effect
         p = 0.0 if effect > 0 else 1.0
+        p_down = 0.0 if effect < 0 else 1.0
     else:
-        p = float(stats.ttest_rel(last, first, alternative="greater").pvalue)
+        p = float(stats.ttest_rel(b, a, alternative="greater").pvalue)
+        p_down = float(stats.ttest_rel(b, a, alternative="less").pvalue)
         half = float(stats.t.ppf(1 - alpha, n - 1)) * sd / math.sqrt(n)
         lo, hi = effect - half, effect + half
-    failed = [f for f in (c.failure() for c in checks) if f]
-    if failed:
-        return out(f"{CANNOT} (an arm is not functional: {'; '.join(failed)})", lo, hi, p)
-    return out(_verdict(p, hi, alpha), lo, hi, p)
+    return PairTest(lower.label, higher.label, effect, lo, hi, p, p_down, sd, n, p, p_down)
 
 
-def _verdict(p: float, ci_high: float, alpha: float) -> str:
-    if ci_high < 0:
+def _summary(pairs: Sequence[PairTest], alpha: float, reason: str | None = None) -> Judgement:
+    """A claim's judgement from its pairs (``reason``: why it cannot be tested). The row's figures are
+    its deciding pair's: a contradicted claim's most contradicted pair (smallest Holm-adjusted
+    ``p_down``), otherwise its weakest (largest Holm-adjusted ``p``)."""
+    n = min((x.n for x in pairs), default=0)
+    if reason is not None or not pairs:
+        verdict = f"{CANNOT} ({reason})"
+        pairs = [replace(x, p_holm=None, p_down_holm=None) for x in pairs]  # outside the family
+        show = pairs[-1] if len(pairs) == 1 else None
+        if show is None:
+            return Judgement(verdict, None, None, None, None, None, n, None, tuple(pairs))
+        return Judgement(verdict, show.effect, show.ci_low, show.ci_high, show.p, show.diff_sd, n, None, tuple(pairs))
+    verdict = _verdict(pairs, alpha)
+    if verdict == "contradicted":
+        show = min(pairs, key=lambda x: x.p_down_holm if x.p_down_holm is not None else 2.0)
+    else:
+        show = max(pairs, key=lambda x: x.p_holm if x.p_holm is not None else -1.0)
+    return Judgement(verdict, show.effect, show.ci_low, show.ci_high, show.p, show.diff_sd, n, show.p_holm, tuple(pairs))
+
+
+def _verdict(pairs: Sequence[PairTest], alpha: float) -> str:
+    verdicts = [x.verdict(alpha) for x in pairs]
+    if "contradicted" in verdicts:
         return "contradicted"
-    return "holds" if p < alpha else "not supported"
+    return "holds" if all(v == "holds" for v in verdicts) else "not supported"
+
+
+def judge(series: list[Series], checks: list[Check] | tuple[Check, ...] = (), *, alpha: float = ALPHA,
+          min_seeds: int = MIN_SEEDS) -> Judgement:
+    """The stated test of a claim (module docstring): every adjacent pair of series, paired by seed;
+    alone, each pair's p is its own adjusted p (:func:`judge_family` adjusts over several claims)."""
+    if len(series) < 2:
+        raise ValueError("a claim compares at least two series")
+    pairs = [_pair_test(lo, hi, alpha) for lo, hi in zip(series, series[1:])]
+    empty = [s.label for s in series if not s.values]
+    n = min(x.n for x in pairs)
+    if empty or n < min_seeds:  # no test at all: the effect only
+        pairs = [replace(x, ci_low=None, ci_high=None, p=None, p_down=None) for x in pairs]
+        reason = (f"no figures for {', '.join(empty)}" if empty
+                  else f"too few seeds: {n} paired, the test needs {min_seeds}")
+    else:
+        failed = [f for f in (c.failure() for c in checks) if f]
+        reason = f"an arm is not functional: {'; '.join(failed)}" if failed else ""
+    return _summary(pairs, alpha, reason or None)
 
 
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:
@@ -199,13 +275,18 @@ def holm(pvalues: Sequence[float | None]) -> list[float | None]:
 
 
 def judge_family(judgements: Sequence[Judgement], *, alpha: float = ALPHA) -> list[Judgement]:
-    """The claims of one run judged together: Holm-adjusted p over those tested, and each tested
-    claim's verdict from it (module docstring); a claim that cannot be tested keeps its reason."""
-    adjusted = holm([j.p if j.tested else None for j in judgements])
+    """The claims of one run judged together: every pair of every tested claim is one member of the
+    family; ``p`` and ``p_down`` are Holm-adjusted over it (separately), and each tested claim's verdict
+    is read from the adjusted figures (module docstring); a claim that cannot be tested keeps its reason."""
+    members = [(i, k) for i, j in enumerate(judgements) if j.tested for k in range(len(j.pairs))]
+    up = holm([judgements[i].pairs[k].p for i, k in members])
+    down = holm([judgements[i].pairs[k].p_down for i, k in members])
+    adjusted = {m: (u, d) for m, u, d in zip(members, up, down)}
     out = []
-    for j, ph in zip(judgements, adjusted):
-        if ph is None or j.ci_high is None:
-            out.append(replace(j, p_holm=None))
-        else:
-            out.append(replace(j, p_holm=ph, verdict=_verdict(ph, j.ci_high, alpha)))
+    for i, j in enumerate(judgements):
+        if not j.tested:
+            out.append(j)
+            continue
+        pairs = [replace(x, p_holm=adjusted[(i, k)][0], p_down_holm=adjusted[(i, k)][1]) for k, x in enumerate(j.pairs)]
+        out.append(_summary(pairs, alpha))
     return out

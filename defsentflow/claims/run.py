@@ -22,8 +22,8 @@ from typing import Any
 from defsentflow.claims.arms import ArmPlan, defsent_wordpred_task, plan_arms
 from defsentflow.claims.config import ClaimsConfig
 from defsentflow.claims.figures import CatalogFigures, claim_checks, claim_series
-from defsentflow.claims.judge import CANNOT, Judgement, Series, judge, judge_family, series_text
-from defsentflow.claims.papers import CLAIMS
+from defsentflow.claims.judge import CANNOT, Judgement, PairTest, Series, digits, judge, judge_family, series_text
+from defsentflow.claims.papers import CLAIMS, departures
 from defsentflow.fanout import FanOut, in_turn
 from defsentflow.storage import Catalog, hash_config
 from defsentflow.sweep import point_rows, run_sweep
@@ -52,7 +52,15 @@ class ClaimRow:
     ci_low: float | None = None   # two-sided 90% t interval of the effect (claims.judge)
     ci_high: float | None = None
     p: float | None = None        # one-sided paired t-test
-    p_holm: float | None = None   # p adjusted (Holm) over the claims this run tests
+    p_holm: float | None = None   # p adjusted (Holm) over the family: every pair of every claim tested
+    pairs: tuple[PairTest, ...] = ()   # every adjacent pair's test (an ordered claim has several)
+    scope: str = "on this control"
+    departures: tuple[str, ...] = ()   # how the control departs from the paper (claims.papers.departures)
+
+    @property
+    def judged(self) -> str:
+        """The verdict with its scope: "holds on this control"; "cannot be tested here (...)" as it is."""
+        return self.verdict if self.verdict.startswith(CANNOT) else f"{self.verdict} {self.scope}"
 
     @property
     def statement(self) -> str:
@@ -115,9 +123,21 @@ def measure_claims(claims: ClaimsConfig, plan: ArmPlan, runs: dict[str, str], ca
                                      f"arms without a completed run: {', '.join(missing)}" if missing else None) if x) or None
         found.append((claim, i, arms, secs, tuple(series), note, judge(series, checks)))
     judged = judge_family([f[-1] for f in found])
+    away = tuple(departures(claims.base, spec))
     return [ClaimRow(claim, i, series, j.holds, None if j.p is None else j.p < 0.05, j.verdict, j.effect, j.diff_sd,
-                     j.n, note, arms, secs, j.ci_low, j.ci_high, j.p, j.p_holm)
+                     j.n, _steps_note(note, j), arms, secs, j.ci_low, j.ci_high, j.p, j.p_holm, j.pairs, spec.scope, away)
             for (claim, i, arms, secs, series, note, _), j in zip(found, judged)]
+
+
+def _steps_note(note: str | None, j: Judgement) -> str | None:
+    """An ordered claim's note names each step's test (the row's figures are its deciding step's)."""
+    if len(j.pairs) < 2 or not j.tested:
+        return note
+    def one(x: PairTest) -> str:
+        ph = "" if x.p_holm is None else f", p (Holm) {x.p_holm:.3f}"
+        return f"{x.lower} -> {x.higher}: {x.effect:+.{digits(x.effect)}f}{ph}, {x.verdict()}"
+    steps = "steps: " + "; ".join(one(x) for x in j.pairs)
+    return f"{note}; {steps}" if note else steps
 
 
 def record_claims(run_id: str, name: str, rows: Sequence[ClaimRow], catalog: Any) -> None:
@@ -128,11 +148,12 @@ def record_claims(run_id: str, name: str, rows: Sequence[ClaimRow], catalog: Any
             con.execute(
                 "INSERT INTO claim_results (claims_run_id, name, position, claim, statement, paper, metric, series, "
                 "measured, seeds, n, diff_mean, diff_sd, holds, clear, verdict, note, arms, seconds, ci_low, ci_high, p, "
-                "p_holm) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "p_holm, pairs, scope, departures) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                "?, ?, ?, ?, ?)",
                 [run_id, name, r.position, r.claim, r.statement, r.paper, r.metric,
                  json.dumps([s.to_dict() for s in r.series]), r.measured, json.dumps(r.seeds), r.n, r.diff_mean,
-                 r.diff_sd, r.holds, r.clear, r.verdict, r.note, json.dumps(r.arms), r.seconds, r.ci_low, r.ci_high,
-                 r.p, r.p_holm])
+                 r.diff_sd, r.holds, r.clear, r.judged, r.note, json.dumps(r.arms), r.seconds, r.ci_low, r.ci_high,
+                 r.p, r.p_holm, json.dumps([x.to_dict() for x in r.pairs]), r.scope, json.dumps(list(r.departures))])
 
 
 def claim_rows(catalog: Any, *, run_id: str | None = None, name: str | None = None) -> list[dict[str, Any]]:

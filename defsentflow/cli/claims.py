@@ -80,7 +80,10 @@ def _claims(args: argparse.Namespace) -> int:
 
 def _print(rows) -> None:
     from defsentflow.cli.table import print_table
-    from defsentflow.report.claims_report import claims_table
+    from defsentflow.report.claims_report import claims_table, departures_line
 
     columns, table = claims_table(rows)
     print_table(columns, table)
+    scope = departures_line(rows)
+    if scope:
+        print(f"\n{scope}")

@@ -155,7 +155,11 @@ class EvalSection(EvalConfig):
                         "'<model id>+<pooling>', and for every seed with seed_stats (DefSent+ Table 7's pooling per "
                         "encoder: Prompt for BERT-base, BERT-large and RoBERTa-base, Mean for RoBERTa-large)")
 
-    _baselines = field_validator("baselines", "also_poolings", mode="before")(_as_tuple)
+    baseline_poolings: tuple[EvalPooling, ...] = Field(
+        (), description="further poolings for the untrained baseline on every task (word prediction included), filed "
+                        "as '<base id>+<pooling>' (DefSent's Table 2: the pretrained model with CLS, Mean and Max)")
+
+    _baselines = field_validator("baselines", "also_poolings", "baseline_poolings", mode="before")(_as_tuple)
 
     def _check_dictionary(self) -> None:
         if self.dictionary is not None:

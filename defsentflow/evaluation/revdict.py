@@ -329,7 +329,7 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
         return own_vecs[key]
 
     def ranked(*args: Any, **kwargs: Any) -> dict[str, float]:
-        return rank_metrics(*revdict_ranks(*args, ties=ties, with_ties=True, **kwargs))
+        return rank_metrics(*revdict_ranks(*args, ties=ties, with_ties=True, **kwargs), ties=ties)
 
     head: dict[str, Any] = {}
     if "head" in modes:

@@ -176,7 +176,7 @@ def evaluate_wordpred(model: str | os.PathLike, dictionary: str | pa.Table, *, s
             r, t = gold_ranks(score(h).float().cpu().numpy(), targets[start:start + 256], ties)
             ranks.append(r)
             tied.append(t)
-    metrics = rank_metrics(np.concatenate(ranks), np.concatenate(tied))
+    metrics = rank_metrics(np.concatenate(ranks), np.concatenate(tied), ties)
     # what a uniformly random ranking of the head's candidates scores (H_N / N; MRR@10: H_10 / N)
     metrics.update({"chance_mrr": chance_mrr(n_candidates), "chance_mrr@10": chance_mrr(n_candidates, at=10)})
     task = wordpred_task(split, protocol, settings)

@@ -20,17 +20,32 @@ from typing import Any
 from defsentflow.claims.judge import digits
 from defsentflow.entryspace.figures import new_figure, save_figure
 
-__all__ = ["CLAIM_COLUMNS", "claims_section", "claims_table", "plot_claims"]
+__all__ = ["CLAIMS_TEST", "CLAIM_COLUMNS", "claims_section", "claims_table", "departures_line", "plot_claims"]
 
 CLAIM_COLUMNS = ("claim", "paper", "measured (mean ± sd over seeds)", "n", "effect", "ci_low", "ci_high", "p",
                  "p (Holm)", "verdict", "minutes")
-CLAIMS_TEST = ("effect: the mean over seeds of the paired difference, last minus first arm; ci_low, ci_high: its "
-               "two-sided 90% t interval (the lower end is the one-sided 95% bound); p: the one-sided paired t-test "
-               "of effect > 0 (n - 1 degrees of freedom); p (Holm): p adjusted by Holm's method over the claims "
-               "tested together. Verdict: holds (Holm-adjusted p < 0.05), contradicted (the interval wholly below 0), "
-               "not supported (neither), or cannot be tested here (too few seeds, an arm not above chance or the "
-               "untrained encoder on its own metric, or a control that cannot test the claim, with the reason).")
+CLAIMS_TEST = ("Each claim is tested on every adjacent pair of its arms (an ordered claim such as c < b < a on c -> b "
+               "and b -> a). Per pair: effect, the mean over seeds of the paired difference (the later arm minus the "
+               "earlier); ci_low, ci_high, its two-sided 90% t interval (not adjusted); p, the one-sided paired t-test "
+               "of effect > 0 (n - 1 degrees of freedom). The family: every pair of every claim that can be tested "
+               "here (a claim that cannot, by its checks, adds none); p (Holm): p adjusted by Holm's method over that "
+               "family, and the opposite test (effect < 0) adjusted the same way. Verdict: holds (every pair's "
+               "Holm-adjusted p < 0.05), contradicted (some pair's Holm-adjusted opposite p < 0.05), not supported "
+               "(neither; the row shows the deciding pair, the note every step), or cannot be tested here (too few "
+               "seeds, an arm at its metric's floor, not above chance or not above the untrained encoder on its own "
+               "metric, or a control that cannot test the claim, with the reason). Every verdict is about the "
+               "control it was measured on, never the paper's setting: its scope is printed with it.")
 
+
+def departures_line(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The scope of the verdicts: the control's departures from the paper, from the rows (one list per run)."""
+    for r in rows:
+        d = r.get("departures")
+        found = json.loads(d) if isinstance(d, str) else list(d or [])
+        if found:
+            scope = r.get("scope") or "on this control"
+            return f"Scope: every verdict is {scope}, which departs from the paper in: " + "; ".join(found) + "."
+    return ""
 
 def _series(row: Mapping[str, Any]) -> list[dict[str, Any]]:
     s = row.get("series")
@@ -98,6 +113,9 @@ def claims_section(rows: Callable[..., list[dict[str, Any]]], markdown_table: Ca
              "says increases. " + CLAIMS_TEST + " Minutes: the arms' runs each claim reads (shared arms counted "
              "in full).", "",
              markdown_table(columns, table), ""]
+    scope = departures_line(found)
+    if scope:
+        lines += [scope, ""]
     rel = "img/claims.png"
     if plot_claims(found, image(rel)) is not None:
         lines += [f"![Claims: per-seed figures per arm]({rel})", ""]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from defsentflow.eval_tasks import AVERAGE_TASK, EVAL_TASKS, task_parts
+from defsentflow.eval_tasks import AVERAGE_TASK, AVERAGE_TASKS, EVAL_TASKS, task_parts
 from defsentflow.report.leaderboard import format_mean_sd
 
 __all__ = ["seed_stats_rows", "seed_stats_section"]
@@ -28,6 +28,19 @@ def seed_stats_rows(rows: Callable[..., list[dict[str, Any]]]) -> list[dict[str,
     found = rows("SELECT step, step_label, ica, pooling, task, setting, metric, mean, sd, n, seeds FROM seed_stats "
                  "WHERE run_id = $run_id AND n >= 2 ORDER BY step, ica, pooling, task, setting, metric")
     return [dict(r) for r in found]
+
+
+def _is_average(task: str) -> bool:
+    return task.split("+")[0] == AVERAGE_TASK
+
+
+def _header(task: str, setting: str, metric: str, counts: dict[str, str]) -> str:
+    """A column's name; the STS average says how many of its seven tasks the seeds have ("Avg. (5 of 7
+    tasks)": then the cells are empty, as an average of five is not Table 2's Avg.)."""
+    if _is_average(task) and metric == "spearman":
+        variant = task[len(AVERAGE_TASK):]
+        return f"Avg.{variant} ({counts.get(task, '0')} of {len(AVERAGE_TASKS)} tasks)"
+    return task if metric == "spearman" else f"{task} {setting} {metric}"
 
 
 def _task_key(task: str) -> tuple:
@@ -44,20 +57,24 @@ def seed_stats_section(rows: Callable[..., list[dict[str, Any]]], markdown_table
     lines = ["## Mean over seeds per step and pooling (DefSent+ Table 2)", "",
              "Every seed of the combination PST chose (step 1's pooling and entry encoding, which later steps keep; "
              "the ICA step's ICA candidates as their own row), evaluated with each reported pooling: mean ± sd "
-             "(sample) over the seeds. STS: Spearman x 100; the average (sts7) is each seed's mean over the STS-"
-             "average tasks it has, then its mean over seeds."]
+             "(sample) over the seeds. STS: Spearman x 100; Avg. is each seed's mean over the seven STS tasks of "
+             "Table 2 (STS12-16, STS-B test, SICK-R), then its mean over seeds; its header says how many of the "
+             "seven the seeds have, and it stays empty unless all seven are there."]
     if win:
         lines += ["", f"The encoder PST returned: step {win[0]['winner_step']} ({win[0]['reason']})."]
     lines.append("")
     for pooling in dict.fromkeys(r["pooling"] for r in found):
         group = [r for r in found if r["pooling"] == pooling]
-        figures = sorted({(r["task"], r["setting"], r["metric"]) for r in group}, key=lambda f: (_task_key(f[0]), f[1:]))
-        header = ["step", "seeds", *[f"{t}" if m == "spearman" else f"{t} {s} {m}" for t, s, m in figures]]
+        counts = {r["task"]: f"{r['mean']:.3g}" for r in group if _is_average(r["task"]) and r["metric"] == "n"}
+        figures = sorted({(r["task"], r["setting"], r["metric"]) for r in group
+                          if not (_is_average(r["task"]) and r["metric"] == "n")}, key=lambda f: (_task_key(f[0]), f[1:]))
+        header = ["step", "seeds", *[_header(t, s, m, counts) for t, s, m in figures]]
         table = []
         for label in dict.fromkeys(r["step_label"] for r in group):
             at = {(r["task"], r["setting"], r["metric"]): r for r in group if r["step_label"] == label}
             n = max(r["n"] for r in at.values())
-            table.append([label, n, *(format_mean_sd(at[f]["mean"], at[f]["sd"]) if f in at else "" for f in figures)])
+            table.append([label, n, *(format_mean_sd(at[f]["mean"], at[f]["sd"])
+                                       if f in at and at[f]["mean"] is not None else "" for f in figures)])
         lines += [f"### Pooling: {pooling or 'n/a'}", "", markdown_table(header, table), ""]
         if any(task_parts(t).variant for t, _, _ in figures):
             lines += ["A task with a `+` carries its non-canonical settings in its name (defsentflow/eval_tasks.py).", ""]

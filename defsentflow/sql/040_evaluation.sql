@@ -29,8 +29,9 @@ CREATE TABLE IF NOT EXISTS entry_space_stats (
 -- STS columns are Spearman x 100 in the 'all' setting at the canonical settings; revdict columns are
 -- MRR in [0, 1], the newest of the task whatever its variant (a sweep's points share their eval
 -- settings; the leaderboard names each variant apart). avg_sts is the mean over the STS-average tasks
--- of the registry (in_sts_average, 039_eval_tasks: sts12-16, stsb-test, sickr) present; n_avg says
--- how many that is, so a partial average is never mistaken for the 7-task one.
+-- of the registry (in_sts_average, 039_eval_tasks: sts12-16, stsb-test, sickr), only when all seven
+-- are present (empty otherwise); n_avg says how many are, so a partial average is never shown under
+-- the 7-task name.
 CREATE OR REPLACE VIEW model_headline AS
 WITH latest AS (
     SELECT * FROM metrics
@@ -61,7 +62,7 @@ SELECT
     m.method,
     m.base_model,
     w.stsb_dev,
-    CASE WHEN w.n_avg > 0 THEN w.avg_sts END AS avg_sts,
+    CASE WHEN w.n_avg = sts_average_size() THEN w.avg_sts END AS avg_sts,   -- all seven, else empty (n_avg: how many)
     w.n_avg,
     w.revdict_mrr,
     w.revdict_mrr_cosine,

@@ -28,10 +28,12 @@ WITH latest AS (      -- each seed model's newest headline figures (its family's
 ), per_seed AS (
     SELECT g.run_id, g.step, g.ica, g.step_label, g.seed, l.pooling, l.task, l.setting, l.metric, l.value
     FROM pst_seed_models AS g JOIN latest AS l USING (model_id)
-    UNION ALL BY NAME   -- each seed's STS average (the registry's members it has), then its mean over seeds
+    UNION ALL BY NAME   -- each seed's STS average over the registry's seven tasks (empty unless it has
+                        -- all seven: Table 2's "Avg."), then its mean over seeds; and how many it has (metric n)
     SELECT g.run_id, g.step, g.ica, g.step_label, g.seed, l.pooling,
-           concat_ws('+', average_task(), task_variant(l.task)) AS task,
-           'all' AS setting, 'spearman' AS metric, avg(l.value) AS value
+           concat_ws('+', average_task(), task_variant(l.task)) AS task, 'all' AS setting,
+           unnest(['spearman', 'n']) AS metric,
+           unnest([CASE WHEN count(*) = sts_average_size() THEN avg(l.value) END, count(*)::DOUBLE]) AS value
     FROM pst_seed_models AS g JOIN latest AS l USING (model_id)
     WHERE in_sts_average(l.task) AND l.metric = 'spearman' AND l.setting = 'all'
     GROUP BY g.run_id, g.step, g.ica, g.step_label, g.seed, l.pooling, task_variant(l.task)

@@ -14,8 +14,9 @@
 -- ids (model_ids, 045). A task's headline metric is its family's main metric and setting in the
 -- registry (Spearman, 'all' setting, for STS; MRR in every mode for dictionary tasks); a family the
 -- registry does not know keeps each metric. Per-subset rows and STS's 'mean' setting stay out. Two
--- more figures per model and variant: the mean over the registry's STS-average tasks that it has
--- (sts7_test_spearman, or sts7_test_<variant>_spearman) and how many (sts7_test_n).
+-- more figures per model and variant: the mean over the registry's seven STS-average tasks
+-- (sts7_test_spearman, or sts7_test_<variant>_spearman), empty unless the model has all seven (an
+-- average of five is not the seven-task figure), and how many of them it has (sts7_test_n).
 CREATE OR REPLACE VIEW model_scores AS
 WITH headline AS (
     SELECT a.display_id, a.aliases, x.*
@@ -32,7 +33,8 @@ WITH headline AS (
 ), average AS (
     SELECT model_id, any_value(aliases) AS aliases, pooling,
            concat_ws('+', average_task(), task_variant(task)) AS task,
-           avg(value) AS value, count(*) AS n, max(created_at) AS created_at
+           CASE WHEN count(*) = sts_average_size() THEN avg(value) END AS value, count(*) AS n,
+           max(created_at) AS created_at
     FROM scores
     WHERE in_sts_average(task) AND metric = 'spearman' AND setting = 'all'
     GROUP BY model_id, pooling, task_variant(task)

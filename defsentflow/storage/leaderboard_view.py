@@ -24,12 +24,13 @@ Example:
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import duckdb
 
-from defsentflow.eval_tasks import EVAL_TASKS, SELECTION_METRICS
+from defsentflow.eval_tasks import EVAL_TASKS, SELECTION_METRICS, TASKS
 from defsentflow.storage.paths import from_root
 
 __all__ = ["IDENTITY_COLUMNS", "column_decimals", "gone_models", "leaderboard_select", "refresh_leaderboard_view",
@@ -59,8 +60,14 @@ def _order(columns: dict[str, str]) -> list[str]:
         family = c.split("_")[0]
         rank = (_FAMILIES.index(family) if family in _FAMILIES else
                 _FAMILIES.index("sickr") + 0.5 if family == "sts7" else len(_FAMILIES))   # the average after its tasks
-        return (_GROUPS.index(columns[c]) if columns[c] in _GROUPS else 3, rank, c.endswith("_n"), c)
+        return (_GROUPS.index(columns[c]) if columns[c] in _GROUPS else 3, rank, c.endswith("_n"), _second(c), c)
     return sorted(columns, key=key)
+
+
+def _second(column: str) -> bool:
+    """A family's second figure (word prediction's full-rank MRR), ordered after its headline (MRR@10)."""
+    meta = TASKS.get(column.split("_")[0])
+    return meta is not None and any(column.endswith("_" + re.sub(r"[^A-Za-z0-9]+", "_", m)) for m in meta.also_metrics)
 
 
 def selection_column(con: duckdb.DuckDBPyConnection, dev_columns: Sequence[str],

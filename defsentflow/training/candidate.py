@@ -290,15 +290,16 @@ def _keyed(spec: CandidateSpec, scorer: Scorer | None) -> CandidateSpec:
 def plan_candidate(section: PstSection, data: TrainingData, plan: SelectionPlan, *, step: int, seed: int,
                    grid: GridPoint, lr: float, matrix: MatrixRef, start: str | None = None,
                    start_id: str | None = None, root: str | os.PathLike | None = None, run_id: str | None = None,
-                   threads: int | None = None) -> CandidateSpec:
-    """The spec of one trained candidate (:func:`plan_training`), then scored."""
+                   threads: int | None = None, lr_searched: bool = False) -> CandidateSpec:
+    """The spec of one trained candidate (:func:`plan_training`), then scored (``lr_searched``: one of
+    the step's searched rates, part of the candidate's group)."""
     home = data_root(root)
     train = plan_training(section, data, method="defsent_plus", pooling=grid.pooling, lr=lr, seed=seed, matrix=matrix,
                           start=start, start_id=start_id, step=step, root=home)
     cand = Candidate(step=step, seed=seed, pooling=grid.pooling, entry_encoding=grid.entry_encoding, lr=lr,
                      model_id=train.slot.model_id, model_dir=str(home / train.slot.folder), artifact_key=train.slot.key,
                      use_pooler=section.use_pooler, entry_matrix_path=matrix.path,
-                     ica=matrix.ica)
+                     ica=matrix.ica, lr_searched=lr_searched)
     return CandidateSpec(label=f"step {step} {cand.label}", root=str(home), run_id=run_id, threads=threads,
                          candidate=cand, train=train, score_key=_score_key(section, cand, plan),
                          request=_request(section, data, cand, plan, home), note=plan.note, data_hash=plan.data_hash)

@@ -75,6 +75,7 @@ __all__ = [
     "pretrain_mlm",
     "run_pretrain",
     "train_or_find",
+    "warmup_ratio",
 ]
 
 log = logging.getLogger(__name__)
@@ -123,6 +124,16 @@ def _masker(tokenizer: Any, mask_prob: float) -> Any:
     # seed=None: masks come from the global torch RNG, which the checkpoint captures and restores.
     return DataCollatorForLanguageModeling(tokenizer=tokenizer, mlm=True, mlm_probability=mask_prob,
                                            mask_replace_prob=0.8, random_replace_prob=0.1, seed=None)
+
+
+def warmup_ratio(warmup_steps: int, total_steps: int) -> float:
+    """The warm-up share that makes :func:`~defsentflow.training.loop.linear_schedule` warm up over
+    exactly ``warmup_steps`` steps: its ``W = total * ratio`` is then ``warmup_steps``, so steps
+    0..W-1 rise from rate 0 (``step / W``) and step W is the first at the full rate, then linear decay
+    to 0. (Until issue 42 this added 0.5 to W, a leftover of an earlier schedule that put step W at
+    W / (W + 0.5) of the rate.)"""
+    warmup = min(warmup_steps, total_steps)
+    return warmup / total_steps if warmup and total_steps else 0.0
 
 
 def mask_batch(masker: Any, seqs: Sequence[Sequence[int]], pad_id: int, special_ids: torch.Tensor,
@@ -224,10 +235,8 @@ def pretrain_mlm(config: PretrainSection, texts: Sequence[str], tokenizer: str |
     # BERT's own optimizer, which is DefSent+'s: AdamW (eps 1e-6), no decay on biases and LayerNorm.
     optimizer = build_optimizer(TrainConfig(method="defsent_plus", lr=config.lr, weight_decay=config.weight_decay),
                                 model)
-    # Warm-up counted in steps: the +0.5 makes int(total * ratio) exactly warmup_steps.
-    warmup = min(config.warmup_steps, total_steps)
-    ratio = (warmup + 0.5) / total_steps if warmup else 0.0
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_schedule(total_steps, ratio, decay=True))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, linear_schedule(total_steps, warmup_ratio(config.warmup_steps, total_steps), decay=True))
     fingerprint = combine_hashes(["pretrain", hash_config(config.identity()), model_content_hash(tok_path),
                                   hash_text("\x1e".join(texts))])
     outcome = run_loop(

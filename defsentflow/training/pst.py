@@ -193,14 +193,15 @@ def run_step(section: PstSection, data: TrainingData, plan: StepPlan, selection:
                                                encoding=enc, ica=ica, step=plan.step, root=root, run_id=run_id,
                                                fan_out=steps.fan_out)
                 for enc in dict.fromkeys(g.entry_encoding for g in plan.grid) for ica in variants}
-    specs = [plan_candidate(section, data, selection, step=plan.step, seed=seed, grid=g, lr=plan.lr,
+    specs = [plan_candidate(section, data, selection, step=plan.step, seed=seed, grid=g, lr=lr,
                             matrix=matrices[(g.entry_encoding, ica)], start=plan.start, start_id=plan.start_id,
-                            root=root, run_id=run_id, threads=steps.threads)
-             for g in plan.grid for ica in variants for seed in plan.seeds]
+                            root=root, run_id=run_id, threads=steps.threads, lr_searched=bool(plan.lrs))
+             for g in plan.grid for lr in plan.rates for ica in variants for seed in plan.seeds]
     cands = run_candidates(specs, scorer=steps.scorer, fan_out=steps.fan_out, root=root)
     best, figure, means = choose_step(cands, section.selection_rule)
     result = StepResult(step=plan.step, candidates=tuple(cands), best=best, key=key,
-                        seconds=time.perf_counter() - t0, lr=plan.lr, entry_matrices=tuple(matrices.values()),
+                        seconds=time.perf_counter() - t0, lr=best.lr if plan.lrs else plan.lr,
+                        entry_matrices=tuple(matrices.values()),
                         rule=section.selection_rule, figure=figure, group_means=means)
     final = root_place(data_root(root), "pst_steps", f"{key}.json")
     write_json(relative_tree(cat.root, result.to_dict()), final)  # paths in the root: root-relative

@@ -141,6 +141,11 @@ class PstSection(_TrainingCommon):
                                   max_length=LIMITS["list_items"])
     lr: float = Field(2e-5, gt=0)
     lr_per_step: list[float] | None = None
+    step1_lr_grid: list[float] | None = Field(
+        None, min_length=1, max_length=LIMITS["list_items"],
+        description="step 1 trains every grid point at each of these rates and chooses the (pooling, entry "
+                    "encoding, rate) on the selection figure, as DefSent+ does for a raw pretrained model (Appendix A: "
+                    "{5e-5, 4e-5, 3e-5}); later steps use lr_per_step / lr")
     ica_step: int | None = Field(
         None, ge=1, le=LIMITS["pst_steps"],
         description="at this step the ICA-transformed entry matrix is a candidate beside the plain one "
@@ -196,6 +201,16 @@ class PstSection(_TrainingCommon):
                 raise ValueError(
                     f"lr_per_step must be non-increasing: step {k + 1} has {v[k]:g} > step {k}'s {v[k - 1]:g}"
                 )
+        return v
+
+    @field_validator("step1_lr_grid")
+    @classmethod
+    def _lr_grid(cls, v: list[float] | None) -> list[float] | None:
+        if v is None:
+            return v
+        if any(x <= 0 for x in v):
+            raise ValueError(f"step1_lr_grid must be positive rates, got {v}")
+        require_distinct(v, "step1_lr_grid rates")
         return v
 
     @field_validator("transition_steps")

@@ -60,13 +60,16 @@ class Candidate(_Record):
     score_note: str | None = None
     ica: bool = False           # trained against the ICA-transformed entry matrix
     column: str | None = None   # the selection figure's leaderboard column (the registry names it)
+    lr_searched: bool = False   # one of the step's learning rates (pst.step1_lr_grid): the rate is part of its group
 
     @property
     def group(self) -> str:
-        """The combination a candidate belongs to, across seeds: pooling, entry encoding, ICA."""
+        """The combination a candidate belongs to, across seeds: pooling, entry encoding, ICA (and the
+        learning rate where the step searched rates)."""
         if self.step == 0:
             return f"untrained ({self.pooling})"
-        return f"{self.pooling}-{self.entry_encoding}{'+ica' if self.ica else ''}"
+        rate = f" lr {self.lr:g}" if self.lr_searched and self.lr is not None else ""
+        return f"{self.pooling}-{self.entry_encoding}{rate}{'+ica' if self.ica else ''}"
 
     @property
     def label(self) -> str:
@@ -131,10 +134,17 @@ class StepPlan(_Record):
     source_step: int = 0        # the step whose best encoder that is (0: the base model)
     start: str | None = None
     start_id: str | None = None
+    lrs: tuple[float, ...] = ()  # several rates searched at this step (pst.step1_lr_grid); () = lr alone
+
+    @property
+    def rates(self) -> tuple[float, ...]:
+        return self.lrs or (self.lr,)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["grid"] = [g.model_dump() for g in self.grid]
+        if not self.lrs:  # one rate: the plan (and its step key) as before rate grids
+            d.pop("lrs")
         return d
 
     @classmethod
@@ -142,6 +152,7 @@ class StepPlan(_Record):
         d = dict(d)
         d["grid"] = tuple(GridPoint.model_validate(g) for g in d["grid"])
         d["seeds"] = tuple(d["seeds"])
+        d["lrs"] = tuple(d.get("lrs") or ())
         return cls(**d)
 
 

@@ -145,14 +145,16 @@ def plan_step(section: PstSection, step: int, history: Sequence[StepResult]) -> 
     the ICA matrix is a candidate too, and the model training starts from.
 
     ``history``: the finished steps, step 0 first. Step 1 builds entries with the base model and
-    searches the grid; step k > 1 builds them with :func:`entry_source`'s best encoder and keeps
+    searches the grid (and ``step1_lr_grid``'s rates); step k > 1 builds them with :func:`entry_source`'s best encoder and keeps
     that candidate's grid point.
     """
     ica = section.ica_step == step
     if step == 1:
         _, base_hash = base_model_of(section)
-        return StepPlan(step=1, lr=section.lr_for_step(1), grid=tuple(section.grid), seeds=tuple(section.seeds),
-                        ica=ica, encoder=base_name_or_path(section), encoder_id=base_hash, source_step=0)
+        rates = tuple(section.step1_lr_grid or ())  # DefSent+ Appendix A: step 1's rate searched on dev
+        return StepPlan(step=1, lr=rates[0] if rates else section.lr_for_step(1), grid=tuple(section.grid),
+                        seeds=tuple(section.seeds), ica=ica, encoder=base_name_or_path(section), encoder_id=base_hash,
+                        source_step=0, lrs=rates if len(rates) > 1 else ())
     if not history or history[-1].step != step - 1:
         raise ValueError(f"step {step} needs step {step - 1}'s result")
     source = entry_source(section, history)

@@ -3,12 +3,13 @@ the ``claims`` view and the report's table and picture. No training: the rows ar
 
 from __future__ import annotations
 
+import json
 import statistics
 
 import pytest
 
 from defsentflow.claims import claim_rows, load_claims, measure_claims, plan_arms, record_claims, run_claims
-from defsentflow.report.claims_report import claims_table, plot_claims
+from defsentflow.report.claims_report import claims_table, departures_line, plot_claims
 from defsentflow.storage import Catalog
 
 SEEDS = [0, 1, 2]
@@ -95,7 +96,8 @@ def test_each_claim_reads_its_arms_figures(filled):
     ica = rows["ica_candidate_helps"]
     assert [s.values for s in ica.series] == [{0: 51.0, 1: 52.0, 2: 53.0}, {0: 50.0, 1: 51.5, 2: 53.0}]
     assert ica.verdict == "not supported" and ica.diff_mean == pytest.approx(-0.5)
-    assert iso.series[1].values == {s: 0.30 + s * 0.01 for s in SEEDS}  # the plain matrix, not the ICA one
+    assert iso.series[-1].values == {s: 0.30 + s * 0.01 for s in SEEDS}  # the plain matrix, not the ICA one
+    assert len(iso.series) == 3 and len(iso.pairs) == 2   # ordered: judged on every step
     word = rows["defsent_raises_wordpred"]
     assert word.series[0].values == {s: 0.05 for s in SEEDS} and word.verdict == "holds"  # all-definitions
     # the p of the claims tested is Holm-adjusted over them; each verdict reads the adjusted p
@@ -130,11 +132,17 @@ def test_claims_view_and_report_table(filled, tmp_path):
     assert [r["claim"] for r in latest] == CLAIMS and {r["claims_run_id"] for r in latest} == {"claims-b"}
     first = claim_rows(cat, run_id="claims-a")
     assert len(first) == len(CLAIMS) and not any(r["latest"] for r in first)
-    assert first[0]["verdict"] == "holds" and first[0]["run_status"] == "completed"
+    # the recorded verdict names its scope; the departures of the control from the paper are with it
+    assert first[0]["verdict"] == "holds on this control" and first[0]["run_status"] == "completed"
+    assert first[0]["scope"] == "on this control"
+    away = json.loads(first[0]["departures"])
+    assert any("one seed per PST chain" in d for d in away) and any("without the pooler" in d for d in away)
+    assert any("learning rate 2e-05 at every step" in d for d in away) and any("64 tokens" in d for d in away)
     assert first[0]["measured"] == "DefSent 47.40 ± 0.40 vs DefSent+ (PST step 1) 50.20 ± 0.20"
     columns, table = claims_table(latest)
     assert columns[3:10] == ("n", "effect", "ci_low", "ci_high", "p", "p (Holm)", "verdict")
-    assert table[0][3:5] == (3, "+2.80") and table[0][9] == "holds" and table[0][7] == "<0.001"  # t = 24.2, 2 df
+    assert table[0][3:5] == (3, "+2.80") and table[0][9] == "holds on this control" and table[0][7] == "<0.001"  # t = 24.2, 2 df
+    assert "departs from the paper in" in departures_line(latest)
     assert table[0][8] == f"{first[0]['p_holm']:.3f}" and first[0]["p_holm"] >= first[0]["p"]
     assert first[0]["effect"] == pytest.approx(2.8) and first[0]["ci_low"] > 0
     assert plot_claims(latest, tmp_path / "claims.png").stat().st_size > 1000

@@ -103,3 +103,54 @@ def test_series_side_by_side_share_their_decimals():
         "step 1 0.030 ± 0.000 vs step 3 0.115"
     assert series_text([Series("raw", {0: 0.00058}), Series("DefSent", {0: 0.00061})]) == "raw 0.00058 vs DefSent 0.00061"
     assert series_text([Series("a", {}), Series("b", {0: 49.654})]) == "a n/a vs b 49.65"
+
+
+def test_an_ordered_claim_is_judged_on_every_step_not_its_ends():
+    # the case: datasets c < b < a, 2k 48.92, 4k 49.98, 8k 49.72 (3 seeds): c -> a rises, b -> a falls
+    c = Series("2000 entries", {0: 48.80, 1: 48.95, 2: 49.01})
+    b = Series("4000 entries", {0: 49.80, 1: 50.02, 2: 50.12})
+    a = Series("8000 entries", {0: 49.60, 1: 49.75, 2: 49.81})
+    assert judge([c, a]).verdict == "holds"                    # the ends alone would say so
+    j = judge([c, b, a])
+    assert [(x.lower, x.higher) for x in j.pairs] == [("2000 entries", "4000 entries"), ("4000 entries", "8000 entries")]
+    assert j.pairs[0].verdict() == "holds" and j.pairs[1].effect < 0
+    assert j.verdict == "contradicted" and j.effect == pytest.approx(j.pairs[1].effect)  # the row shows that step
+    # every step rising: holds; one flat step: not supported, the row showing the weakest step
+    up = Series("a", {0: 51.0, 1: 51.2, 2: 51.3})
+    assert judge([c, b, up]).verdict == "holds"
+    flat = Series("a", {0: 49.9, 1: 49.9, 2: 50.2})
+    weak = judge([c, b, flat])
+    assert weak.verdict == "not supported" and weak.p == pytest.approx(weak.pairs[1].p)
+
+
+def test_contradicted_is_holm_adjusted_like_holds():
+    from defsentflow.claims.judge import judge_family
+
+    a = Series("a", {0: 10.0, 1: 10.0, 2: 10.0})
+    down = Series("b", {0: 9.0, 1: 7.1, 2: 7.4})   # the mirror of the "strong" case below: p_down about 0.02
+    alone = judge([a, down])
+    assert 0.01 < alone.pairs[0].p_down < 0.05 and alone.verdict == "contradicted"
+    family = judge_family([alone] * 4)
+    assert [j.pairs[0].p_down_holm for j in family] == [pytest.approx(4 * alone.pairs[0].p_down)] * 4
+    assert all(j.verdict == "not supported" for j in family)
+    # the pairs of an ordered claim are members of the family one by one: here 2 + 1 = 3 tests
+    from defsentflow.claims.judge import holm
+
+    c = Series("c", {0: 1.0, 1: 1.1, 2: 1.3})
+    b = Series("b", {0: 3.0, 1: 3.3, 2: 3.4})
+    top = Series("a", {0: 5.2, 1: 5.3, 2: 5.9})
+    three = judge([c, b, top])
+    fam = judge_family([three, alone])
+    expected = holm([three.pairs[0].p, three.pairs[1].p, alone.pairs[0].p])
+    assert [x.p_holm for x in fam[0].pairs] + [fam[1].pairs[0].p_holm] == pytest.approx(expected)
+    assert fam[0].p_holm == pytest.approx(max(expected[:2]))   # the row: its weakest step
+
+
+def test_an_arm_at_the_metrics_floor_cannot_test_and_says_what_the_floor_hides():
+    raw = Series("raw encoder", {0: 0.0, 1: 0.0, 2: 0.0})
+    trained = Series("DefSent", {0: 0.0, 1: 0.0, 2: 0.0})
+    floor = Check("DefSent: word-prediction MRR@10", 0.0, chance=9.6e-5, floor=0.0,
+                  detail="full-rank MRR: raw 0.00058, DefSent 0.0006, chance 0.00039")
+    j = judge([raw, trained], [floor])
+    assert j.verdict == ("cannot be tested here (an arm is not functional: DefSent: word-prediction MRR@10 0 at the "
+                         "metric's floor 0 (full-rank MRR: raw 0.00058, DefSent 0.0006, chance 0.00039))")

@@ -76,3 +76,31 @@ def test_word_prediction_ranks_all_equal_logits_last(tiny_mlm_dir, monkeypatch):
     assert {r["task"] for r in res["rows"]} == {"wordpred"}
     mid = wordpred.evaluate_wordpred(str(tiny_mlm_dir), table, split="test", pooling="mean", device="cpu", ties="mid")
     assert {r["task"] for r in mid["rows"]} == {"wordpred+tiesmid"}  # another rule: another figure
+
+
+def test_mid_ties_give_the_expected_figures_under_a_random_order_of_the_tied():
+    """Every figure under ``mid`` is the mean over the places the gold may take among its equals (the
+    obvious enumeration), not the figure of the middle place: on an 8-candidate toy where the gold ties
+    with 7 others, MRR (1 + 1/2 + ... + 1/8) / 8 = 0.340, against 1 / 4.5 = 0.222 at the middle rank."""
+    rng = np.random.default_rng(1)
+    scores = rng.integers(0, 3, size=(60, 25)).astype(float)   # many ties, some beyond rank 10
+    gold = rng.integers(0, 25, size=60)
+    ranks, tied = gold_ranks(scores, gold, "mid")
+    m = rank_metrics(ranks, tied, "mid")
+    places = []
+    for row, g in zip(scores, gold):
+        higher = int((row > row[g]).sum())
+        equal = int((row == row[g]).sum()) - 1
+        places.append(np.arange(higher + 1, higher + equal + 2, dtype=float))
+    want = {"mrr": np.mean([np.mean(1 / p) for p in places]),
+            "mrr@10": np.mean([np.mean(np.where(p <= 10, 1 / p, 0.0)) for p in places]),
+            **{f"top{k}": np.mean([np.mean(p <= k) for p in places]) for k in (1, 3, 10)}}
+    for key, value in want.items():
+        assert m[key] == pytest.approx(value, rel=1e-9), key
+    assert m["mrr"] > rank_metrics(ranks, tied)["mrr"]   # the middle place's 1/r understates it
+    flat = rank_metrics(*gold_ranks(np.zeros((1, 8)), np.array([3]), "mid"), "mid")
+    assert flat["mrr"] == pytest.approx(sum(1 / k for k in range(1, 9)) / 8) and flat["top1"] == pytest.approx(1 / 8)
+    # without ties, mid is every other rule
+    clean = np.arange(20.0)[None, :].repeat(3, axis=0)
+    assert rank_metrics(*gold_ranks(clean, np.array([19, 5, 0]), "mid"), "mid") == \
+        pytest.approx(rank_metrics(*gold_ranks(clean, np.array([19, 5, 0]))), rel=1e-12)

@@ -73,7 +73,7 @@ def raw_ci_encoder(tmp_path_factory, shared_data) -> RawEncoder:
                      ["pretrain", str(config)]):
             res = run_cli(args, home, timeout=1500, env=ONE_THREAD)
             assert res.returncode == 0, res.stderr[-4000:]
-        # "<model id> (600 steps, loss 10.3 -> 7.4) -> <directory>"
+        # "<model id> (300 steps, loss 10.0 -> 7.8) -> <directory>"
         model_id, model_dir = next((line.split()[0], line.rsplit(" -> ", 1)[1])
                                    for line in res.stdout.splitlines() if ") -> " in line)
         return {"home": str(home), "config": str(config), "model_id": model_id, "model_dir": model_dir,

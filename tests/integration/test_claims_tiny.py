@@ -16,6 +16,8 @@ import pytest
 import yaml
 from tiny_pipeline_utils import catalog_rows, run_cli
 
+from tests.golden import expect_figure
+
 pytestmark = [pytest.mark.slow, pytest.mark.first(6)]  # started early (tests/conftest.py)
 
 
@@ -28,7 +30,7 @@ def test_claims_run_records_the_table(tiny_pipeline: Path, tmp_path):
     t0 = time.perf_counter()
     first = run_cli(["claims", str(claims)], home, timeout=900)
     assert first.returncode == 0, first.stderr[-3000:]
-    assert "later steps beat step 1" in first.stdout and "claims run" in first.stdout
+    assert "last step beats step 1" in first.stdout and "claims run" in first.stdout
     print(f"\ntiny claims run: {time.perf_counter() - t0:.0f}s")
 
     rows = catalog_rows(home, "SELECT claim, n, series, verdict, arms, claims_run_id FROM claims ORDER BY position")
@@ -43,6 +45,13 @@ def test_claims_run_records_the_table(tiny_pipeline: Path, tmp_path):
         recorded = catalog_rows(home, "SELECT max(selection_score) FROM pst_steps WHERE run_id = ? AND step = 1",
                                 [arms[f"pst seed={seed}"]])[0][0]
         assert value == pytest.approx(recorded)
+    # the tiny run's figures are golden (tests/golden/figures.yaml): each arm's mean over the two seeds
+    iso = json.loads(rows[1][2])
+    print("\ntiny claims figures:", [(x["label"], x["mean"]) for x in json.loads(later[2]) + iso])
+    expect_figure("claims_tiny.step_1_revdict_dev_mrr", json.loads(later[2])[0]["mean"])
+    expect_figure("claims_tiny.step_2_revdict_dev_mrr", json.loads(later[2])[1]["mean"])
+    expect_figure("claims_tiny.step_1_isoscore", iso[0]["mean"])
+    expect_figure("claims_tiny.step_2_isoscore", iso[1]["mean"])
     report = Path(home / "reports" / later[5] / "report.md").read_text()
     assert "## Claims" in report and "img/claims.png" in report
 

@@ -14,6 +14,7 @@ import pytest
 from tiny_pipeline_utils import catalog_rows, cli_env, final_metrics, run_cli, stage_statuses
 
 from defsentflow.flows.runtime import SERVER_MARKER
+from tests.golden import expect_figure
 
 pytestmark = [pytest.mark.slow, pytest.mark.first(2), pytest.mark.xdist_group("tiny-run")]  # one process: the shared first run, then both tests
 
@@ -79,6 +80,12 @@ def test_kill_and_resume_matches_uninterrupted_run(tiny_first_run, tmp_path):
     final = run_cli(["run", str(tiny_pipeline)], home)
     assert final.returncode == 0, final.stderr[-3000:]
     got = final_metrics(home)
+    # the uninterrupted run's figures are golden (tests/golden/figures.yaml); the resumed run equals them
+    fig = {(r[0], r[1], r[2]): r[3] for r in expected["rows"]}
+    print("\ntiny pipeline figures:", fig, "winner step", expected["winner_step"])
+    expect_figure("tiny_pipeline.winner_step", expected["winner_step"])
+    expect_figure("tiny_pipeline.revdict_head_mrr", fig[("revdict+q50", "head", "mrr")])
+    expect_figure("tiny_pipeline.revdict_cosine_mrr", fig[("revdict+q50", "cosine", "mrr")])
     assert got["winner_step"] == expected["winner_step"]
     assert [r[:3] for r in got["rows"]] == [r[:3] for r in expected["rows"]]
     for a, b in zip(got["rows"], expected["rows"]):

@@ -48,17 +48,28 @@ def test_mean_and_sd_per_step_and_pooling_over_the_chosen_combinations_seeds(hom
                          "value": 1.0 if "/" in t else value(step, ica, seed, t, pooling) + 50 * (model == "other")})
                 for step, ica, seed, model in models + [(1, False, 0, "other")] for pooling in ("cls", "prompt")
                 for t in ("sts12", "stsb-test", "stsb-dev", "sts12/MSRpar")])
+    # the prompt pooling has all seven tasks of Table 2's average, cls only two of them
+    rest = ("sts13", "sts14", "sts15", "sts16", "sickr")
+    _file(cat, [(model, {"task": t, "setting": "all", "metric": "spearman", "pooling": "prompt",
+                         "value": value(step, ica, seed, t, "prompt")})
+                for step, ica, seed, model in models for t in rest])
     rows = seed_stats_rows(lambda sql, **p: cat.query(sql, {"run_id": "r", **p}))
-    got = {(r["step_label"], r["pooling"], r["task"]): r for r in rows}
-    # 4 steps x 2 poolings x (3 tasks + the average); subsets and the other combination stay out
-    assert len(rows) == 4 * 2 * 4 and {k[0] for k in got} == {"1st", "2nd", "3rd", "3rd-ICA"}
+    got = {(r["step_label"], r["pooling"], r["task"]): r for r in rows if r["metric"] == "spearman"}
+    count = {(r["step_label"], r["pooling"]): r["mean"] for r in rows if r["task"] == "sts7" and r["metric"] == "n"}
+    # 4 steps x (cls: 3 tasks, prompt: 8) + the average and its count; subsets and the other combination stay out
+    assert len(rows) == 4 * (3 + 8 + 2 * 2) and {k[0] for k in got} == {"1st", "2nd", "3rd", "3rd-ICA"}
+    assert set(count.values()) == {2.0, 7.0} and count[("1st", "cls")] == 2.0
     for step, ica, label in ((1, False, "1st"), (3, True, "3rd-ICA")):
         for pooling in ("cls", "prompt"):
             seeds = [value(step, ica, s, "sts12", pooling) for s in (0, 1, 2)]
             r = got[(label, pooling, "sts12")]
             assert r["n"] == 3 and r["seeds"] == [0, 1, 2]
             assert r["mean"] == pytest.approx(statistics.mean(seeds)) and r["sd"] == pytest.approx(statistics.stdev(seeds))
-            avg = [statistics.mean(value(step, ica, s, t, pooling) for t in ("sts12", "stsb-test")) for s in (0, 1, 2)]
+            if pooling == "cls":   # two of seven: Table 2's Avg. stays empty
+                assert got[(label, pooling, "sts7")]["mean"] is None
+                continue
+            avg = [statistics.mean(value(step, ica, s, t, pooling) for t in ("sts12", "stsb-test", *rest))
+                   for s in (0, 1, 2)]
             assert got[(label, pooling, "sts7")]["mean"] == pytest.approx(statistics.mean(avg))
     # the leaderboard: one row per step and pooling, its figures means with their sd beside
     from defsentflow.report import load_leaderboard
@@ -188,4 +199,34 @@ def test_a_paper_config_s_report_holds_mean_and_sd_per_step_and_pooling_prompt_i
         table = table[:table.index("\n\n", table.index("| step"))]
         for label in ("1st", "2nd", "3rd", "3rd-ICA"):
             assert f"| {label} | 3 |" in table, (pooling, label)
-        assert table.count(" ± 1.00") >= 4 * 3   # stsb-dev, stsb-test and the average (sts7: stsb-test) per step
+        assert table.count(" ± 1.00") >= 4 * 2   # stsb-dev and stsb-test per step
+        assert "Avg. (1 of 7 tasks)" in table     # the average of one task is not Table 2's Avg.: empty
+
+
+def test_defsents_untrained_rows_with_cls_mean_and_max_on_every_task(tmp_path):
+    """DefSent's Table 2: the pretrained model with CLS, Mean and Max beside DefSent's rows, word
+    prediction included (eval.baseline_poolings), filed as '<base id>+<pooling>'."""
+    from pathlib import Path
+
+    from defsentflow.config import load_config
+    from defsentflow.evaluation.config import EvaluateSection
+    from defsentflow.pipeline import evaluation_plan
+
+    config = load_config(Path(__file__).resolve().parents[2] / "configs" / "bert-base-defsent.yaml").model_dump(mode="json")
+    assert config["eval"]["baseline_poolings"] == ["cls", "mean", "max"]
+    sts = tmp_path / "data"
+    (sts / "sts" / "STSBenchmark").mkdir(parents=True)
+    (sts / "sts" / "STSBenchmark" / "sts-dev.csv").write_text("genre\tf\t2012\t0\t5.0\ta b\ta b\n")
+    config["eval"].update(tasks=["stsb-dev", "wordpred"], data_dir=str(sts), also_poolings=["mean"])
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "defsentflow.json").write_text(json.dumps({"pooling": "cls"}))
+    plan = evaluation_plan(config, {"model_dir": str(model), "model_id": "defsent-r"}, None, "bert-base-uncased")
+    by_id = {p["model_id"]: (p["pooling"], tuple(p["tasks"])) for p in plan}
+    assert by_id["defsent-r"] == ("cls", ("stsb-dev", "wordpred"))          # the trained pooling (eval.pooling: null)
+    assert by_id["base:bert-base-uncased"] == ("cls", ("stsb-dev", "wordpred"))
+    assert by_id["base:bert-base-uncased+mean"] == ("mean", ("stsb-dev", "wordpred"))
+    assert by_id["base:bert-base-uncased+max"] == ("max", ("stsb-dev", "wordpred"))
+    assert [p["model_id"] for p in plan].count("base:bert-base-uncased+mean") == 1  # not again for also_poolings
+    for p in plan:
+        EvaluateSection.model_validate(p)

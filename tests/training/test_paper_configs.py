@@ -48,6 +48,12 @@ OPTIMISER_PLUS = {"warmup_ratio": 0.0, "grad_clip": 1.0, "epochs": 1, "resolved_
 DEFSENT = {"method": "defsent", "batch_size": 16, "epochs": 1, "warmup_ratio": 0.1, "train_entries": "train_split",
            "autocast": "none"}
 DEFSENT_LR_GRID = [round(2 ** (x / 2) * 1e-6, 9) for x in range(15)]  # 2^x * 1e-6, x in {0, 0.5, ..., 7}
+# DefSent+ Appendix A: a raw PLM's step-1 rate is searched in this grid (Table 5 lists the outcome)
+STEP1_LR_GRID = [5e-5, 4e-5, 3e-5]
+# DefSent Table 2: the pretrained model and DefSent, each with CLS, Mean and Max
+DEFSENT_POOLINGS = ["cls", "mean", "max"]
+# DefSent Tables 3 and 8: STS12-16, STS-B and SICK-R, as mean ± sd over the seeds
+DEFSENT_STS = ["sts12", "sts13", "sts14", "sts15", "sts16", "stsb-test", "sickr"]
 
 PAPER_PLUS = {"bert-base-defsent-plus.yaml": "bert-base-uncased", "bert-large-defsent-plus.yaml": "bert-large-uncased",
               "roberta-base-defsent-plus.yaml": "roberta-base", "roberta-large-defsent-plus.yaml": "roberta-large"}
@@ -59,6 +65,12 @@ def test_defsent_plus_configs_are_the_papers(name):
     pst = cfg.pst
     assert pst.base_model == PAPER_PLUS[name]
     assert tuple(pst.lr_for_step(k) for k in (1, 2, 3)) == TABLE_5[pst.base_model]
+    # step 1 searches the rate on dev (Appendix A), Table 5's step-1 value among them; steps 2 and 3 as Table 5
+    assert pst.step1_lr_grid == STEP1_LR_GRID and TABLE_5[pst.base_model][0] in STEP1_LR_GRID
+    from defsentflow.training.step_plan import plan_step
+
+    plan = plan_step(pst, 1, [])
+    assert plan.rates == tuple(STEP1_LR_GRID) and "Appendix A" in (CONFIGS / name).read_text()
     for key, value in DEFSENT_PLUS.items():
         assert getattr(pst, key) == value, key
     assert {(g.pooling, g.entry_encoding) for g in pst.grid} == GRID
@@ -103,6 +115,14 @@ def test_defsent_config_and_its_sweep_are_the_papers():
     ev = load_config(CONFIGS / "bert-base-defsent.yaml").eval
     assert tuple(ev.revdict_protocols) == ("all-definitions",)
     assert (sweep["aggregate"], sweep["select_on"]) == ("mean_over_seeds", "wordpred-dev-alldefs:mrr@10")
+    # Table 2's rows: the untrained model and DefSent with CLS, Mean and Max (a pooling axis, each its own lr)
+    assert list(ev.baseline_poolings) == DEFSENT_POOLINGS and ev.pooling is None
+    assert sweep["axes"]["defsent.pooling"] == DEFSENT_POOLINGS
+    # Tables 3 and 8: STS as mean ± sd over the seeds, in the sweep's report, from tasks the config evaluates
+    assert [f.split(":")[0] for f in sweep["report_on"] if f.endswith(":spearman")] == DEFSENT_STS
+    assert set(DEFSENT_STS) <= set(ev.tasks)
+    text = (CONFIGS / "bert-base-defsent.yaml").read_text() + (CONFIGS / "sweeps" / "bert-base-defsent-paper.yaml").read_text()
+    assert "Table 2" in text and "Tables 3 and 8" in text
 
 
 def test_a_config_that_differs_from_the_paper_does_not_claim_to_be_it():

@@ -314,3 +314,25 @@ def test_cli_pretrain(home, tmp_path, tiny_mlm_dir, capsys):
     assert main(["--quiet", "pretrain", str(gone)]) == 2
     assert "gone" in capsys.readouterr().err
     assert len(list((home / "models" / "pretrain").iterdir())) == 1  # only the one finished model
+
+
+def test_pretraining_warms_up_over_exactly_its_warmup_steps():
+    """W = warmup_steps: steps 0..W-1 rise from rate 0, step W is the first at the full rate (the old
+    +0.5 put it at W / (W + 0.5)), then linear decay to 0 at the last step."""
+    from defsentflow.training.loop import linear_schedule
+    from defsentflow.training.pretrain import warmup_ratio
+
+    f = linear_schedule(300, warmup_ratio(30, 300), decay=True)
+    assert f(0) == 0.0 and f(29) == pytest.approx(29 / 30) and f(30) == 1.0
+    assert f(31) == pytest.approx(269 / 270) and f(299) == pytest.approx(1 / 270)
+    assert warmup_ratio(0, 300) == 0.0 and warmup_ratio(500, 300) == 1.0
+
+
+def test_the_ci_configs_share_one_raw_encoder():
+    """configs/raw-ci.yaml (the controls, the claims) and raw-ci-defsent.yaml pretrain the same encoder
+    (one cached artifact): their pretrain sections must stay equal."""
+    import yaml
+
+    configs = Path(__file__).resolve().parents[2] / "configs"
+    sections = [yaml.safe_load((configs / f).read_text())["pretrain"] for f in ("raw-ci.yaml", "raw-ci-defsent.yaml")]
+    assert sections[0] == sections[1]

@@ -141,6 +141,25 @@ def test_mean_over_seeds_picks_the_combination_with_the_best_mean_then_its_best_
         "mean_over_seeds"
 
 
+def test_step_1_searches_its_learning_rate_on_the_selection_figure_later_steps_keep_theirs(
+        tiny_bert_dir, home, wide, trained):
+    """DefSent+ Appendix A: a raw PLM's step-1 rate is searched in a grid and chosen on dev (with the
+    combination, by the mean over seeds); later steps train at their own rate (lr_per_step)."""
+    rate_score = {5e-5: 0.2, 4e-5: 0.6, 3e-5: 0.4}
+    steps = scored_by(lambda c: 0.0 if c.step == 0 else rate_score[c.lr] + 0.01 * c.seed if c.step == 1 else 0.7)
+    res = run_pst(section(tiny_bert_dir, steps=2, seeds=[0], step1_lr_grid=[5e-5, 4e-5, 3e-5],
+                          lr_per_step=[5e-5, 1e-5], selection_rule="mean_over_seeds"), run_id="lrgrid", steps=steps)
+    step1 = res.steps[1]
+    assert sorted(c.lr for c in step1.candidates) == sorted(rate_score)
+    assert len({c.model_dir for c in step1.candidates}) == 3 and len(trained) == 3 + 1
+    assert step1.best.lr == 4e-5 and step1.lr == 4e-5 and step1.best.group == "mean-amp lr 4e-05"
+    assert step1.figure == pytest.approx(0.6) and set(step1.group_means) == {
+        "mean-amp lr 5e-05", "mean-amp lr 4e-05", "mean-amp lr 3e-05"}
+    assert {c.lr for c in res.steps[2].candidates} == {1e-5}
+    with pytest.raises(ValueError, match="step1_lr_grid"):
+        section(tiny_bert_dir, step1_lr_grid=[5e-5, 5e-5])
+
+
 def test_training_entries_train_split_or_all(tiny_bert_dir, home, wide, trained):
     steps = scored_by(lambda c: 0.1 * c.step)
     split = run_pst(section(tiny_bert_dir, steps=1), run_id="split", steps=steps)
