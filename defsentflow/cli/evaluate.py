@@ -146,5 +146,5 @@ def _leaderboard(args: argparse.Namespace) -> int:
         return 0
     print("\n".join(board_lines(board, wide=args.wide)))
     note = f"{board.sort_note}. STS: Spearman x 100 ('all' setting); mrr: reverse-dictionary MRR in [0, 1]."
-    print("\n" + textwrap.fill(note, WIDTH))
+    print("\n" + textwrap.fill(note, WIDTH, break_on_hyphens=False, break_long_words=False))  # ids stay whole
     return 0

@@ -75,8 +75,8 @@ def model_facts(model: str, *, root: str | os.PathLike | None = None) -> ModelFa
     path = Path(ref.path).expanduser()
     if not path.is_dir():
         raise FileNotFoundError(f"{model!r} is a Hugging Face id, not a local model folder: nothing to export")
+    head = model_head(path)  # trained: the folder keeps a record (a bare checkpoint has none)
     record = record_of(path)
-    head = model_head(path, record=record)
     # the record as written, its references resolved (the card names base models by name)
     meta = {**record.to_dict(), **{k: v for k, v in (("base_model", head.base_model),
                                                      ("entry_encoder", head.entry_encoder)) if v}} if head.trained else {}

@@ -19,7 +19,10 @@ from typing import Any
 
 from defsentflow.storage.hashing import model_folder_hash
 
-__all__ = ["content_id_problem", "recorded_content_hash"]
+__all__ = ["BASE_PREFIXES", "content_id_problem", "recorded_content_hash"]
+
+BASE_PREFIXES = ("base:", "base-")
+"""Ids of models made elsewhere (``base:<name>``; ``base-<hash>`` of older catalogs): the ones checked here."""
 
 
 def recorded_content_hash(meta: Mapping[str, Any] | str | None) -> str | None:
@@ -36,8 +39,8 @@ def recorded_content_hash(meta: Mapping[str, Any] | str | None) -> str | None:
 def content_id_problem(model_id: str, path: str | os.PathLike | None, content_hash: str | None) -> str | None:
     """Why ``model_id``, filed with files of hash ``content_hash``, does not name the folder at ``path``
     (None: it does, no hash was recorded, or ``path`` is no folder here to check)."""
-    if not content_hash or not path or not Path(path).is_dir():
-        return None
+    if not str(model_id).startswith(BASE_PREFIXES) or not content_hash or not path or not Path(path).is_dir():
+        return None  # a model trained here is its folder's artifact record (re-hashed before it is trusted)
     actual = model_folder_hash(path)
     if actual == content_hash:
         return None

@@ -41,6 +41,7 @@ from defsentflow.storage.atomic import atomic_path
 from defsentflow.storage.bounded_json import loads_bounded, read_json_file
 from defsentflow.storage.hashing import hash_text
 from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
+from defsentflow.storage.model_ids import BASE_PREFIXES
 from defsentflow.storage.paths import ROOT_FOLDERS, OutsideRootError, inside_root, place_folder, root_place, to_root
 from defsentflow.storage.record_checks import RecordError
 
@@ -258,7 +259,7 @@ def path_problem(root: Path, value: Any, rule: str, row: dict[str, Any]) -> str 
     parts = text.replace("\\", "/").split("/")
     if any(ord(c) < 32 for c in text) or any(p in (".", "..") for p in parts) or text.startswith("~"):
         return f"{text[:120]!r} is not a plain path ('..', '.', '~' or a control character)"
-    external = rule == "model" and str(row.get("model_id", "")).startswith(("base-", "base:"))  # base model ids
+    external = rule == "model" and str(row.get("model_id", "")).startswith(BASE_PREFIXES)  # base model ids
     if os.path.isabs(text):
         if not external:
             return f"{text[:120]!r} is an absolute path (only an external base model's folder may be)"
