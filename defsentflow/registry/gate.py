@@ -161,6 +161,11 @@ def gate_run(cat: Catalog, config: Mapping[str, Any], run_id: str, selected: Map
         held = figure_value(con, champion.model_id, figure) if champion else None
         promotion = decide(alias, selected["model_id"], value, champion, held, figure, section.min_delta,
                            demoted(changes))
+        if promotion.decision == "promoted" and not con.execute("SELECT 1 FROM models WHERE model_id = ?",
+                                                                [selected["model_id"]]).fetchone():
+            promotion = Promotion("not-comparable", alias, selected["model_id"], promotion.champion, figure, value, held,
+                                  section.min_delta, f"{selected['model_id']} is not filed in the catalog: an alias "
+                                  f"names catalog models only; {alias} stays {promotion.champion or 'unset'}")
         if promotion.decision == "promoted":
             record_change(cat, alias, selected["model_id"], action="gate", run_id=run_id, figure=figure, value=value,
                           from_value=held, note=promotion.reason, con=con)

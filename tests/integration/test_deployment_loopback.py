@@ -207,6 +207,7 @@ def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, t
 
         # 3. The promotion gate while serve runs: a variant worse on dev keeps the champion, a better one
         # replaces it (serve answers from it at the next request), a rollback brings the old one back.
+        t0 = time.monotonic()
         served, url = _serve(home, env, tmp_path / "serve.log")
         assert _served_model(url, "tiny-dep@champion") == first
         worse = {**cfg, "pst": {**{k: v for k, v in cfg["pst"].items() if k != "lr_per_step"}, "lr": 1e-7}}
@@ -233,6 +234,8 @@ def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, t
         assert _served_model(url, "tiny-dep@champion") == first
         _stop(served)
         served = None
+        print(f"the gate across the boundary (serve, a worse and a better deployment run, rollback): "
+              f"{time.monotonic() - t0:.1f}s")
 
         # 4. Schedules fire: retrain-nightly has upcoming runs; a 2-second schedule gets runs from the
         # server's scheduler and the worker runs one (inputs unchanged: it ends 'unchanged').

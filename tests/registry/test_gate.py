@@ -101,12 +101,14 @@ def test_the_gate_over_runs_records_every_decision(home):
         _filed(cat, model, value)
     with cat.connect(read_only=True) as con:
         assert figure_value(con, "m1", FIG) == pytest.approx(0.20) and figure_value(con, "m1", OTHER) is None
+    ghost = _run(cat, "demo-0", "ghost")                            # a model the catalog never filed
+    assert ghost["decision"] == "not-comparable" and "not filed in the catalog" in ghost["reason"]
     assert _run(cat, "demo-1", "m1")["decision"] == "promoted"      # the first run sets it
     assert _run(cat, "demo-2", "m2")["decision"] == "kept"          # worse on dev
     third = _run(cat, "demo-3", "m3", column=OTHER)                 # better, but measured under another protocol
     assert third["decision"] == "not-comparable" and f"no {OTHER}" in third["reason"]
     assert _run(cat, "demo-4", "m3")["decision"] == "promoted"
-    rows = cat.query("SELECT run_id, promotion, promotion_note FROM runs ORDER BY run_id")
+    rows = cat.query("SELECT run_id, promotion, promotion_note FROM runs WHERE run_id <> 'demo-0' ORDER BY run_id")
     assert [r["promotion"] for r in rows] == ["promoted", "kept", "not-comparable", "promoted"]
     assert "0.1 is below its 0.2" in rows[1]["promotion_note"]
     changes = history(cat, "demo@champion")
