@@ -86,7 +86,7 @@ def summary_lines(result: Mapping[str, Any], *, seconds: float, log_path: Path) 
     outcome = run_outcome(result)
     status = result["status"]
     if outcome not in (None, status):  # the gate's decision is explained on its own line below
-        status = f"{status}, {outcome}" + ("" if result.get("promotion", {}).get("decision") == outcome
+        status = f"{status}, {outcome}" + ("" if (result.get("promotion") or {}).get("decision") == outcome
                                            else f": {OUTCOMES[outcome]}")
     out = ["", *stage_lines(run_id), "", *figure_lines(run_id), "",
            f"run:      {run_id} ({status}) in {elapsed(seconds)}"]

@@ -96,11 +96,12 @@ def final_state(result: dict[str, Any]) -> Any:
     outcomes = run_outcomes(result)
     if not outcomes:
         return result
-    try:
-        tag_flow_run(*outcomes)
-        publish_promotion(result.get("promotion"))
-    except Exception as exc:  # noqa: BLE001 - the work is done; the state's name still says it
-        logging.getLogger(__name__).warning("could not tag the flow run %r: %s", outcomes, exc)
+    for say, what in ((lambda: tag_flow_run(*outcomes), "tag the flow run"),
+                      (lambda: publish_promotion(result.get("promotion")), "publish the promotion artifact")):
+        try:
+            say()
+        except Exception as exc:  # noqa: BLE001 - the work is done; the state's name still says it
+            logging.getLogger(__name__).warning("could not %s (%s): %s", what, ", ".join(outcomes), exc)
     promotion = result.get("promotion") or {}
     message = promotion.get("reason") if promotion.get("decision") == outcomes[0] else OUTCOMES[outcomes[0]]
     return Completed(name=outcomes[0].replace("-", " ").capitalize(), message=message, data=result)

@@ -14,9 +14,9 @@ The decision is one of :data:`DECISIONS`; it is the ``runs`` row's ``promotion``
 run's summary, the Prefect flow run's state name and tag, and a Prefect artifact (:func:`markdown`).
 
 Example:
-    >>> decision = gate_run(Catalog(), config, "demo-1a2b3c4d", {"model_id": "dsp-1a2b3c4d5e6f"})
+    >>> decision = gate_run(Catalog(), config, "demo-1a2b3c4d", {"model_id": "dsp-73df1180e82d"})
     >>> decision.line()
-    'promoted dsp-1a2b3c4d5e6f to demo@champion: revdict_dev_..._mrr 0.0167 > 0.0146 (dsp-4a631fd9fef7) + 0'
+    'promoted: dsp-73df1180e82d replaces dsp-ca7a747f5b31 as demo@champion: revdict_dev_..._mrr 0.01674 > 0.01457'
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field, field_validator
 
@@ -37,7 +37,7 @@ __all__ = ["DECISIONS", "Decision", "PromoteSection", "Promotion", "compare", "d
            "markdown", "promote", "record_unchanged", "run_figure"]
 
 Decision = Literal["promoted", "kept", "not-comparable", "unchanged"]
-DECISIONS: tuple[str, ...] = ("promoted", "kept", "not-comparable", "unchanged")
+DECISIONS: tuple[str, ...] = get_args(Decision)
 _DEV_FIGURE = re.compile(r"^[a-z0-9]+_dev(_[a-z0-9]+)+$")  # <family>_dev_..._<metric>: eval_tasks.metric_column
 
 

@@ -44,6 +44,13 @@ def test_the_rule(value, held, min_delta, decision, words):
     assert (p.champion, p.value, p.champion_value, p.figure) == ("old", value, held, FIG)
 
 
+def test_each_decision_is_an_outcome_a_run_ends_with():
+    from defsentflow.registry import DECISIONS
+    from defsentflow.run_summary import OUTCOMES
+
+    assert set(DECISIONS) <= set(OUTCOMES)  # the flow's state name, tag and the summary's sentence
+
+
 def test_first_run_sets_the_champion_and_the_same_model_keeps_it():
     assert decide("demo@champion", "new", None, None, None, FIG, 0.0).decision == "promoted"
     assert decide("demo@champion", "old", 0.9, _champion(), 0.1, FIG, 0.0).decision == "kept"
