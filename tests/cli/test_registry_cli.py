@@ -22,23 +22,33 @@ def _cli(*args: str) -> tuple[int, str, str]:
     return rc, out.getvalue(), err.getvalue()
 
 
-@pytest.fixture()
-def two_models(home, tmp_path):
-    """``good`` (dev figure 0.3) holds demo@champion; ``bad`` (0.1) does not. Their folders exist."""
+@pytest.fixture(scope="module")
+def catalog_of_two(tmp_path_factory):
+    """One data root for the module: ``good`` (dev figure 0.3) holds demo@champion; ``bad`` (0.1) does
+    not. Their folders exist. (A rollback leaves demo@champion where it was: the tests share it.)"""
     from defsentflow.registry import record_change
 
-    cat = Catalog()
-    for name, value in (("good", 0.3), ("bad", 0.1)):
-        folder = tmp_path / name
-        folder.mkdir()
-        cat.register_model(name, folder, method="defsent_plus", pooling="mean")
-        cat.record_metrics(name, [{"task": "revdict-dev+q50+len32", "setting": "cosine", "metric": "mrr", "value": value,
-                                   "pooling": "mean"}])
-    record_change(cat, "demo@champion", "good", action="gate", figure=FIG, value=0.3)
-    config = tmp_path / "demo.yaml"
+    tmp = tmp_path_factory.mktemp("registry-cli")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DEFSENTFLOW_HOME", str(tmp / "home"))
+        cat = Catalog()
+        for name, value in (("good", 0.3), ("bad", 0.1)):
+            folder = tmp / name
+            folder.mkdir()
+            cat.register_model(name, folder, method="defsent_plus", pooling="mean")
+            cat.record_metrics(name, [{"task": "revdict-dev+q50+len32", "setting": "cosine", "metric": "mrr",
+                                       "value": value, "pooling": "mean"}])
+        record_change(cat, "demo@champion", "good", action="gate", figure=FIG, value=0.3)
+    config = tmp / "demo.yaml"
     config.write_text(yaml.safe_dump({"name": "demo", "dictionary": {"name": "d", "sources": [
-        {"kind": "jsonl", "paths": [str(tmp_path / "d.jsonl")]}]}, "pst": {"base_model": "minilm"}}))
-    return tmp_path, config
+        {"kind": "jsonl", "paths": [str(tmp / "d.jsonl")]}]}, "pst": {"base_model": "minilm"}}))
+    return tmp, config
+
+
+@pytest.fixture()
+def two_models(catalog_of_two, monkeypatch):
+    monkeypatch.setenv("DEFSENTFLOW_HOME", str(catalog_of_two[0] / "home"))
+    return catalog_of_two
 
 
 def test_promote_asks_before_a_worse_model_and_rollback_undoes_it(two_models, monkeypatch):
