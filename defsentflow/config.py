@@ -23,6 +23,7 @@ from defsentflow.compute import ComputeSection
 from defsentflow.config_tools import ConfigSection, format_errors, read_yaml_mapping, resolve_path
 from defsentflow.dictionary.config import NAME_PATTERN, DictionaryConfig
 from defsentflow.evaluation.config import EvalSection
+from defsentflow.registry.gate import PromoteSection
 from defsentflow.scoring.config import HarvestConfig
 from defsentflow.storage.identifiers import RUN_NAME_MAX
 from defsentflow.training.pretrain_config import PretrainSection
@@ -49,6 +50,8 @@ class PipelineConfig(ConfigSection):
     defsent: DefSentSection | None = Field(None, description="one DefSent or DefSent+ run instead of PST")
     eval: EvalSection = EvalSection()
     report: bool = True
+    promote: PromoteSection = Field(PromoteSection(), description="when a run's model replaces <name>@champion (the "
+                                    "promotion gate); not part of the run's fingerprint")
     compute: ComputeSection = Field(ComputeSection(), description="where fanned-out work runs (Dask); not part "
                                     "of the run's fingerprint")
 

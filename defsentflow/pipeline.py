@@ -26,6 +26,7 @@ from defsentflow.evaluation.baselines import baseline_model_id
 from defsentflow.evaluation.task_status import record_run_tasks, runnable_tasks, task_statuses
 from defsentflow.model import model_head
 from defsentflow.preflight import preflight
+from defsentflow.registry import champion_alias, gate_run, record_unchanged
 from defsentflow.storage import (
     Catalog,
     check_identifier,
@@ -60,7 +61,8 @@ def input_fingerprint(config: dict[str, Any]) -> dict[str, Any]:
     """What a retraining depends on: source contents, the config and the code version."""
     cfg = PipelineConfig.model_validate(config)
     sources = {p: hash_path(resolve_path(p)) for p in _source_paths(cfg)}
-    cfg_hash = hash_config(cfg.model_dump(mode="json", exclude={"compute"}))  # where it runs changes no result
+    # where it runs and when its model is promoted change no result
+    cfg_hash = hash_config(cfg.model_dump(mode="json", exclude={"compute", "promote"}))
     return {"sources": sources, "config": cfg_hash, "code_version": code_version(),
             "key": combine_hashes([*sorted(f"{k}={v}" for k, v in sources.items()), cfg_hash, code_version()])}
 
@@ -159,8 +161,9 @@ STAGE_METHODS: dict[str, tuple[str, ...]] = {
 def selected_model_dir(config_path: str | os.PathLike, stage: str = "pst") -> str:
     """The encoder directory of ``stage`` in the last finished run of this config (``best-model``).
 
-    ``pst`` is the trained encoder the run selected (PST's winner, or the model of a ``defsent:``
-    run); ``pretrain`` the raw encoder it pretrained; ``surrogate`` the surrogate.
+    ``pst`` is the config's champion (``<name>@champion``, which the promotion gate moves), else the
+    trained encoder the run selected (PST's winner, or the model of a ``defsent:`` run); ``pretrain``
+    the raw encoder it pretrained; ``surrogate`` the surrogate.
 
     Raises:
         ValueError: an unknown stage.
@@ -177,6 +180,8 @@ def selected_model_dir(config_path: str | os.PathLike, stage: str = "pst") -> st
         "SELECT run_id FROM runs WHERE flow = 'pipeline' AND status IN ('completed', 'unchanged') "
         "AND json_extract_string(config, '$.name') = ? ORDER BY ended_at DESC", [cfg.name])
     methods = list(STAGE_METHODS[stage])
+    if stage == "pst" and (champion := _champion_dir(cat, cfg.name)):
+        return champion
     if stage == "pst" and rows:
         chosen = _selection(cat, rows[0]["run_id"])
         if chosen is not None:  # PST's choice, and only it: never another model of the run
@@ -197,6 +202,29 @@ def selected_model_dir(config_path: str | os.PathLike, stage: str = "pst") -> st
         if found and Path(found).exists():
             return found
     raise FileNotFoundError(f"no completed run of config {cfg.name!r} has a {stage} model; run: defsentflow run {config_path}")
+
+
+def _champion_dir(cat: Catalog, name: str) -> str | None:
+    """The folder of ``<name>@champion`` (None: the config has no champion yet).
+
+    Raises:
+        FileNotFoundError: the champion's folder is gone (no other model is named in its place).
+    """
+    alias = champion_alias(name)
+    found = cat.query("SELECT h.model_id, m.path FROM alias_holders AS h LEFT JOIN models AS m USING (model_id) "
+                      "WHERE h.alias = ?", [alias]) if _has_aliases(cat) else []
+    if not found:
+        return None
+    folder = resolve_model_path(found[0]["path"]) if found[0]["path"] else None  # a base model is filed by its name
+    if folder and Path(folder).is_dir():
+        return folder
+    raise FileNotFoundError(f"{alias} names {found[0]['model_id']}, but its folder {folder or '(none)'} is gone; "
+                            f"`defsentflow rollback {alias}` returns it to the model before")
+
+
+def _has_aliases(cat: Catalog) -> bool:
+    """Whether the catalog has the alias tables (a catalog older than them is read as it is)."""
+    return bool(cat.query("SELECT 1 FROM information_schema.tables WHERE table_name = 'alias_holders'"))
 
 
 def _selection(cat: Catalog, run_id: str) -> str | None:
@@ -308,8 +336,12 @@ def run_pipeline(config_path: str | os.PathLike, *, steps: PipelineSteps, only_i
         if only_if_changed and previous:
             run.status, run.note = "unchanged", f"inputs unchanged since run {previous}: nothing to retrain"
             print(f"run {run_id}: {run.note}")
-            return {"run_id": run_id, "status": "unchanged", "note": run.note, "previous": previous}
+            kept = record_unchanged(cat, config, run_id, previous)
+            return {"run_id": run_id, "status": "unchanged", "note": run.note, "previous": previous,
+                    "promotion": kept.to_dict()}
         summary = _stages(config, steps, run_id)
+        # the promotion gate: the run's model becomes <name>@champion only when it wins on dev
+        summary["promotion"] = gate_run(cat, config, run_id, summary["selected"]).to_dict()
         summary["seconds"] = round(time.perf_counter() - t0, 1)
         # the note names files of the root relative to it (a copied root reads its own)
         run.note = json.dumps(relative_tree(cat.root, summary), default=str)[:4000]

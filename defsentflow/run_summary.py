@@ -18,14 +18,18 @@ from defsentflow.report.leaderboard import format_number
 from defsentflow.run_log import elapsed
 from defsentflow.storage import Catalog
 
-__all__ = ["OUTCOMES", "figure_lines", "run_outcome", "stage_lines", "summary_lines"]
+__all__ = ["OUTCOMES", "figure_lines", "run_outcome", "run_outcomes", "stage_lines", "summary_lines"]
 
 OUTCOMES = {
     "unchanged": "inputs, config and code as in the last completed run: nothing ran",
+    "promoted": "the run's model won on the dev figure (or is the config's first): <name>@champion names it now",
+    "not-comparable": "the champion's figure is of another name (protocol): it stays, the run's model is not promoted",
     "reused": "every stage found done by its content key: nothing computed",
+    "kept": "the run's model did not beat the champion by promote.min_delta (a tie keeps it): it stays",
 }
-"""What a finished run can say beyond 'completed' (the flow's final state name and tag, see
-``flows/pipeline.py``): one word each, with the sentence that explains it."""
+"""What a finished run can say beyond 'completed' (the flow's final state name and tags, see
+``flows/pipeline.py``): one word each, with the sentence that explains it, the most telling first.
+The promotion gate's decisions (:mod:`defsentflow.registry.gate`) are among them."""
 
 
 def stage_lines(run_id: str) -> list[str]:
@@ -40,13 +44,22 @@ def stage_lines(run_id: str) -> list[str]:
     return out
 
 
-def run_outcome(result: Mapping[str, Any]) -> str | None:
-    """The run's outcome when it did no work (a key of :data:`OUTCOMES`), else None:
-    ``unchanged`` (``--only-if-changed`` found nothing new), ``reused`` (every stage was a cache hit)."""
+def run_outcomes(result: Mapping[str, Any]) -> list[str]:
+    """Every outcome of the run (keys of :data:`OUTCOMES`, in its order): ``unchanged``
+    (``--only-if-changed`` found nothing new), ``reused`` (every stage was a cache hit), and the
+    promotion gate's decision (``promoted``, ``kept``, ``not-comparable``)."""
     if result.get("status") == "unchanged":
-        return "unchanged"
+        return ["unchanged"]
+    found = {(result.get("promotion") or {}).get("decision")}
     rows = Catalog().query("SELECT status FROM stages WHERE run_id = ?", [result["run_id"]])
-    return "reused" if rows and all(r["status"] == "cached" for r in rows) else None
+    if rows and all(r["status"] == "cached" for r in rows):
+        found.add("reused")
+    return [o for o in OUTCOMES if o in found]
+
+
+def run_outcome(result: Mapping[str, Any]) -> str | None:
+    """The run's most telling outcome (the first of :func:`run_outcomes`), or None: a plain completed run."""
+    return next(iter(run_outcomes(result)), None)
 
 
 def figure_lines(run_id: str, limit: int = 8) -> list[str]:
@@ -72,13 +85,17 @@ def summary_lines(result: Mapping[str, Any], *, seconds: float, log_path: Path) 
     run_id = result["run_id"]
     outcome = run_outcome(result)
     status = result["status"]
-    if outcome not in (None, status):
-        status = f"{status}, {outcome}: {OUTCOMES[outcome]}"
+    if outcome not in (None, status):  # the gate's decision is explained on its own line below
+        status = f"{status}, {outcome}" + ("" if (result.get("promotion") or {}).get("decision") == outcome
+                                           else f": {OUTCOMES[outcome]}")
     out = ["", *stage_lines(run_id), "", *figure_lines(run_id), "",
            f"run:      {run_id} ({status}) in {elapsed(seconds)}"]
     if result.get("selected"):
         sel = result["selected"]
         out.append(f"selected: {sel['model_id']} (step {sel['winner_step']}): {sel['model_dir']}")
+    if result.get("promotion"):
+        out.append(f"champion: {result['promotion']['alias']} {result['promotion']['decision']}: "
+                   f"{result['promotion']['reason']}")
     if result.get("report"):
         rep = result["report"]
         out.append(f"report:   {rep.get('html_path') or rep.get('markdown_path') or rep}")

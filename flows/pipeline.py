@@ -7,8 +7,11 @@ stage flows as subflows. Every stage is cached by its inputs' content, its confi
 code version, so a re-run recomputes only what is missing, and a run killed at any point finishes
 on the next call (training resumes from its last checkpoint). With ``only_if_changed`` (the
 scheduled retraining) a run whose inputs match the last completed run ends at once as "unchanged".
-A run that did no work ends in a ``Completed`` state named ``Unchanged`` or ``Reused``, tagged the same
-(:func:`final_state`), so the UI tells it from a run that trained.
+After every completed run the promotion gate (:mod:`defsentflow.registry.gate`) decides whether its
+model becomes ``<name>@champion``. The run ends in a ``Completed`` state named after its most telling
+outcome (``Unchanged``, ``Promoted``, ``Not comparable``, ``Reused``, ``Kept``), tagged with every
+one (:func:`final_state`), so the UI tells a run that did no work or kept the champion from one that
+shipped a model; the gate's decision with both figures is a Prefect artifact (``promotion-<alias>``).
 """
 
 from __future__ import annotations
@@ -33,8 +36,9 @@ from defsentflow.flows.pst import pst_flow
 from defsentflow.flows.revdict import revdict_index
 from defsentflow.flows.train_defsent import train_defsent_flow
 from defsentflow.pipeline import PipelineSteps, log_path, new_run_id, run_pipeline
+from defsentflow.registry import markdown
 from defsentflow.run_log import is_open, run_log
-from defsentflow.run_summary import OUTCOMES, run_outcome, summary_lines
+from defsentflow.run_summary import OUTCOMES, run_outcomes, summary_lines
 from defsentflow.storage.paths import choose_data_root
 from defsentflow.tasks.cluster import compute_cluster
 from defsentflow.tasks.harvest import train_surrogate_encoder
@@ -83,24 +87,42 @@ def pipeline(config_path: str, only_if_changed: bool = False, run_id: str | None
 
 
 def final_state(result: dict[str, Any]) -> Any:
-    """The flow run's end: ``result`` as is (``Completed``), or, for a run that did no work
-    (:func:`~defsentflow.run_summary.run_outcome`), a ``Completed`` state named after the outcome
-    (``Unchanged``, ``Reused``) and the tag of the same word on the flow run, which the UI's tag
-    filter and ``prefect flow-run ls --state Unchanged`` find. ``result`` stays the state's value."""
-    outcome = run_outcome(result)
-    if outcome is None:
+    """The flow run's end: ``result`` as is (``Completed``), or, for a run with an outcome
+    (:func:`~defsentflow.run_summary.run_outcomes`: it did no work, or the promotion gate decided), a
+    ``Completed`` state named after the first (``Unchanged``, ``Promoted``, ``Not comparable``,
+    ``Reused``, ``Kept``) and every outcome as a tag of the flow run, which the UI's tag filter and
+    ``prefect flow-run ls --state Kept`` find; the gate's decision is also a Prefect artifact.
+    ``result`` stays the state's value."""
+    outcomes = run_outcomes(result)
+    if not outcomes:
         return result
-    try:
-        tag_flow_run(outcome)
-    except Exception as exc:  # noqa: BLE001 - the work is done; the state's name still says it
-        logging.getLogger(__name__).warning("could not tag the flow run %r: %s", outcome, exc)
-    return Completed(name=outcome.capitalize(), message=OUTCOMES[outcome], data=result)
+    for say, what in ((lambda: tag_flow_run(*outcomes), "tag the flow run"),
+                      (lambda: publish_promotion(result.get("promotion")), "publish the promotion artifact")):
+        try:
+            say()
+        except Exception as exc:  # noqa: BLE001 - the work is done; the state's name still says it
+            logging.getLogger(__name__).warning("could not %s (%s): %s", what, ", ".join(outcomes), exc)
+    promotion = result.get("promotion") or {}
+    message = promotion.get("reason") if promotion.get("decision") == outcomes[0] else OUTCOMES[outcomes[0]]
+    return Completed(name=outcomes[0].replace("-", " ").capitalize(), message=message, data=result)
+
+
+def publish_promotion(promotion: dict[str, Any] | None) -> None:
+    """The gate's decision with both figures as a Markdown artifact keyed by the alias (its versions in
+    the UI are the alias's decisions, newest first)."""
+    if not promotion or promotion.get("decision") == "unchanged":
+        return
+    from prefect.artifacts import create_markdown_artifact  # lazy: as tag_flow_run's imports
+
+    key = "promotion-" + "".join(c if c.isalnum() else "-" for c in promotion["alias"].lower())
+    create_markdown_artifact(markdown=markdown(promotion), key=key,
+                             description=f"{promotion['alias']}: {promotion['decision']}"[:500])
 
 
 def tag_flow_run(*tags: str) -> None:
     """Add ``tags`` to the running flow run (its tags are set when the run is created; an outcome is
     known only at its end)."""
-    from prefect.client.orchestration import get_client  # lazy: only a run that did no work is tagged
+    from prefect.client.orchestration import get_client  # lazy: only a run with an outcome is tagged
     from prefect.runtime import flow_run  # lazy: as above
 
     with get_client(sync_client=True) as client:

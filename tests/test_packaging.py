@@ -100,7 +100,7 @@ def test_the_wheel_works_outside_the_checkout(dist, tmp_path, tiny_bert_dir, pre
     out = cli("run", "demo", "--set", f"pst.base_model={tiny_bert_dir}", "--set", "pst.steps=1",
               "--set", "pst.max_train_entries=40", "--set", "pst.batch_size=8", "--set", "pst.selection_max_queries=40",
               "--set", "eval.revdict_max_queries=40", "--set", "eval.revdict_modes=[cosine]", "--set", "pst.device=cpu")
-    assert stderr[0].startswith(f"data root: {root} (default)") and "(completed)" in out, stderr[0][:300] + out
+    assert stderr[0].startswith(f"data root: {root} (default)") and "(completed, promoted)" in out, stderr[0][:300] + out  # the first run sets demo@champion
     run_id = next(line.split()[1] for line in out.splitlines() if line.startswith("run:"))
     assert (root / "logs" / f"{run_id}.log").is_file()
     selected = next(line.split()[1] for line in out.splitlines() if line.startswith("selected:"))

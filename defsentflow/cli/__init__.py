@@ -20,7 +20,7 @@ __all__ = ["main", "build_parser", "check_count", "check_flag_limits", "exit_on_
 
 # Modules under defsentflow.cli, each registering one or more sub-commands.
 _GROUPS = ("catalog", "ingest", "encode", "train", "pretrain", "evaluate", "harvest", "origin", "pipeline", "report",
-           "sweep", "serve", "claims", "export")
+           "sweep", "serve", "claims", "export", "registry")
 
 
 class UserError(Exception):
@@ -91,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Commands that only read the data root (the others print the root they use: defsentflow.cli.home).
-_READERS = {"sql", "verify", "runs", "datasets", "leaderboard", "best-model", "serve", "export", "encode"}
+_READERS = {"sql", "verify", "runs", "datasets", "leaderboard", "best-model", "serve", "export", "encode", "aliases"}
 
 
 def writes_data_root(args: argparse.Namespace) -> bool:

@@ -58,7 +58,8 @@ def _rebuild(args: argparse.Namespace) -> int:
         print(f"left out: {printable(line)}")
     print(f"catalog rebuilt from {counts['records']} artifact records and {counts['row_records']} row records: "
           f"{counts['artifacts']} artifacts, {counts['models']} models, {counts['metrics']} metrics, "
-          f"{counts['runs']} runs; {counts['refused']} records refused ({counts['quarantined']} moved to "
+          f"{counts['runs']} runs, {counts['alias_changes']} alias changes; {counts['refused']} records refused "
+          f"({counts['quarantined']} moved to "
           "quarantine/records/)")
     return 0
 
@@ -89,9 +90,9 @@ def _runs(args: argparse.Namespace) -> int:
     rows = [shown(r) for r in cat.query("SELECT * EXCLUDE (config), json_extract_string(config, '$.name') AS name, "
                                         "round(epoch(ended_at - started_at), 1) AS seconds FROM runs "
                                         "ORDER BY started_at DESC LIMIT ?", [args.limit])]
-    print_table(["run", "flow", "name", "status", "started", "seconds", "reason"],
-                [(r["run_id"], r["flow"], r["name"], r["status"], str(r["started_at"])[:19], r["seconds"], r["reason"])
-                 for r in rows])
+    print_table(["run", "flow", "name", "status", "started", "seconds", "champion", "reason"],
+                [(r["run_id"], r["flow"], r["name"], r["status"], str(r["started_at"])[:19], r["seconds"],
+                  r.get("promotion"), r["reason"]) for r in rows])
     return 0
 
 

@@ -10,9 +10,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="A web app over the data root's catalog: /revdict (type a definition, pick a model, "
                                    "see its top-k entries from the model's index), /leaderboard, /runs (with reports "
                                    "and plots), /sweeps; JSON under /api/ (/api/revdict?q=...&model=...&k=..., "
-                                   "/api/leaderboard, /api/runs, /api/models; their schema at /api/docs). Indexes are "
-                                   "those `defsentflow revdict` built; nothing is written. Concurrent look-ups are "
-                                   "encoded in batches.")
+                                   "/api/leaderboard, /api/runs, /api/models; their schema at /api/docs). model= takes "
+                                   "an id or an alias (demo@champion), which follows promotions and rollbacks without a "
+                                   "restart. Indexes are those `defsentflow revdict` built; nothing is written. Concurrent "
+                                   "look-ups are encoded in batches.")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free port)")
     p.add_argument("--max-batch", type=int, default=32, help="most look-ups encoded together (1: one at a time)")

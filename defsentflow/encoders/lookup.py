@@ -80,6 +80,10 @@ def _registered(cat: Catalog | None, name: str) -> tuple[str, str] | None:
         # a stored path is this root's folder, a name or an absolute folder: never read against the current directory
         if not Path(folder).is_absolute() or not Path(folder).is_dir():
             continue
+        if not Path(cat.rel(folder)).is_absolute():  # a folder of the root: its artifact record vouches for it
+            return r["model_id"], folder
+        # a model made elsewhere: its files must be the ones it was filed with (a trained model's meta also
+        # holds base_model_hash, the hash of the model it started from: never read for a folder of the root)
         meta = _query(cat, "SELECT meta FROM models WHERE model_id = ?", [r["model_id"]])
         if problem := content_id_problem(r["model_id"], folder, recorded_content_hash(meta[0]["meta"] if meta else None)):
             raise ValueError(problem)  # not an unknown name: no fallback may load another folder under this id

@@ -7,7 +7,9 @@ Pages: ``/revdict`` (type a definition, pick a model, see the top-k entries), ``
 Nothing a request sends reaches the filesystem as a path: models are looked up by catalog id,
 report files by run id and a name checked to stay inside the report folder the catalog records.
 A query longer than :data:`MAX_QUERY_CHARS` or a k above :data:`MAX_K` is refused (422); a model
-without a served index is a 404 naming the models that are served.
+without a served index is a 404 naming the models that are served. ``model=`` also takes an alias
+(``demo@champion``), resolved at every request (:class:`~defsentflow.serve.aliases.AliasFollower`):
+after a promotion or a rollback the next request answers from the alias's new model, no restart.
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from pydantic import BaseModel
 
 from defsentflow.encoders.finite import NonFiniteError
 from defsentflow.limits import LIMITS
+from defsentflow.registry.aliases import is_alias
 from defsentflow.report.leaderboard import load_leaderboard
 from defsentflow.revdict.senses import definitions_by_entry
-from defsentflow.serve.catalog import ID_PATTERN, ServeCatalog, UnknownModelError
+from defsentflow.serve.aliases import AliasFollower
+from defsentflow.serve.catalog import ID_PATTERN, MODEL_PATTERN, ServeCatalog, UnknownModelError
 from defsentflow.serve.lookup import LookupService
 from defsentflow.serve.pages import render
 from defsentflow.storage import CatalogLockedError
@@ -150,7 +154,8 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
     # FastAPI's Swagger page loads its script from a CDN, which this app's own CSP blocks: /api/docs is
     # a plain page built from the same OpenAPI schema instead (no script, nothing fetched elsewhere).
     app = FastAPI(title="defsentflow", lifespan=lifespan, docs_url=None, redoc_url=None)
-    app.state.catalog, app.state.lookup = catalog, service
+    follower = AliasFollower(catalog, service)
+    app.state.catalog, app.state.lookup, app.state.aliases = catalog, service, follower
 
     app.add_middleware(SecurityHeaders)
 
@@ -185,8 +190,8 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
         text = q.strip()
         if not text:
             raise HTTPException(422, "the definition is empty")
-        try:
-            served = catalog.resolve(model, mode)
+        try:  # an alias: its holder now, loaded; a model id: as pinned (its changed files are a 409)
+            served = await follower.served(model, mode) if is_alias(model) else catalog.resolve(model, mode)
         except UnknownModelError as exc:
             raise HTTPException(404, str(exc)) from None
         try:
@@ -202,7 +207,8 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
     # -- JSON ---------------------------------------------------------------------------------
     @app.get("/api/revdict")
     async def api_revdict(q: str = Query(..., min_length=1, max_length=MAX_QUERY_CHARS, description="a definition"),
-                          model: str = Query(..., max_length=200, pattern=ID_PATTERN, description="a model id"),
+                          model: str = Query(..., max_length=200, pattern=MODEL_PATTERN,
+                                             description="a model id, or an alias (demo@champion)"),
                           k: int = Query(10, ge=1, le=MAX_K),
                           mode: str | None = Query(None, pattern="^(auto|head|cosine|hybrid)$")) -> RevdictAnswer:
         served, hits = await revdict(q, model, k, mode)
@@ -213,8 +219,13 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
 
     @app.get("/api/models")
     def api_models() -> list[dict[str, Any]]:
+        """Each served index; ``serves``: the aliases that name its model now, and since when."""
+        held: dict[str, list[dict[str, Any]]] = {}
+        for h in catalog.alias_holders():  # read now: an alias moves without a restart
+            held.setdefault(h["model_id"], []).append({"alias": h["alias"], "since": str(h["since"])[:19]})
         return [{"model": i.model_id, "aliases": list(i.aliases), "mode": i.mode, "dictionary": i.dictionary,
-                 "n_entries": i.n_entries, "measured_mrr": i.measured_mrr} for i in catalog.indexes()]
+                 "n_entries": i.n_entries, "measured_mrr": i.measured_mrr,
+                 "serves": [a for m in i.aliases for a in held.get(m, [])]} for i in catalog.indexes()]
 
     @app.get("/api/leaderboard")
     def api_leaderboard(run: str | None = Query(None, max_length=200, pattern=ID_PATTERN)) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Read-only catalog access for the web app: served indexes, runs, reports, sweeps.
 
-A request names a model by its catalog id; the index it is served from is found here, in the
-``artifacts`` table (kind ``revdict_index``), never from a path in the request. Report files
+A request names a model by its catalog id (or an alias, ``demo@champion``: :mod:`defsentflow.serve.aliases`
+resolves it at request time); the index it is served from is found here, in the ``artifacts`` table
+(kind ``revdict_index``), never from a path in the request. Report files
 are served only from the folder the catalog records for a run, by names checked to stay inside it.
 """
 
@@ -18,14 +19,17 @@ from typing import Any
 
 from defsentflow.encoders.loading import resolve_model_path
 from defsentflow.storage import Catalog
+from defsentflow.storage.identifiers import ALIAS_PATTERN
 from defsentflow.storage.paths import OutsideRootError, from_root, inside_root
 from defsentflow.storage.runs import shown
 
-__all__ = ["ServedIndex", "ServeCatalog", "ID_PATTERN", "UnknownModelError"]
+__all__ = ["ServedIndex", "ServeCatalog", "ID_PATTERN", "MODEL_PATTERN", "UnknownModelError"]
 
 # Ids of models, runs and sweeps as the project writes them (pst-demo-78a6f724, base:all-MiniLM-L6-v2).
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:+\-]{0,199}$"
 _ID = re.compile(ID_PATTERN)
+# What the API's model= takes: a model id, or an alias (CONFIG@LABEL, storage.identifiers.ALIAS_PATTERN).
+MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:+\-]{0,199}$|" + ALIAS_PATTERN
 _RUN_FIELDS = ("run_id", "flow", "status", "reason", "started_at", "ended_at", "name", "seconds", "selected_model",
                "selection_metric", "selection_score", "has_report")
 _REPORT_SUFFIXES = {".html": "text/html", ".md": "text/markdown", ".png": "image/png"}
@@ -109,8 +113,9 @@ class ServeCatalog:
             "WHERE a.kind = 'revdict_index' AND NOT EXISTS (SELECT 1 FROM artifacts AS b WHERE b.kind = 'revdict_index' "
             "AND json_extract_string(b.input_hashes, '$.extends') = a.artifact_key) ORDER BY a.created_at DESC")
         by_path = {}
+        # an alias (demo@champion) is resolved at request time, never from this cached list
         for r in self.query("SELECT a.path, a.display_id, list_sort(list(DISTINCT a.model_id)) AS aliases "
-                            "FROM model_ids AS a WHERE a.path IS NOT NULL GROUP BY ALL"):
+                            "FROM model_ids AS a WHERE a.path IS NOT NULL AND NOT contains(a.model_id, '@') GROUP BY ALL"):
             by_path.setdefault(_folder(r["path"]), (r["display_id"], tuple(r["aliases"])))
         # which index of a model to serve is a choice: it reads dev figures only
         mrr = {(r["model_id"], r["setting"]): r["mrr"] for r in self.query(
@@ -157,6 +162,11 @@ class ServeCatalog:
             raise UnknownModelError(f"no reverse-dictionary index is served for {what}; served models: "
                                     f"{', '.join(served) or 'none (build one: defsentflow revdict MODEL ...)'}")
         return max(picked, key=lambda i: (i.measured_mrr if i.measured_mrr is not None else -1.0))
+
+    def alias_holders(self, alias: str | None = None) -> list[dict[str, Any]]:
+        """Each alias (or ``alias``) with the model it names and since when (``alias_holders``, read now)."""
+        where, params = ("WHERE alias = ?", [alias]) if alias else ("", [])
+        return self.query(f"SELECT alias, model_id, since FROM alias_holders {where} ORDER BY alias", params)
 
     def _inside(self, path: str) -> bool:
         """Whether ``path`` lies inside the data root once its links are followed (else never served)."""

@@ -120,15 +120,30 @@ class LookupService:
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="revdict",
                                            initializer=_set_worker_threads, initargs=(self.threads,))
         self._searchers: dict[str, _Searcher] = {}
+        self._loading: dict[str, threading.Lock] = {}
         self._batchers: dict[str, MicroBatcher] = {}
         self._lock = threading.Lock()
 
+    def load(self, served: ServedIndex) -> None:
+        """Load ``served``'s index now (a thread of the caller's: the look-up thread keeps answering
+        from the indexes it has; an alias switches to a new model only once this returns)."""
+        self._searcher(served)
+
     def _searcher(self, served: ServedIndex) -> _Searcher:
         with self._lock:
-            if served.key not in self._searchers:
+            found = self._searchers.get(served.key)
+            if found is not None:
+                return found
+            loading = self._loading.setdefault(served.key, threading.Lock())
+        with loading:  # one load per index; look-ups of the other indexes go on meanwhile
+            with self._lock:
+                found = self._searchers.get(served.key)
+            if found is None:
                 known = self.definitions(served) if self.definitions is not None else None
-                self._searchers[served.key] = _Searcher(served, self.device, self.prefilter, known)
-            return self._searchers[served.key]
+                found = _Searcher(served, self.device, self.prefilter, known)
+                with self._lock:
+                    self._searchers[served.key] = found
+            return found
 
     def search_batch(self, served: ServedIndex, items: Sequence[tuple[str, int]]) -> list[list[Hit]]:
         """Blocking: encode every definition at once, one faiss search with the largest k."""

@@ -15,7 +15,8 @@ CREATE TABLE IF NOT EXISTS model_names (
 
 -- Every id a model is known by, one row each, with the model it names (display_id): a models row,
 -- an id metrics were filed under (ids whose models rows share a directory are one model: a
--- catalog written before stable ids filed pst-<run> beside dsp-<key>), and a name of model_names.
+-- catalog written before stable ids filed pst-<run> beside dsp-<key>), a name of model_names, and an
+-- alias's holder (alias_holders, 044: demo@champion).
 -- display_id: a model's own id before a name, then an id with scores, before a run-scoped row
 -- (method 'pst', older catalogs), newest first.
 CREATE OR REPLACE VIEW model_ids AS
@@ -26,6 +27,8 @@ WITH ids AS (
     LEFT JOIN model_names AS n ON n.name = x.model_id
     UNION
     SELECT name, model_id FROM model_names
+    UNION
+    SELECT alias, model_id FROM alias_holders
 ), keyed AS (
     SELECT i.id AS model_id, m.method, m.run_id, m.path, m.created_at, i.id <> i.model_id AS is_name,
            coalesce(m.path, 'id:' || i.model_id) AS model_key,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from defsentflow.storage.paths import root_path
 
-__all__ = ["IDENTIFIER_PATTERN", "RUN_NAME_MAX", "check_identifier", "under_root"]
+__all__ = ["ALIAS_PATTERN", "IDENTIFIER_PATTERN", "RUN_NAME_MAX", "check_alias", "check_identifier", "under_root"]
 
 # Starts with a letter or digit, then letters, digits, '.', '_', '-'; at most 128 characters.
 # There is no '/' or '\\', so no part can be '..' or absolute. (Written without look-arounds so
@@ -24,6 +24,9 @@ IDENTIFIER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 _IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
 # A config name leaves room for the run id made of it: '<name>-<8 hex digits>' is an identifier too.
 RUN_NAME_MAX = 128 - 9
+# A model alias: a config's name, '@' and a label (demo@champion), as defsentflow.registry files it.
+ALIAS_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}@[A-Za-z0-9][A-Za-z0-9._-]{0,39}$"
+_ALIAS = re.compile(ALIAS_PATTERN)
 
 
 def check_identifier(value: object, what: str = "name") -> str:
@@ -37,6 +40,14 @@ def check_identifier(value: object, what: str = "name") -> str:
         raise ValueError(
             f"{what} {value!r} is not allowed: use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
         )
+    return value
+
+
+def check_alias(value: object) -> str:
+    """``value`` if it is an alias, ``CONFIG@LABEL`` (``demo@champion``), else a ValueError saying so."""
+    if not isinstance(value, str) or not _ALIAS.fullmatch(value):
+        raise ValueError(f"alias {str(value)[:80]!r} is not allowed: write CONFIG@LABEL (demo@champion): a config name, "
+                         "'@' and a label of at most 40 letters, digits, '.', '_' or '-'")
     return value
 
 

@@ -134,6 +134,7 @@ DATA_ROOT_LAYOUT: dict[str, RootPlace] = {
     "run_records": RootPlace("records/runs"),
     "model_records": RootPlace("records/models"),
     "sweep_records": RootPlace("records/sweeps"),
+    "alias_records": RootPlace("records/aliases"),
     "quarantine": RootPlace("quarantine"),    # records set aside as invalid
     "configs": RootPlace("configs"),
     "logs": RootPlace("logs"),

@@ -57,6 +57,7 @@ class Scan:
     models: list[rows_module.RowRecord] = field(default_factory=list)
     runs: list[rows_module.RowRecord] = field(default_factory=list)
     sweeps: list[rows_module.RowRecord] = field(default_factory=list)
+    aliases: list[rows_module.RowRecord] = field(default_factory=list)  # each alias's history
     refused: list[tuple[Path, str]] = field(default_factory=list)      # (record file, why)
     left_out: list[str] = field(default_factory=list)  # records left in place, unused: they name what is not trusted
 
@@ -104,8 +105,9 @@ def _rebuild(cat: Catalog) -> dict[str, Any]:
     quarantined = sum(quarantine_record(root, f, why) is not None for f, why in scan.refused)
     with cat.transaction() as con:
         _restore(con, root, scan, types)
-    counts: dict[str, Any] = {"records": len(scan.artifacts), "row_records": len(scan.models) + len(scan.runs) + len(scan.sweeps)}
-    for table in ("artifacts", "models", "metrics", "runs", "dictionaries"):
+    counts: dict[str, Any] = {"records": len(scan.artifacts),
+                              "row_records": len(scan.models) + len(scan.runs) + len(scan.sweeps) + len(scan.aliases)}
+    for table in ("artifacts", "models", "metrics", "runs", "dictionaries", "alias_changes"):
         counts[table] = cat.query(f"SELECT count(*) AS n FROM {table}")[0]["n"]
     counts.update(refused=len(scan.refused), quarantined=quarantined, left_out=scan.left_out, returned=returned,
                   problems=[f"{f.relative_to(root).as_posix()}: {why}" for f, why in scan.refused])
@@ -169,7 +171,7 @@ def scan_records(root: Path, types: dict[str, dict[str, tuple[str, bool]]]) -> S
         migrate(scratch)
         _clear(scratch)
         expected = rows_module.root_id(root, create=os.access(root, os.W_OK))  # recovered, never minted anew
-        buckets = {"model": scan.models, "run": scan.runs, "sweep": scan.sweeps}
+        buckets = {"model": scan.models, "run": scan.runs, "sweep": scan.sweeps, "alias": scan.aliases}
         trials: list[tuple[Path, Any]] = []
         for kind, bucket in buckets.items():
             for f in rows_module.row_record_files(root, kind):
@@ -340,7 +342,7 @@ def _restore(con: duckdb.DuckDBPyConnection, root: Path, scan: Scan,
              types: dict[str, dict[str, tuple[str, bool]]]) -> None:
     """Replace the rebuilt tables' rows with what ``scan`` holds (inside the caller's transaction)."""
     _clear(con)
-    for rec in (*scan.models, *scan.runs, *scan.sweeps):
+    for rec in (*scan.models, *scan.runs, *scan.sweeps, *scan.aliases):
         rows_module.restore_rows(con, rec, types)
     records_module.register_records(con, root, scan.artifacts)
     restore_dictionaries(con, root, scan.artifacts)

@@ -4,7 +4,8 @@ The catalog's artifact rows are rebuilt from the artifact records (:mod:`defsent
 A run's own rows (``runs``, ``stages``, PST's steps and result, the task outcomes, entry-space figures,
 harvest statistics, claims), a model's rows (``models``, ``metrics``) and a sweep's (``sweeps``,
 ``sweep_points``) are kept as small JSON files under ``<data root>/records/``: ``runs/<run id>.json``,
-``models/<id>-<hash>.json`` and ``sweeps/<name>.json``, one kind per entry of :data:`ROW_KINDS`. The
+``models/<id>-<hash>.json``, ``sweeps/<name>.json`` and an alias's history (``alias_changes``)
+``aliases/<alias>-<hash>.json``, one kind per entry of :data:`ROW_KINDS`. The
 :class:`~defsentflow.storage.catalog.Catalog` rewrites them after every write that touches them
 (start and end of a run, a stage, a model, its metrics, registered records), as a copy of the
 catalog's rows, under a lock; callers never see them. ``catalog rebuild`` reads them back, as input:
@@ -40,7 +41,7 @@ from defsentflow.limits import LIMITS
 from defsentflow.storage.atomic import atomic_path
 from defsentflow.storage.bounded_json import loads_bounded, read_json_file
 from defsentflow.storage.hashing import hash_text
-from defsentflow.storage.identifiers import IDENTIFIER_PATTERN
+from defsentflow.storage.identifiers import ALIAS_PATTERN, IDENTIFIER_PATTERN
 from defsentflow.storage.model_ids import BASE_PREFIXES
 from defsentflow.storage.paths import ROOT_FOLDERS, OutsideRootError, inside_root, place_folder, root_place, to_root
 from defsentflow.storage.record_checks import RecordError
@@ -56,6 +57,7 @@ MIGRATED = ".complete"  # records/.complete: every catalog row has had its row r
 FORMAT = 1
 _RUN_ID = re.compile(IDENTIFIER_PATTERN)
 _MODEL_ID = re.compile(r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]{1,256}$")  # printable, as artifact records
+_ALIAS = re.compile(ALIAS_PATTERN)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$")  # minilm, org/name
 
 
@@ -84,6 +86,7 @@ ROW_KINDS: dict[str, RowKind] = {
                      {("models", "path"): "model"}, hashed_name=True),
     "sweep": RowKind("sweep_records", {"sweeps": "sweep", "sweep_points": "sweep"}, "sweeps", _RUN_ID,
                      {("sweep_points", "config_path"): "root", ("sweeps", "path"): "file", ("sweeps", "base_path"): "file"}),
+    "alias": RowKind("alias_records", {"alias_changes": "alias"}, "alias_changes", _ALIAS, hashed_name=True),
 }
 # table -> the column that says whose row it is (kept for readers of the older names)
 RUN_TABLES: dict[str, str] = ROW_KINDS["run"].tables
@@ -409,7 +412,7 @@ def keep_all_once(con: duckdb.DuckDBPyConnection, root: Path,
     if marker.exists():
         return False
     queries = {"run": "SELECT run_id FROM runs", "model": "SELECT model_id FROM models UNION SELECT model_id FROM metrics",
-               "sweep": "SELECT sweep FROM sweeps"}
+               "sweep": "SELECT sweep FROM sweeps", "alias": "SELECT DISTINCT alias FROM alias_changes"}
     for kind, sql in queries.items():
         try:
             idents = [r for (r,) in con.execute(sql).fetchall()]

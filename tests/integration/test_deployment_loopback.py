@@ -6,13 +6,18 @@ of the same config recomputes nothing, and the other way round; each writes ``lo
 and schedules fire (``retrain-nightly`` shows upcoming runs; a deployment with a short interval
 gets scheduled runs from the server's scheduler, and the worker runs one to completion). Each run's
 log holds every line once; a run that did no work ends in a Completed state named for it (Reused,
-Unchanged) and carries the tag. The
+Unchanged) and carries the tag. The promotion gate, across the same boundary: while ``defsentflow
+serve`` runs, a deployment run of a variant that is worse on dev keeps ``tiny-dep@champion`` (serve
+answers from the old model), one that is better promotes it (serve answers from the new model, no
+restart), and ``defsentflow rollback`` brings the old one back. The
 environment is the README's: in particular no ``PREFECT_LOCAL_STORAGE_PATH``, which once made a
 deployment run look for Prefect's cached results elsewhere than the CLI had put them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import signal
@@ -20,10 +25,12 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from collections import Counter
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from tiny_pipeline_utils import catalog_rows, run_cli
@@ -99,8 +106,38 @@ def _each_line_once(log: Path) -> str:
     return text
 
 
-def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, tmp_path):
+def _serve(home: Path, env: dict, log: Path) -> tuple[subprocess.Popen, str]:
+    """``defsentflow serve --port 0`` on ``home``: the process and its URL (from the line it prints)."""
+    proc = subprocess.Popen([sys.executable, "-m", "defsentflow.cli", "serve", "--port", "0", "--threads", "1"],
+                            env={**env, "DEFSENTFLOW_HOME": str(home)}, cwd=env["CWD"], stdout=subprocess.PIPE,
+                            stderr=open(log, "w"), text=True, start_new_session=True)
+    for line in proc.stdout:  # "serving <root> on http://127.0.0.1:PORT/ (Ctrl-C stops)"
+        if " on http://" in line:
+            return proc, line.split(" on ", 1)[1].split()[0].rstrip("/")
+    raise AssertionError(f"serve did not start:\n{log.read_text()[-3000:]}")
+
+
+def _served_model(url: str, alias: str) -> str:
+    """The model ``serve`` answers a reverse-dictionary query for ``alias`` from."""
+    query = urllib.parse.urlencode({"q": "a small animal", "model": alias, "k": 3})
+    with urllib.request.urlopen(f"{url}/api/revdict?{query}", timeout=60) as r:
+        return json.loads(r.read())["model"]
+
+
+def _champion(home: Path, alias: str) -> str:
+    return catalog_rows(home, "SELECT model_id FROM alias_holders WHERE alias = ?", [alias])[0][0]
+
+
+def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, tmp_path, monkeypatch):
     tiny, home, _ = tiny_finished_root  # a data root a `defsentflow run` of the tiny config finished
+    # the run set tiny@champion: best-model and every command that takes a model name it alike
+    monkeypatch.setenv("DEFSENTFLOW_HOME", str(home))
+    (tmp_path / "s.txt").write_text("a small animal\n")
+    best = _cli("best-model", str(tiny)).strip()
+    _cli("encode", "tiny@champion", "--input", str(tmp_path / "s.txt"), "--out", str(tmp_path / "v.parquet"))
+    assert best and pq.read_schema(tmp_path / "v.parquet").metadata[b"model"].decode() == best
+    assert catalog_rows(home, "SELECT path FROM models WHERE model_id = ?", [_champion(home, "tiny@champion")])[0][0] \
+        in best
     port = _free_port()
     api = f"http://127.0.0.1:{port}/api"
     elsewhere = tmp_path / "elsewhere"  # users' shells and workers are not in the checkout
@@ -113,7 +150,7 @@ def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, t
     server = subprocess.Popen([PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port), "--analytics-off"],
                               env={**env, "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "2"}, cwd=elsewhere,
                               stdout=server_log, stderr=subprocess.STDOUT, start_new_session=True)
-    worker = None
+    worker = served = None
     try:
         _wait_health(api, log=tmp_path / "server.log")
         env["PREFECT_API_URL"] = api
@@ -146,19 +183,21 @@ def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, t
         # ... and says so where the UI filters: a Completed state named Reused, tagged reused
         (flow_run,) = _runs(api, "pipeline/demo")
         assert flow_run["state"]["type"] == "COMPLETED" and flow_run["state"]["name"] == "Reused", flow_run["state"]
-        assert "reused" in flow_run["tags"], flow_run["tags"]
+        assert {"reused", "kept"} <= set(flow_run["tags"]), flow_run["tags"]  # the same model: the champion stays
         print(f"deployment run after the CLI run: {time.monotonic() - t0:.1f}s end to end, nothing recomputed")
 
         # 2. The other way round: what the deployment computes first (the evaluations of other settings;
         # training is shared and found), the CLI then finds.
+        # PST's last step as the final model (tiny-dep's first run: it sets tiny-dep@champion).
         cfg = yaml.safe_load(tiny.read_text())
-        cfg["name"], cfg["eval"]["revdict_max_queries"] = "tiny-dep", 30
-        other = tmp_path / "tiny-dep.yaml"
-        other.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        cfg["name"], cfg["eval"]["revdict_max_queries"], cfg["pst"]["final"] = "tiny-dep", 30, "last"
+        cfg["report"] = False  # step 1 checked the report; the runs below need none
+        other = _variant(tmp_path, "tiny-dep", cfg)
         _prefect(["deployment", "run", "pipeline/demo", "--param", f"config_path={other}", "--watch"], env, 600)
         dep_run, status = _last_pipeline_run(home)
         assert status == "completed" and _stages(home, dep_run)["evaluate-model"] == {"completed"}  # it evaluated
-        assert sorted(r["state"]["name"] for r in _runs(api, "pipeline/demo")) == ["Completed", "Reused"]  # it worked
+        assert sorted(r["state"]["name"] for r in _runs(api, "pipeline/demo")) == ["Promoted", "Reused"]  # it worked
+        first = _champion(home, "tiny-dep@champion")
         before = catalog_rows(home, REUSABLE)
         again = run_cli(["run", str(other)], home)
         assert again.returncode == 0, again.stderr[-3000:]
@@ -167,7 +206,38 @@ def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, t
         _recomputed_nothing(home, cli_run)
         assert catalog_rows(home, REUSABLE) == before
 
-        # 3. Schedules fire: retrain-nightly has upcoming runs; a 2-second schedule gets runs from the
+        # 3. The promotion gate while serve runs: a variant worse on dev keeps the champion, a better one
+        # replaces it (serve answers from it at the next request), a rollback brings the old one back.
+        t0 = time.monotonic()
+        served, url = _serve(home, env, tmp_path / "serve.log")
+        assert _served_model(url, "tiny-dep@champion") == first
+        worse = {**cfg, "pst": {**{k: v for k, v in cfg["pst"].items() if k != "lr_per_step"}, "lr": 1e-7}}
+        _prefect(["deployment", "run", "pipeline/demo", "--param", f"config_path={_variant(tmp_path, 'worse', worse)}",
+                  "--watch"], env, 600)
+        (kept_run, promotion), = catalog_rows(home, "SELECT run_id, promotion FROM runs ORDER BY started_at DESC LIMIT 1")
+        assert promotion == "kept" and _champion(home, "tiny-dep@champion") == first
+        assert _served_model(url, "tiny-dep@champion") == first
+        better = {**cfg, "pst": {k: v for k, v in cfg["pst"].items() if k != "final"}}  # PST's best step
+        _prefect(["deployment", "run", "pipeline/demo", "--param", f"config_path={_variant(tmp_path, 'better', better)}",
+                  "--watch"], env, 600)
+        promoted = _champion(home, "tiny-dep@champion")
+        assert promoted != first and _served_model(url, "tiny-dep@champion") == promoted  # no restart
+        states = Counter(r["state"]["name"] for r in _runs(api, "pipeline/demo"))
+        assert states == {"Promoted": 2, "Kept": 1, "Reused": 1}, states
+        kept = next(r for r in _runs(api, "pipeline/demo") if r["state"]["name"] == "Kept")
+        assert "kept" in kept["tags"] and "is below its" in kept["state"]["message"], kept["state"]
+        (art,) = _api(api, "/artifacts/filter", {"artifacts": {"key": {"any_": ["promotion-tiny-dep-champion"]}},
+                                                 "sort": "CREATED_DESC", "limit": 1})
+        assert f"`{promoted}`" in art["data"] and f"`{first}`" in art["data"] and "promoted" in art["data"]
+        assert "kept" in (home / "logs" / f"{kept_run}.log").read_text()  # the run summary's line
+        assert f"{promoted} -> {first}" in _cli("rollback", "tiny-dep@champion")  # in this process: serve is the other
+        assert _served_model(url, "tiny-dep@champion") == first
+        _stop(served)
+        served = None
+        print(f"the gate across the boundary (serve, a worse and a better deployment run, rollback): "
+              f"{time.monotonic() - t0:.1f}s")
+
+        # 4. Schedules fire: retrain-nightly has upcoming runs; a 2-second schedule gets runs from the
         # server's scheduler and the worker runs one (inputs unchanged: it ends 'unchanged').
         deadline = time.monotonic() + 60
         while not _runs(api, "pipeline/retrain-nightly", "SCHEDULED") and time.monotonic() < deadline:
@@ -192,9 +262,25 @@ def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, t
         for (scheduled,) in catalog_rows(home, "SELECT run_id FROM runs WHERE flow = 'pipeline' AND status = 'unchanged'"):
             assert "nothing to retrain" in _each_line_once(home / "logs" / f"{scheduled}.log")
     finally:
-        for p in (worker, server):  # workers stop before the server
+        for p in (served, worker, server):  # workers stop before the server
             if p is not None:
                 _stop(p)
+
+
+def _variant(tmp: Path, name: str, cfg: dict) -> Path:
+    path = tmp / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def _cli(*args: str) -> str:
+    """``defsentflow ARGS`` in this process (its stdout; a failure fails the test)."""
+    from defsentflow.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(list(args)) == 0, args
+    return out.getvalue()
 
 
 def _stop(p: subprocess.Popen) -> None:
