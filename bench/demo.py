@@ -52,9 +52,14 @@ def one_run(config: str, sets: list[str], home: Path) -> dict:
         raise SystemExit(f"the demo failed (rc {res.returncode}):\n{res.stderr[-3000:]}")
     (run_id, seconds), = _rows(home, "SELECT run_id, epoch(ended_at - started_at) FROM runs WHERE flow = 'pipeline'")
     stages = _rows(home, f"SELECT stage, seconds FROM stages WHERE run_id = '{run_id}' ORDER BY started_at")
+    # the selected model's id is its content (dsp-...); the run's name pst-<run> points at it
+    (model_id,), = _rows(home, f"SELECT model_id FROM model_names WHERE name = 'pst-{run_id}'")
     metrics = _rows(home, "SELECT task, setting, metric, round(value, 9) FROM metrics "
-                          f"WHERE model_id = 'pst-{run_id}' ORDER BY ALL")
-    return {"wall": wall, "run": float(seconds), "stages": stages, "metrics": metrics, "load": (load0, os.getloadavg()[0])}
+                          f"WHERE model_id = '{model_id}' ORDER BY ALL")
+    if not metrics:
+        raise SystemExit(f"no metric rows for the selected model {model_id} of run {run_id}")
+    return {"wall": wall, "run": float(seconds), "stages": stages, "metrics": metrics, "model_id": model_id,
+            "load": (load0, os.getloadavg()[0])}
 
 
 def main() -> None:
@@ -84,11 +89,12 @@ def main() -> None:
             print(f"data roots kept under {base}")
     figures = {f"{t}/{s}/{m}": v for t, s, m, v in runs[0]["metrics"]
                if m in ("spearman", "mrr") and s in ("all", "cosine", "head", "hybrid")}
-    print("selected model:", "; ".join(f"{k} {v:.4f}" for k, v in sorted(figures.items())))
+    print(f"selected model {runs[0]['model_id']}:", "; ".join(f"{k} {v:.4f}" for k, v in sorted(figures.items())))
     wall = statistics.median(r["wall"] for r in runs)
     run = statistics.median(r["run"] for r in runs)
     print(f"median wall {wall:.1f} s, median run {run:.1f} s over {len(runs)} fresh roots (budget {BUDGET_S:.0f} s)")
-    print(f"identical={'yes' if all(r['metrics'] == runs[0]['metrics'] for r in runs) else 'no'}")
+    same = all(r["metrics"] == runs[0]["metrics"] and r["model_id"] == runs[0]["model_id"] for r in runs)
+    print(f"identical={'yes' if same else 'no'} ({len(runs[0]['metrics'])} metric rows and the model id compared)")
     print(f"ratio={BUDGET_S / wall:.3f}")
 
 
