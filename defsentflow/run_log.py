@@ -43,8 +43,11 @@ def _where(record: logging.LogRecord) -> str:
 class _Formatter(logging.Formatter):
     """Time, level and flow/task name on every line; ``brief``: the first line only, no traceback."""
 
-    def __init__(self, brief: bool, datefmt: str):
-        super().__init__(_FORMAT, datefmt=datefmt)
+    def __init__(self, brief: bool, datefmt: str, msecs: bool = False):
+        # The file's lines carry milliseconds: two task runs of one name (Prefect adds 3 random hex
+        # digits) can finish in the same second, and their lines must stay told apart.
+        super().__init__(_FORMAT.replace("%(asctime)s", "%(asctime)s.%(msecs)03d") if msecs else _FORMAT,
+                         datefmt=datefmt)
         self.brief = brief
 
     def format(self, record: logging.LogRecord) -> str:
@@ -156,7 +159,7 @@ def run_log(path: Path, *, verbose: bool = False, terminal: bool = True) -> Iter
     _OPEN.add(path.resolve())
     file_handler = _LogFile(path, encoding="utf-8")
     file_handler.setLevel(logging.DEBUG)
-    file_handler.setFormatter(_Formatter(brief=False, datefmt="%Y-%m-%d %H:%M:%S"))
+    file_handler.setFormatter(_Formatter(brief=False, datefmt="%Y-%m-%d %H:%M:%S", msecs=True))
     file_handler.addFilter(_NoApiLinks())
     file_handler.addFilter(_Once())
     brief = _Formatter(brief=not verbose, datefmt="%H:%M:%S")

@@ -128,18 +128,25 @@ def heal_catalog(root: str | os.PathLike | None = None) -> dict[str, Any] | None
         return None
     if next(records_module.iter_record_files(root), None) is None and not rows_module.row_record_files(root, "run"):
         return None
-    counts = rebuild_catalog(root)
+    cat = Catalog(root)
+    with cat.exclusive():
+        # Checked again under the writer lock: another process's run may have started on this root
+        # meanwhile (two runs or sweep points on a fresh root), and its catalog is live, not lost.
+        if _catalog_in_use(root):
+            return None
+        counts = _rebuild(cat)
     for line in counts["problems"]:
         log.warning("record refused and moved to quarantine/records/: %s", line)
     return counts
 
 
 def _catalog_in_use(root: Path) -> bool:
-    """Whether ``root`` has a readable catalog holding artifacts (nothing to heal)."""
+    """Whether ``root`` has a readable catalog holding artifacts or runs (nothing to heal: a run writes
+    its ``runs`` row before any record, so a catalog with one is live, not lost)."""
     if not (root / "catalog.duckdb").exists():
         return False
     try:
-        return bool(Catalog(root).query("SELECT count(*) AS n FROM artifacts")[0]["n"])
+        return bool(Catalog(root).query("SELECT (SELECT count(*) FROM artifacts) + (SELECT count(*) FROM runs) AS n")[0]["n"])
     except CatalogError:  # corrupt (a full disk, a crash): rebuilt, the corrupt file kept aside
         return False
 
