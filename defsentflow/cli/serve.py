@@ -46,12 +46,17 @@ def _serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port must be 0..65535, got {args.port}")
     os.environ["DEFSENTFLOW_QUIET"] = "1"  # no progress bars per request
+    from defsentflow.encoders.loading import pick_device
     from defsentflow.serve import create_app
     from defsentflow.serve.server import PortInUseError, listen, run_server
     from defsentflow.storage import Catalog
 
+    try:  # every flag is checked before the port is taken: a bad --device is its own line, busy port or not
+        pick_device(args.device)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
     try:
-        sock = listen(args.host, args.port)  # first: a port in use is one line, before anything else is said
+        sock = listen(args.host, args.port)  # then the port: one line when it is in use, before anything is said
     except PortInUseError as exc:
         raise UserError(exc.strerror) from None
 

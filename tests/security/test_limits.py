@@ -143,3 +143,16 @@ def test_a_read_only_root_is_one_line_for_every_writing_command(home, capsys, mo
         err = without_root_line(capsys.readouterr().err)
         assert "the data root is read-only" in err and err.count("\n") == 1, err
     assert main(["leaderboard"]) == 0  # reading still works
+
+
+def test_a_bad_device_is_said_even_when_the_port_is_busy(home, capsys):
+    """``serve --device cuda:7`` named the busy port 8000 instead (CI, 2026-11-28): flags come first."""
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert main(["serve", "--device", "cuda:7", "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert "device 'cuda:7': this machine has" in err and str(port) not in err and err.count("\n") == 1, err
