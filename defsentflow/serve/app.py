@@ -280,10 +280,14 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
     async def page_revdict(q: str | None = None, model: str | None = None, k: str = "10",
                            beside: str | None = None) -> HTMLResponse:
         indexes = catalog.indexes()
+        served_ids = {i.model_id for i in indexes}
+        # the aliases whose model has an index, offered first: the page follows a promotion like the API
+        aliases = [{**h, "since": str(h["since"])[:19]} for h in catalog.alias_holders() if h["model_id"] in served_ids]
         example = q is None and bool(indexes)
         if example:  # the page opens with a look-up, not an empty box
             q = EXAMPLE_QUERY
-        ctx: dict[str, Any] = {"indexes": indexes, "q": q, "model": model, "k": k, "hits": None, "error": None,
+        ctx: dict[str, Any] = {"indexes": indexes, "aliases": aliases, "q": q, "model": model, "k": k, "hits": None,
+                               "error": None,
                                "served": None, "max_query": MAX_QUERY_CHARS, "max_k": MAX_K, "example": example,
                                "beside": beside or None, "beside_hits": None, "beside_served": None}
         status = 200

@@ -80,11 +80,14 @@ places closest, each with the one of its definitions nearest to yours. Pick a se
 <label for="q">Definition</label>
 <textarea id="q" name="q" maxlength="{{ max_query }}" required>{{ q or "" }}</textarea>
 <label for="model">Model</label>
-<select id="model" name="model">{% for i in indexes %}
+<select id="model" name="model">{% if aliases %}<optgroup label="Aliases">{% for a in aliases %}
+<option value="{{ a.alias }}"{% if a.alias == model %} selected{% endif %}>{{ a.alias }}: {{ a.model_id }} since {{ a.since }}</option>{% endfor %}
+</optgroup><optgroup label="Models">{% endif %}{% for i in indexes %}
 <option value="{{ i.model_id }}"{% if i.model_id == model %} selected{% endif %}>{{ i.label }}</option>{% endfor %}
-</select>
+{% if aliases %}</optgroup>{% endif %}</select>
 <label for="beside">Beside it</label>
-<select id="beside" name="beside"><option value="">(none)</option>{% for i in indexes %}
+<select id="beside" name="beside"><option value="">(none)</option>{% for a in aliases %}
+<option value="{{ a.alias }}"{% if a.alias == beside %} selected{% endif %}>{{ a.alias }}: {{ a.model_id }}</option>{% endfor %}{% for i in indexes %}
 <option value="{{ i.model_id }}"{% if i.model_id == beside %} selected{% endif %}>{{ i.label }}</option>{% endfor %}
 </select>
 <label for="k">Entries</label>

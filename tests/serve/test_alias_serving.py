@@ -100,3 +100,31 @@ def test_an_unknown_or_malformed_alias_is_refused(two_served, monkeypatch, model
     with TestClient(create_app()) as client:
         r = client.get("/api/revdict", params={"q": "a dog", "model": model})
     assert r.status_code == status and text in r.text, r.text
+
+
+def test_the_page_offers_each_alias_and_answers_from_its_model(two_served, monkeypatch):
+    """The reverse-dictionary page lists demo@champion first (with the model it serves and since when);
+    picking it answers from that model, and after a promotion from the new one."""
+    from fastapi.testclient import TestClient
+
+    from defsentflow.registry import record_change, rollback
+    from defsentflow.serve import create_app
+    from defsentflow.storage import Catalog
+
+    monkeypatch.setenv("DEFSENTFLOW_HOME", str(two_served))
+    with TestClient(create_app()) as client:
+        page = client.get("/revdict")
+        assert page.status_code == 200
+        assert '<optgroup label="Aliases">' in page.text and '<option value="demo@champion">demo@champion: model-a since' \
+            in page.text
+        assert page.text.index('value="demo@champion"') < page.text.index('value="model-a"')
+        picked = client.get("/revdict", params={"q": "a dog", "model": "demo@champion", "k": 2})
+        assert picked.status_code == 200 and '<option value="demo@champion" selected>' in picked.text
+        assert '<div class="hits"><p class="muted">model-a (' in picked.text  # answered by the alias's model
+        record_change(Catalog(), "demo@champion", "model-b", action="promote")
+        try:
+            after = client.get("/revdict", params={"q": "a dog", "model": "demo@champion", "k": 2})
+            assert "demo@champion: model-b since" in after.text
+            assert '<div class="hits"><p class="muted">model-b (' in after.text  # no restart
+        finally:
+            rollback(Catalog(), "demo@champion")
