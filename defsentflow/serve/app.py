@@ -220,12 +220,11 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
     @app.get("/api/models")
     def api_models() -> list[dict[str, Any]]:
         """Each served index; ``serves``: the aliases that name its model now, and since when."""
-        held: dict[str, list[dict[str, Any]]] = {}
-        for h in catalog.alias_holders():  # read now: an alias moves without a restart
-            held.setdefault(h["model_id"], []).append({"alias": h["alias"], "since": str(h["since"])[:19]})
+        indexes = catalog.indexes()
+        serves = catalog.aliases_served(indexes)
         return [{"model": i.model_id, "aliases": list(i.aliases), "mode": i.mode, "dictionary": i.dictionary,
                  "n_entries": i.n_entries, "measured_mrr": i.measured_mrr,
-                 "serves": [a for m in i.aliases for a in held.get(m, [])]} for i in catalog.indexes()]
+                 "serves": [{"alias": a["alias"], "since": a["since"]} for a in serves[i.model_id]]} for i in indexes]
 
     @app.get("/api/leaderboard")
     def api_leaderboard(run: str | None = Query(None, max_length=200, pattern=ID_PATTERN)) -> dict[str, Any]:
@@ -280,9 +279,9 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
     async def page_revdict(q: str | None = None, model: str | None = None, k: str = "10",
                            beside: str | None = None) -> HTMLResponse:
         indexes = catalog.indexes()
-        served_ids = {i.model_id for i in indexes}
         # the aliases whose model has an index, offered first: the page follows a promotion like the API
-        aliases = [{**h, "since": str(h["since"])[:19]} for h in catalog.alias_holders() if h["model_id"] in served_ids]
+        aliases = sorted({a["alias"]: a for held in catalog.aliases_served(indexes).values() for a in held}.values(),
+                         key=lambda a: a["alias"])  # once each, though a model may have several indexes
         example = q is None and bool(indexes)
         if example:  # the page opens with a look-up, not an empty box
             q = EXAMPLE_QUERY

@@ -168,6 +168,14 @@ class ServeCatalog:
         where, params = ("WHERE alias = ?", [alias]) if alias else ("", [])
         return self.query(f"SELECT alias, model_id, since FROM alias_holders {where} ORDER BY alias", params)
 
+    def aliases_served(self, indexes: list[ServedIndex]) -> dict[str, list[dict[str, Any]]]:
+        """Index model id -> the aliases that name its model now (any of its ids), each ``{alias,
+        model_id, since}`` with ``since`` to the second; read now: an alias moves without a restart."""
+        held: dict[str, list[dict[str, Any]]] = {}
+        for h in self.alias_holders():
+            held.setdefault(h["model_id"], []).append({**h, "since": str(h["since"])[:19]})
+        return {i.model_id: [a for m in i.aliases for a in held.get(m, [])] for i in indexes}
+
     def _inside(self, path: str) -> bool:
         """Whether ``path`` lies inside the data root once its links are followed (else never served)."""
         try:
