@@ -62,7 +62,7 @@ class Scan:
     left_out: list[str] = field(default_factory=list)  # records left in place, unused: they name what is not trusted
 
 
-def rebuild_catalog(root: str | os.PathLike | None = None) -> dict[str, Any]:
+def rebuild_catalog(root: str | os.PathLike | None = None, *, only_if_lost: bool = False) -> dict[str, Any] | None:
     """Rebuild the catalog's tables from the records under the data root, in one transaction, holding
     the catalog's writer lock for the whole run (writers of other processes wait, saying so).
 
@@ -71,7 +71,10 @@ def rebuild_catalog(root: str | os.PathLike | None = None) -> dict[str, Any]:
     ``"left_out"`` (one line per record left in place because it names something not trusted),
     ``"corrupt_moved": 1`` when a corrupt catalog was kept aside as ``catalog.duckdb.corrupt-<time>``
     and ``"records_written"`` for artifacts registered before records existed. A missing catalog is
-    created; a rebuild of a complete catalog changes nothing.
+    created; a rebuild of a complete catalog changes nothing. ``only_if_lost`` (the heal a run starts
+    with): None, nothing done, when the catalog holds artifacts or runs once the lock is held: another
+    process's run may have started on this root meanwhile (two runs or sweep points on a fresh root),
+    and its catalog is live, not lost.
 
     Raises:
         CatalogError: the catalog cannot be written (a read-only data root), one line.
@@ -81,7 +84,7 @@ def rebuild_catalog(root: str | os.PathLike | None = None) -> dict[str, Any]:
         raise ValueError(f"no data root at {root}")
     cat = Catalog(root)
     with cat.exclusive():
-        return _rebuild(cat)
+        return None if only_if_lost and _catalog_in_use(root) else _rebuild(cat)
 
 
 def _rebuild(cat: Catalog) -> dict[str, Any]:
@@ -121,20 +124,16 @@ def _rebuild(cat: Catalog) -> dict[str, Any]:
 def heal_catalog(root: str | os.PathLike | None = None) -> dict[str, Any] | None:
     """Rebuild a missing, emptied or corrupt catalog from the records under the data root (what a run
     does when it starts, and what a writing command does after a crash or a full disk left the catalog
-    unreadable; each refused record is a warning, one line); None when the catalog has artifacts
-    already or there are no records."""
+    unreadable; each refused record is a warning, one line); None when the catalog holds artifacts
+    or runs already (checked again under the writer lock) or there are no records."""
     root = data_root(root)
     if _catalog_in_use(root):
         return None
     if next(records_module.iter_record_files(root), None) is None and not rows_module.row_record_files(root, "run"):
         return None
-    cat = Catalog(root)
-    with cat.exclusive():
-        # Checked again under the writer lock: another process's run may have started on this root
-        # meanwhile (two runs or sweep points on a fresh root), and its catalog is live, not lost.
-        if _catalog_in_use(root):
-            return None
-        counts = _rebuild(cat)
+    counts = rebuild_catalog(root, only_if_lost=True)  # checked again under the writer lock
+    if counts is None:
+        return None
     for line in counts["problems"]:
         log.warning("record refused and moved to quarantine/records/: %s", line)
     return counts
