@@ -10,6 +10,7 @@ cache hit: a killed claims run resumes where it stopped. The rows go to ``claim_
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -104,24 +105,27 @@ def measure_claims(claims: ClaimsConfig, plan: ArmPlan, runs: dict[str, str], ca
     # the DefSent+ paper trains through the pooler: a control that does not says so on each PST claim
     no_pooler = None if claims.base["pst"].get("use_pooler", True) else "DefSent+ arms without the pooler (pst.use_pooler: false)"
     found: list[tuple[str, int, dict[str, str], float | None, tuple[Series, ...], str | None, Judgement]] = []
-    for i, claim in enumerate(spec.claims, 1):
-        arms = {a: runs[a] for a in plan.needs.get(claim, []) if a in runs}
-        secs = sum((seconds or {}).get(a, 0.0) for a in arms) if seconds else None
-        if claim in plan.untestable:
-            reason = f"{CANNOT} ({plan.untestable[claim]})"
-            found.append((claim, i, arms, secs, (), None, Judgement(reason, None, None, None, None, None, 0)))
-            continue
-        series, note = claim_series(claim, plan, arms, fig, seeds=list(spec.seeds), steps=spec.steps,
-                                    entries=list(spec.entries), ica_step=spec.ica_step,
-                                    pretrain_seeds=list(spec.pretrain_seeds), statistic=spec.isotropy_statistic,
-                                    pooling=pooling, wordpred_task=wordpred_task)
-        checks = claim_checks(claim, plan, arms, fig, seeds=list(spec.seeds), entries=list(spec.entries),
-                              series=series, pooling=pooling, wordpred_task=wordpred_task)
-        missing = [a for a in plan.needs.get(claim, []) if a not in runs]
-        pst_arms = any(not a.startswith(("defsent", "raw")) for a in plan.needs.get(claim, []))
-        note = "; ".join(x for x in (note, no_pooler if pst_arms else None,
-                                     f"arms without a completed run: {', '.join(missing)}" if missing else None) if x) or None
-        found.append((claim, i, arms, secs, tuple(series), note, judge(series, checks)))
+    with contextlib.ExitStack() as held:
+        if hasattr(catalog, "session"):  # one open of the catalog file for every figure read
+            held.enter_context(catalog.session(read_only=True))
+        for i, claim in enumerate(spec.claims, 1):
+            arms = {a: runs[a] for a in plan.needs.get(claim, []) if a in runs}
+            secs = sum((seconds or {}).get(a, 0.0) for a in arms) if seconds else None
+            if claim in plan.untestable:
+                reason = f"{CANNOT} ({plan.untestable[claim]})"
+                found.append((claim, i, arms, secs, (), None, Judgement(reason, None, None, None, None, None, 0)))
+                continue
+            series, note = claim_series(claim, plan, arms, fig, seeds=list(spec.seeds), steps=spec.steps,
+                                        entries=list(spec.entries), ica_step=spec.ica_step,
+                                        pretrain_seeds=list(spec.pretrain_seeds), statistic=spec.isotropy_statistic,
+                                        pooling=pooling, wordpred_task=wordpred_task)
+            checks = claim_checks(claim, plan, arms, fig, seeds=list(spec.seeds), entries=list(spec.entries),
+                                  series=series, pooling=pooling, wordpred_task=wordpred_task)
+            missing = [a for a in plan.needs.get(claim, []) if a not in runs]
+            pst_arms = any(not a.startswith(("defsent", "raw")) for a in plan.needs.get(claim, []))
+            note = "; ".join(x for x in (note, no_pooler if pst_arms else None,
+                                         f"arms without a completed run: {', '.join(missing)}" if missing else None) if x) or None
+            found.append((claim, i, arms, secs, tuple(series), note, judge(series, checks)))
     judged = judge_family([f[-1] for f in found])
     away = tuple(departures(claims.base, spec))
     return [ClaimRow(claim, i, series, j.holds, None if j.p is None else j.p < 0.05, j.verdict, j.effect, j.diff_sd,

@@ -109,8 +109,9 @@ def resolve_dictionary(name_or_key: str, root: str | os.PathLike | None = None) 
         KeyError: no such dataset or dictionary artifact (or its files are gone).
     """
     cat = Catalog(root)
-    rows: list[dict[str, Any]] = []
-    if cat.path.exists():
+    if not cat.path.exists():
+        raise KeyError(f"no dictionary dataset or artifact {name_or_key!r} in {cat.path}")
+    with cat.session(read_only=True):  # one open of the catalog file for both reads
         try:
             rows = cat.query(
                 "SELECT a.artifact_key, a.path FROM artifacts a LEFT JOIN dictionaries d USING (artifact_key) "
@@ -118,11 +119,12 @@ def resolve_dictionary(name_or_key: str, root: str | os.PathLike | None = None) 
                 "ORDER BY (d.name = ?) DESC NULLS LAST LIMIT 1", [name_or_key, name_or_key, name_or_key])
         except duckdb.CatalogException:
             rows = []
-    if not rows:
-        raise KeyError(f"no dictionary dataset or artifact {name_or_key!r} in {cat.path}")
-    path = Path(rows[0]["path"])
-    if read_summary(path) is None or cat.artifact(rows[0]["artifact_key"]) is None:
-        raise KeyError(f"dictionary {name_or_key!r}: artifact files under {path} are missing or changed; ingest it again")
+        if not rows:
+            raise KeyError(f"no dictionary dataset or artifact {name_or_key!r} in {cat.path}")
+        path = Path(rows[0]["path"])
+        if read_summary(path) is None or cat.artifact(rows[0]["artifact_key"]) is None:
+            raise KeyError(f"dictionary {name_or_key!r}: artifact files under {path} are missing or changed; "
+                           "ingest it again")
     return rows[0]["artifact_key"], path
 
 

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass
@@ -118,6 +119,16 @@ def find_model(name: str | os.PathLike, *, root: str | os.PathLike | None = None
     """
     text = str(name).strip()
     cat = _catalog(root) if catalog else None
+    with contextlib.ExitStack() as held:
+        if cat is not None:
+            try:  # one open of the catalog file for the lookups below (Catalog.session)
+                held.enter_context(cat.session(read_only=True))
+            except (CatalogError, OSError):
+                pass  # an unreadable catalog: each lookup says so as before (the other ways still work)
+        return _find(text, cat)
+
+
+def _find(text: str, cat: Catalog | None) -> ModelRef:
     if found := _registered(cat, text):
         return ModelRef(text, found[0], found[1], "catalog")
     if text in BUNDLED_ALIASES or text.lower() == "sentence-transformers/all-minilm-l6-v2":

@@ -127,9 +127,10 @@ def record_evaluation(catalog: Any, model_id: str, result: EvalResult, *, run_id
     if bad:
         raise NonFiniteError(f"model {model_id}: finite-value check failed: {len(bad)} of {len(rows)} scores are NaN "
                              f"or infinite (first: {bad[0]['task']} {bad[0]['metric']}); nothing recorded")
-    if Path(result.model).exists():
-        # The id scores are filed under names the model (a row already filed keeps its fields): the
-        # one writer of models rows, by the name a user passes for a model made elsewhere.
-        catalog.register_model(model_id, portable_model_name(result.model), keep=True)
-    catalog.record_metrics(model_id, rows, run_id=run_id)
+    with catalog.session():  # one open of the catalog file for both writes
+        if Path(result.model).exists():
+            # The id scores are filed under names the model (a row already filed keeps its fields): the
+            # one writer of models rows, by the name a user passes for a model made elsewhere.
+            catalog.register_model(model_id, portable_model_name(result.model), keep=True)
+        catalog.record_metrics(model_id, rows, run_id=run_id)
     return len(rows)

@@ -370,7 +370,9 @@ def build_report(run_id: str, *, out_dir: str | os.PathLike | None = None, catal
     default = report_dir(run_id, cat.root)
     given = Path(out_dir) if out_dir is not None else default
     final = given.expanduser().resolve()
-    with output_dir(given, command="report", root=cat.root, default=default) as tmp:
+    # One open of the catalog file for the report's few dozen reads (Catalog.session): the sections
+    # read and plot in turn, about a second in all, during which other processes wait for the file.
+    with output_dir(given, command="report", root=cat.root, default=default) as tmp, cat.session(read_only=cat.reader):
         ctx = _Ctx(cat, run_id, tmp)
         board = load_leaderboard(cat, run_id=run_id)
         lines = summary_section(run_facts(ctx.rows, runs[0], status), board, ctx.image, markdown_table)

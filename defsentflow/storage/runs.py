@@ -66,8 +66,9 @@ def recorded_run(catalog: Any, flow: str, run_id: str | None, *, config: Any = N
     if run_id is None:
         yield record
         return
-    mark_interrupted_runs(catalog)  # earlier runs killed outright: closed before this one opens
-    catalog.start_run(flow, config=config, config_hash=config_hash, run_id=run_id)
+    with catalog.session():  # one open of the file for both (catalog.py: Catalog.session)
+        mark_interrupted_runs(catalog)  # earlier runs killed outright: closed before this one opens
+        catalog.start_run(flow, config=config, config_hash=config_hash, run_id=run_id)
     try:
         yield record
     except BaseException as exc:

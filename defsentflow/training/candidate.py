@@ -371,13 +371,12 @@ def run_candidate(spec: CandidateSpec, scorer: Scorer) -> dict[str, Any]:
 # -- in the flow process ----------------------------------------------------------------------------------
 def _registered(cat: Any, spec: CandidateSpec) -> Candidate | None:
     """The scored candidate when the catalog holds its score (and model) artifacts, else None."""
-    found = cat.artifact(spec.score_key)
-    if found is None:
+    with cat.session(read_only=True):  # one open of the catalog file for both lookups
+        found = cat.artifact(spec.score_key)
+        model = cat.artifact(spec.candidate.artifact_key) if found is not None and spec.train is not None else None
+    if found is None or (spec.train is not None and model is None):
         return None
     if spec.train is not None:
-        model = cat.artifact(spec.candidate.artifact_key)
-        if model is None:
-            return None
         spec = dataclasses.replace(spec, candidate=dataclasses.replace(spec.candidate, model_dir=model["path"]))
     return _scored(spec, json.loads(Path(found["path"]).read_text()))
 

@@ -280,22 +280,23 @@ def finish_pst(section: PstSection, run_id: str, history: Sequence[StepResult], 
     meta = {"winner_step": winner.step, "winner_model_id": winner.model_id, "pooling": winner.pooling,
             "selection_metric": winner.metric, "selection_score": winner.score, "reason": reason, "note": notes,
             "selection_rule": section.selection_rule, "selection_column": winner.column}
-    with cat.transaction() as con:
-        cat.register_artifact(key, "pst_result", record_path, hash_path(record_path), name=alias, run_id=run_id,
-                              meta=meta, con=con)
-        con.execute("DELETE FROM pst_runs WHERE run_id = ?", [run_id])
-        con.execute(
-            "INSERT INTO pst_runs (run_id, base_model, dictionary, steps_run, winner_step, winner_model_id, "
-            "model_id, selection_metric, selection_score, reason, note, record_path, seconds, selection_rule, "
-            "train_entries, selection_column) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [run_id, section.base_model, section.dictionary, history[-1].step, winner.step, winner.model_id, alias,
-             winner.metric, winner.score, reason, notes, cat.rel(record_path), seconds, section.selection_rule,
-             section.train_entries, winner.column],
-        )
-    # the winner is filed already (a trained candidate's record, or step 0's base model): the run's
-    # name for it is an alias, the row keeps its own fields
-    cat.register_model(winner.model_id, winner.model_dir, base_model=section.base_model, pooling=winner.pooling,
-                       run_id=run_id, names=[(alias, "run")], keep=True)
+    with cat.session():  # one open of the catalog file for the rows and the winner's names
+        with cat.transaction() as con:
+            cat.register_artifact(key, "pst_result", record_path, hash_path(record_path), name=alias, run_id=run_id,
+                                  meta=meta, con=con)
+            con.execute("DELETE FROM pst_runs WHERE run_id = ?", [run_id])
+            con.execute(
+                "INSERT INTO pst_runs (run_id, base_model, dictionary, steps_run, winner_step, winner_model_id, "
+                "model_id, selection_metric, selection_score, reason, note, record_path, seconds, selection_rule, "
+                "train_entries, selection_column) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [run_id, section.base_model, section.dictionary, history[-1].step, winner.step, winner.model_id, alias,
+                 winner.metric, winner.score, reason, notes, cat.rel(record_path), seconds, section.selection_rule,
+                 section.train_entries, winner.column],
+            )
+        # the winner is filed already (a trained candidate's record, or step 0's base model): the run's
+        # name for it is an alias, the row keeps its own fields
+        cat.register_model(winner.model_id, winner.model_dir, base_model=section.base_model, pooling=winner.pooling,
+                           run_id=run_id, names=[(alias, "run")], keep=True)
     return result
 
 
@@ -320,9 +321,10 @@ def run_pst(section: PstSection, *, run_id: str, root: str | os.PathLike | None 
         stop_note = ""
 
         def finished(result: StepResult) -> None:
-            record_step(run_id, result, root=root)
-            cat.record_stage(run_id, f"pst-step-{result.step}", "cached" if result.cached else "completed",
-                             cache_key=result.key, seconds=result.seconds)
+            with cat.session():  # one open of the catalog file for both writes
+                record_step(run_id, result, root=root)
+                cat.record_stage(run_id, f"pst-step-{result.step}", "cached" if result.cached else "completed",
+                                 cache_key=result.key, seconds=result.seconds)
             history.append(result)
             if on_step is not None:
                 on_step(result)

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import os
 
-import pyarrow.parquet as pq
 import pytest
 
 from defsentflow.corpus import (
@@ -12,7 +11,6 @@ from defsentflow.corpus import (
     ingest_corpus,
     load_chunks,
     load_sentences,
-    read_documents,
 )
 from defsentflow.storage import Catalog
 
@@ -84,16 +82,3 @@ def test_embedded_sample(home):
     assert first[3] == ("It is a truth universally acknowledged, that a single man in possession "
                         "of a good fortune, must be in want of a wife.")
     assert res.documents == 1 and res.sentences > 500
-
-
-@pytest.mark.slow
-def test_bbc(home, shared_data):
-    bbc = shared_data / "corpus" / "bbc"
-    res = ingest_corpus([bbc], "bbc")
-    assert (res.documents, res.quarantined, res.repaired) == (2225, 0, 1)
-    read = read_documents([bbc])
-    sents = load_sentences("bbc")
-    assert sents.num_rows == res.sentences and pq.read_metadata(res.path / "chunks.parquet").num_rows == res.chunks
-    assert len(set(sents.column("doc_id").to_pylist())) == len(read.documents) == 2225
-    (q,) = Catalog().query("SELECT file, line FROM quarantine WHERE dataset = 'bbc'")
-    assert q["file"].endswith("sport/199.txt") and q["line"] == 5
