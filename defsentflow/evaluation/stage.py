@@ -52,11 +52,12 @@ def record_step(model: dict[str, Any], evaluated: dict[str, Any], run_id: str, r
     """File the rows under the model id and this run; record the stage (computed or cached)."""
     cat = Catalog(root)
     result = EvalResult(model["path"], evaluated["pooling"], tuple(evaluated["rows"]), evaluated["seconds"])
-    n = record_evaluation(cat, model["model_id"], result, run_id=run_id)
     cached = evaluated.get("cached", False)
-    cat.record_stage(run_id, "evaluate-model", "cached" if cached else "completed",
-                     seconds=None if cached else sum(evaluated["seconds"].values()),
-                     note=f"{n} metric rows for {model['model_id']}")
+    with cat.session():  # one open of the catalog file for the rows and the stage
+        n = record_evaluation(cat, model["model_id"], result, run_id=run_id)
+        cat.record_stage(run_id, "evaluate-model", "cached" if cached else "completed",
+                         seconds=None if cached else sum(evaluated["seconds"].values()),
+                         note=f"{n} metric rows for {model['model_id']}")
     return n
 
 
