@@ -10,7 +10,6 @@ cache hit: a killed claims run resumes where it stopped. The rows go to ``claim_
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -105,9 +104,7 @@ def measure_claims(claims: ClaimsConfig, plan: ArmPlan, runs: dict[str, str], ca
     # the DefSent+ paper trains through the pooler: a control that does not says so on each PST claim
     no_pooler = None if claims.base["pst"].get("use_pooler", True) else "DefSent+ arms without the pooler (pst.use_pooler: false)"
     found: list[tuple[str, int, dict[str, str], float | None, tuple[Series, ...], str | None, Judgement]] = []
-    with contextlib.ExitStack() as held:
-        if hasattr(catalog, "session"):  # one open of the catalog file for every figure read
-            held.enter_context(catalog.session(read_only=True))
+    with catalog.session(read_only=True):  # one open of the catalog file for every figure read
         for i, claim in enumerate(spec.claims, 1):
             arms = {a: runs[a] for a in plan.needs.get(claim, []) if a in runs}
             secs = sum((seconds or {}).get(a, 0.0) for a in arms) if seconds else None

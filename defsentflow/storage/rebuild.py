@@ -110,9 +110,8 @@ def _rebuild(cat: Catalog) -> dict[str, Any]:
         _restore(con, root, scan, types)
     counts: dict[str, Any] = {"records": len(scan.artifacts),
                               "row_records": len(scan.models) + len(scan.runs) + len(scan.sweeps) + len(scan.aliases)}
-    with cat.session(read_only=True):  # one open of the catalog file for the six counts
-        for table in ("artifacts", "models", "metrics", "runs", "dictionaries", "alias_changes"):
-            counts[table] = cat.query(f"SELECT count(*) AS n FROM {table}")[0]["n"]
+    tables = ("artifacts", "models", "metrics", "runs", "dictionaries", "alias_changes")
+    counts.update(cat.query("SELECT " + ", ".join(f"(SELECT count(*) FROM {t}) AS {t}" for t in tables))[0])
     counts.update(refused=len(scan.refused), quarantined=quarantined, left_out=scan.left_out, returned=returned,
                   problems=[f"{f.relative_to(root).as_posix()}: {why}" for f, why in scan.refused])
     if moved:
