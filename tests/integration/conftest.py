@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import tiny_pipeline_utils
 from filelock import FileLock
-from tiny_pipeline_utils import ONE_THREAD, final_metrics, raw_ci_config, run_cli, tiny_config
+from tiny_pipeline_utils import cli_here, final_metrics, raw_ci_config, run_cli, tiny_config
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -61,7 +61,7 @@ def _once_per_session(tmp_path_factory, name: str, build: Callable[[Path], dict]
 @pytest.fixture(scope="session")
 def raw_ci_encoder(tmp_path_factory, shared_data) -> RawEncoder:
     """The raw encoder of both positive controls, pretrained once per test session (ingest of OEWN
-    and pretraining, through the CLI, one thread) by the first test process that asks for it."""
+    and pretraining, through the CLI in that process, one thread) by the first test process that asks for it."""
     for needed in ("oewn/yaml", "corpus/bbc", "corpus/gutenberg"):
         if not (shared_data / needed).exists():
             pytest.skip(f"{shared_data / needed} is missing")
@@ -71,7 +71,7 @@ def raw_ci_encoder(tmp_path_factory, shared_data) -> RawEncoder:
         t0 = time.monotonic()
         for args in (["ingest", "dictionary", "--source", "oewn", str(shared_data / "oewn" / "yaml"), "--name", "oewn"],
                      ["pretrain", str(config)]):
-            res = run_cli(args, home, timeout=1500, env=ONE_THREAD)
+            res = cli_here(args, home, one_thread=True)
             assert res.returncode == 0, res.stderr[-4000:]
         # "<model id> (300 steps, loss 10.0 -> 7.8) -> <directory>"
         model_id, model_dir = next((line.split()[0], line.rsplit(" -> ", 1)[1])
@@ -93,7 +93,7 @@ def tiny_first_run(tmp_path_factory, tiny_bert_dir) -> tuple[Path, Path, float, 
     def first_run(base: Path) -> dict:
         config, home = tiny_config(base, tiny_bert_dir), base / "home"
         t0 = time.monotonic()
-        res = run_cli(["run", str(config)], home)
+        res = run_cli(["run", str(config)], home)  # a subprocess: its time spreads the kill test's kills over a whole run
         assert res.returncode == 0, res.stderr[-3000:]
         seconds = time.monotonic() - t0
         shutil.copytree(home, base / "pristine", symlinks=True)  # before any test runs in `home` again

@@ -5,7 +5,7 @@ keyed by every setting that changes them (issue 41, item 2)."""
 from __future__ import annotations
 
 import pytest
-from tiny_pipeline_utils import catalog_rows, run_cli
+from tiny_pipeline_utils import catalog_rows, cli_here
 
 pytestmark = [pytest.mark.slow]
 
@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.slow]
 def test_bf16_recomputes_step_0_and_completes(tiny_finished_root):
     config, home, _ = tiny_finished_root
     # one PST step is enough: step 0 (the same untrained model) is what a bf16 run must not reuse
-    res = run_cli(["run", str(config), "--set", "pst.autocast=bf16", "--set", "pst.steps=1"], home)
+    res = cli_here(["run", str(config), "--set", "pst.autocast=bf16", "--set", "pst.steps=1"], home)  # in this process
     assert res.returncode == 0, res.stderr[-3000:]
     assert "Traceback" not in res.stderr
     runs = catalog_rows(home, "SELECT run_id, selection_column, winner_model_id FROM pst_runs ORDER BY created_at")

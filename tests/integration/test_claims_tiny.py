@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tiny_pipeline_utils import catalog_rows, run_cli
+from tiny_pipeline_utils import catalog_rows, cli_here
 
 from tests.golden import expect_figure
 
@@ -28,7 +28,7 @@ def test_claims_run_records_the_table(tiny_pipeline: Path, tmp_path):
         "name": "claims-tiny", "base": str(tiny_pipeline), "seeds": [0, 1], "steps": 2,
         "claims": ["later_steps_beat_step_1", "entry_space_more_isotropic"]}))
     t0 = time.perf_counter()
-    first = run_cli(["claims", str(claims)], home, timeout=900)
+    first = cli_here(["claims", str(claims)], home)  # in this process: the subject is the claims path, not a process
     assert first.returncode == 0, first.stderr[-3000:]
     assert "last step beats step 1" in first.stdout and "claims run" in first.stdout
     print(f"\ntiny claims run: {time.perf_counter() - t0:.0f}s")
@@ -55,11 +55,11 @@ def test_claims_run_records_the_table(tiny_pipeline: Path, tmp_path):
     report = Path(home / "reports" / later[5] / "report.md").read_text()
     assert "## Claims" in report and "img/claims.png" in report
 
-    again = run_cli(["claims", str(claims)], home, timeout=600)
+    again = cli_here(["claims", str(claims)], home)
     assert again.returncode == 0, again.stderr[-3000:]
     runs = catalog_rows(home, "SELECT count(*) FROM runs WHERE flow = 'pipeline'")[0][0]
     assert runs == 2  # nothing rerun: both arms had completed
     latest = catalog_rows(home, "SELECT claims_run_id, series FROM claims WHERE latest ORDER BY position")
     assert latest[0][0] != later[5] and json.loads(latest[0][1]) == json.loads(later[2])
-    shown = run_cli(["claims", str(claims), "--show"], home)
+    shown = cli_here(["claims", str(claims), "--show"], home)
     assert shown.returncode == 0 and "entry space grows more isotropic" in shown.stdout

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tiny_pipeline_utils import ONE_THREAD, catalog_rows, run_cli
+from tiny_pipeline_utils import catalog_rows, cli_here
 
 from tests.golden import expect_figure
 
@@ -36,7 +36,7 @@ def test_one_defsent_plus_step_improves_a_raw_pretrained_encoder(shared_data, ra
     # the raw encoder's data root: `run` finds the dictionary and the pretraining done (cached stages)
     home, config = raw_ci_encoder.home, raw_ci_encoder.config
     t0 = time.perf_counter()
-    run = run_cli(["run", str(config)], home, timeout=1500, env=ONE_THREAD)
+    run = cli_here(["run", str(config)], home, one_thread=True)
     seconds = time.perf_counter() - t0
     assert run.returncode == 0, run.stderr[-4000:]
 
@@ -55,8 +55,8 @@ def test_one_defsent_plus_step_improves_a_raw_pretrained_encoder(shared_data, ra
 
     # The product's own record agrees: PST chose step 1, and best-model names both encoders.
     assert catalog_rows(home, "SELECT winner_step FROM pst_runs WHERE run_id = ?", [run_id]) == [(1,)]
-    raw_dir = run_cli(["best-model", str(config), "--stage", "pretrain"], home)
-    trained_dir = run_cli(["best-model", str(config)], home)
+    raw_dir = cli_here(["best-model", str(config), "--stage", "pretrain"], home)
+    trained_dir = cli_here(["best-model", str(config)], home)
     assert raw_dir.returncode == 0 and trained_dir.returncode == 0, raw_dir.stderr + trained_dir.stderr
     base = catalog_rows(home, "SELECT base_model FROM pst_runs WHERE run_id = ?", [run_id])[0][0]
     assert Path(raw_dir.stdout.strip()) == Path(base) and Path(raw_dir.stdout.strip()).parent.name == "pretrain"

@@ -15,14 +15,12 @@ the pretraining in the other test process.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-from tiny_pipeline_utils import ONE_THREAD, catalog_rows, run_cli
+from tiny_pipeline_utils import catalog_rows, cli_here
 
 from tests.golden import expect_figure
 
@@ -49,36 +47,23 @@ def _surrogate_config(tmp_path: Path, data: Path, *, shuffled: bool) -> Path:
     return path
 
 
-def _stsb_dev(home: Path, model: str, data: Path, monkeypatch) -> float:
-    """STS-B dev of ``model`` by ``defsentflow eval`` in this test process, on one thread as the figures
-    were measured: the process has torch and transformers loaded already, a subprocess per model
-    would load them again (about 5 s of CPU each)."""
-    import torch
-
-    from defsentflow.cli import main
-
-    monkeypatch.setenv("DEFSENTFLOW_HOME", str(home))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            assert main(["eval", model, "--tasks", "stsb-dev", "--pooling", "mean", "--data-dir", str(data),
-                         "--model-id", Path(model).name]) == 0, model
-    finally:
-        torch.set_num_threads(threads)
+def _stsb_dev(home: Path, model: str, data: Path) -> float:
+    """STS-B dev of ``model`` by ``defsentflow eval`` (in this process, on one thread as the figures were measured)."""
+    res = cli_here(["eval", model, "--tasks", "stsb-dev", "--pooling", "mean", "--data-dir", str(data),
+                    "--model-id", Path(model).name], home, one_thread=True)
+    assert res.returncode == 0, res.stderr[-4000:]
     rows = catalog_rows(home, "SELECT value FROM metrics WHERE model_id = ? AND task = 'stsb-dev' AND setting = 'all'",
                         [Path(model).name])
     return float(rows[0][0])
 
 
 def _train(home: Path, config: Path, raw: str) -> str:
-    res = run_cli(["train", "surrogate", str(config), "--base-encoder", raw], home, timeout=900, env=ONE_THREAD)
+    res = cli_here(["train", "surrogate", str(config), "--base-encoder", raw], home, one_thread=True)
     assert res.returncode == 0, res.stderr[-4000:]
     return next(line.split()[1] for line in res.stdout.splitlines() if line.startswith("model: "))
 
 
-def test_harvested_labels_improve_a_raw_encoder_and_shuffled_ones_do_not(shared_data, tmp_path, request,
-                                                                            monkeypatch):
+def test_harvested_labels_improve_a_raw_encoder_and_shuffled_ones_do_not(shared_data, tmp_path, request):
     for needed in ("oewn/yaml", "corpus/bbc", "corpus/gutenberg", "sts/STSBenchmark/sts-train.csv"):
         if not (shared_data / needed).exists():
             pytest.skip(f"{shared_data / needed} is missing")
@@ -87,7 +72,7 @@ def test_harvested_labels_improve_a_raw_encoder_and_shuffled_ones_do_not(shared_
     t0 = time.perf_counter()
     # The harvest does not need the raw encoder: it runs first, while the other test process
     # (pytest-xdist) may still be pretraining it; `train surrogate` then finds it done.
-    res = run_cli(["harvest", str(real_cfg)], home, timeout=1500, env=ONE_THREAD)
+    res = cli_here(["harvest", str(real_cfg)], home, one_thread=True)
     assert res.returncode == 0, res.stderr[-4000:]
     t1 = time.perf_counter()
     raw = request.getfixturevalue("raw_ci_encoder").model_dir  # pretrained once per session (conftest)
@@ -95,7 +80,7 @@ def test_harvested_labels_improve_a_raw_encoder_and_shuffled_ones_do_not(shared_
 
     real = _train(home, real_cfg, str(raw))
     shuffled = _train(home, _surrogate_config(tmp_path, shared_data, shuffled=True), str(raw))
-    scores = {name: _stsb_dev(home, model, shared_data, monkeypatch) for name, model in
+    scores = {name: _stsb_dev(home, model, shared_data) for name, model in
               (("raw", str(raw)), ("real", real), ("shuffled", shuffled))}
     t3 = time.perf_counter()
     print(f"\nsurrogate control: STS-B dev raw {scores['raw']:.2f}, real labels {scores['real']:.2f} "

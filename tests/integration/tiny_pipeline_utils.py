@@ -93,6 +93,39 @@ def run_cli(args: list[str], home: Path, *, timeout: float = 600, env: dict | No
                           timeout=timeout)
 
 
+def cli_here(args: list[str], home: Path, *, one_thread: bool = False) -> subprocess.CompletedProcess:
+    """``defsentflow ARGS`` on data root ``home`` in this test process (its exit status, stdout and
+    stderr), for tests whose subject is not the process boundary: the process has torch, transformers
+    and Prefect loaded already, a subprocess loads them again (5-8 s of CPU apiece). Reports to the
+    session's Prefect server like :func:`run_cli`; the environment and torch's thread count are
+    restored afterwards. ``one_thread``: torch on one thread, as the controls' figures were measured."""
+    import contextlib
+    import io
+
+    import torch
+
+    from defsentflow.cli import main
+
+    saved, threads = dict(os.environ), torch.get_num_threads()
+    os.environ.update({"DEFSENTFLOW_HOME": str(home), "DEFSENTFLOW_QUIET": "1"})
+    if SHARED_API:
+        os.environ["PREFECT_API_URL"] = SHARED_API
+    if one_thread:
+        torch.set_num_threads(1)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = main([str(a) for a in args])
+            except SystemExit as exc:  # argparse's own exits
+                rc = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        torch.set_num_threads(threads)
+    return subprocess.CompletedProcess(["defsentflow", *args], rc, out.getvalue(), err.getvalue())
+
+
 def stage_statuses(stdout: str) -> dict[str, str]:
     """The closing ``stages:`` block of a run's output: stage -> ``cached`` or ``completed`` (a stage
     that ran more than once, as ``evaluate-model``: ``completed`` if any run computed)."""
