@@ -220,16 +220,16 @@ def test_sweep_results_view_and_report(home):
 
 
 def test_cli_show_lists_points_and_rejects_a_bad_file(tmp_path):
-    from tests.integration.tiny_pipeline_utils import run_cli
+    from tests.integration.tiny_pipeline_utils import cli_here  # in this process: the subject is what it prints
 
     (tmp_path / "base.yaml").write_text(yaml.safe_dump(BASE))
     f = tmp_path / "s.yaml"
     f.write_text(yaml.safe_dump({"name": "cli", "base": "base.yaml", "axes": {"pst.lr": [1e-5, 2e-6]}}))
-    out = run_cli(["sweep", "show", str(f)], tmp_path / "home", timeout=120)
+    out = cli_here(["sweep", "show", str(f)], tmp_path / "home")
     assert out.returncode == 0, out.stderr
     assert "sweep cli: 2 points" in out.stdout and "lr=2e-06" in out.stdout and "not run" in out.stdout
     f.write_text(yaml.safe_dump({"name": "cli", "base": "base.yaml", "axes": {"pst.lr": [0]}}))
-    bad = run_cli(["sweep", "show", str(f)], tmp_path / "home", timeout=120)
+    bad = cli_here(["sweep", "show", str(f)], tmp_path / "home")
     assert bad.returncode == 2 and "axes.pst.lr = 0" in bad.stderr and "s.yaml" in bad.stderr
 
 

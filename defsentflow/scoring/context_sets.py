@@ -27,7 +27,8 @@ from typing import Literal, get_args
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["SELECTIONS", "Selection", "random_context_set", "select_context_set", "top_context_set"]
+__all__ = ["SELECTIONS", "Selection", "previous_word_matrix", "random_context_set", "select_context_set",
+           "top_context_set"]
 
 Selection = Literal["diverse", "top", "random"]
 SELECTIONS: tuple[str, ...] = get_args(Selection)
@@ -51,7 +52,8 @@ def random_context_set(n_contexts: int, size: int, rng: np.random.Generator) -> 
 
 
 def select_context_set(context_ids: np.ndarray, chunk_ids: np.ndarray, scores: np.ndarray, size: int, *,
-                       previous_words: Callable[[int], frozenset[str]], max_jaccard: float = 0.5) -> np.ndarray:
+                       previous_words: Callable[[int], frozenset[str]] | None = None, max_jaccard: float = 0.5,
+                       word_matrix: sp.csr_matrix | None = None) -> np.ndarray:
     """Greedy, diversity-constrained top contexts (the ``diverse`` strategy).
 
     The Jaccard similarities of the candidates' ``c_{i-1}`` word sets are computed a block of
@@ -66,6 +68,10 @@ def select_context_set(context_ids: np.ndarray, chunk_ids: np.ndarray, scores: n
         previous_words: context id -> word set of ``c_{i-1}``.
         max_jaccard: a candidate whose ``c_{i-1}`` reaches this Jaccard similarity with a chosen
             one is skipped.
+        word_matrix: instead of ``previous_words``, the same sets as rows of a binary matrix indexed
+            by context id (:func:`previous_word_matrix`, built once for a whole corpus): the
+            candidates' rows are sliced from it, not built from sets again for every sentence.
+            The same choice either way.
 
     Returns:
         The chosen context ids, best first.
@@ -74,9 +80,15 @@ def select_context_set(context_ids: np.ndarray, chunk_ids: np.ndarray, scores: n
     order = _ranking(context_ids, scores)
     ids = context_ids[order]
     chunks = np.asarray(chunk_ids, dtype=np.int64)[order]
-    words = [previous_words(int(c)) for c in ids]
-    sizes = np.fromiter((len(w) for w in words), dtype=np.int64, count=len(words))
-    x = _word_matrix(words)
+    if word_matrix is not None:
+        x = word_matrix[ids]
+        sizes = np.diff(x.indptr).astype(np.int64)
+    elif previous_words is not None:
+        words = [previous_words(int(c)) for c in ids]
+        sizes = np.fromiter((len(w) for w in words), dtype=np.int64, count=len(words))
+        x = _word_matrix(words)
+    else:
+        raise TypeError("select_context_set needs previous_words or word_matrix")
     chosen: list[int] = []
     chosen_rows: list[int] = []  # rows (in ranking order) of the chosen with a non-empty c_{i-1}
     used_chunks: set[int] = set()
@@ -117,6 +129,13 @@ def _conflicts(x: sp.csr_matrix, sizes: np.ndarray, rows: np.ndarray, cols: np.n
         return np.zeros((len(rows), len(cols)), dtype=bool)
     inter = (x[rows] @ x[cols].T).toarray()
     return inter / (sizes[rows, None] + sizes[None, cols] - inter) >= max_jaccard
+
+
+def previous_word_matrix(words: Callable[[int], frozenset[str]], doc_start: np.ndarray) -> sp.csr_matrix:
+    """Row ``c``: the word set of ``c_{i-1}`` of context ``c`` (the sentence before it in its document;
+    an empty row for a document's first sentence), for every context id ``0..len(doc_start)-1``."""
+    n = len(doc_start)
+    return _word_matrix([words(c - 1) if c > doc_start[c] else frozenset() for c in range(n)])
 
 
 def _word_matrix(words: list[frozenset[str]]) -> sp.csr_matrix:

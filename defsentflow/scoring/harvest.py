@@ -27,9 +27,16 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import scipy.sparse as sp
 
 from defsentflow.scoring.config import HarvestConfig
-from defsentflow.scoring.context_sets import Selection, random_context_set, select_context_set, top_context_set
+from defsentflow.scoring.context_sets import (
+    Selection,
+    previous_word_matrix,
+    random_context_set,
+    select_context_set,
+    top_context_set,
+)
 from defsentflow.scoring.contexts import CorpusLayout, jaccard, word_set
 from defsentflow.scoring.pair_similarity import ScoreCache, pair_similarities
 from defsentflow.scoring.scorer import ContextualScorer
@@ -85,6 +92,7 @@ class HarvestResources:
     search: SearchFn
     doc_of: np.ndarray = field(init=False)
     _words: dict[int, frozenset[str]] = field(default_factory=dict, init=False, repr=False)
+    _previous: sp.csr_matrix | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         n = self.layout.n_sentences
@@ -101,6 +109,13 @@ class HarvestResources:
     def previous_words(self, context_id: int) -> frozenset[str]:
         lay = self.layout
         return self.words(context_id - 1) if context_id > lay.doc_start[context_id] else frozenset()
+
+    def previous_word_matrix(self) -> sp.csr_matrix:
+        """:func:`previous_words` of every context as rows of one binary matrix (built once)."""
+        if self._previous is None:
+            self._previous = previous_word_matrix(lambda i: word_set(self.texts[i]),
+                                                  self.layout.doc_start[:self.layout.n_sentences])
+        return self._previous
 
     def score_ids(self, sentence_ids: np.ndarray, context_ids: np.ndarray, k: int) -> np.ndarray:
         return self.scorer.score_ids(self.layout, self.vectors, self.texts, sentence_ids, context_ids, k)
@@ -224,7 +239,7 @@ def choose_context_sets(res: HarvestResources, members: np.ndarray, retrieved: d
         if selection == "top":
             out[m] = top_context_set(cids, part, size)
         else:
-            out[m] = select_context_set(cids, owner, part, size, previous_words=res.previous_words,
+            out[m] = select_context_set(cids, owner, part, size, word_matrix=res.previous_word_matrix(),
                                         max_jaccard=max_jaccard)
         start += len(cids)
     return out

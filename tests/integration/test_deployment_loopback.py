@@ -33,7 +33,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from tiny_pipeline_utils import catalog_rows, run_cli
+from tiny_pipeline_utils import catalog_rows, cli_here
 
 pytestmark = [pytest.mark.slow, pytest.mark.first(3)]  # started early (tests/conftest.py)
 
@@ -199,7 +199,7 @@ def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, t
         assert sorted(r["state"]["name"] for r in _runs(api, "pipeline/demo")) == ["Promoted", "Reused"]  # it worked
         first = _champion(home, "tiny-dep@champion")
         before = catalog_rows(home, REUSABLE)
-        again = run_cli(["run", str(other)], home)
+        again = cli_here(["run", str(other)], home)  # the CLI's run, in this process (the boundary here is the deployment's)
         assert again.returncode == 0, again.stderr[-3000:]
         cli_run, status = _last_pipeline_run(home)
         assert status == "completed" and cli_run != dep_run

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tiny_pipeline_utils import catalog_rows, cli_env, final_metrics, run_cli, stage_statuses
+from tiny_pipeline_utils import catalog_rows, cli_env, cli_here, final_metrics, run_cli, stage_statuses
 
 from defsentflow.flows.runtime import SERVER_MARKER
 from tests.golden import expect_figure
@@ -121,6 +121,6 @@ def test_rerun_is_cached_and_unchanged_inputs_end_at_once(tiny_first_run, tmp_pa
     assert steps and all(status == "cached" for _, status in steps), steps
     lines = [line for line in (home / "logs" / f"{run_id}.log").read_text().splitlines() if line.strip()]
     assert len(lines) == len(set(lines)), "a line of the CLI run's log twice"
-    sched = run_cli(["run", str(tiny_pipeline), "--only-if-changed"], home)
+    sched = cli_here(["run", str(tiny_pipeline), "--only-if-changed"], home)  # in this process: the subject is its outcome
     assert sched.returncode == 0, sched.stderr[-3000:]
     assert "(unchanged)" in sched.stdout

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from defsentflow.scoring import jaccard, select_context_set, word_set
+from defsentflow.scoring.context_sets import previous_word_matrix
 
 
 def _words(prev: dict[int, str]):
@@ -88,3 +90,24 @@ def test_matches_the_slow_reference_across_blocks():
         chosen = _reference(cids, chunks, scores, size, prev, 0.4)
         assert got.tolist() == chosen, trial
         assert len(chosen) >= min(size, 20)  # the rules leave enough to test
+
+
+def test_a_corpus_word_matrix_chooses_what_the_word_sets_choose():
+    """``word_matrix`` (the sets of a whole corpus, built once) and ``previous_words`` pick the same
+    contexts, across blocks, document starts (empty rows) included; a call with neither is refused."""
+    rng = np.random.default_rng(3)
+    vocab = [f"w{i}" for i in range(25)]
+    texts = [" ".join(rng.choice(vocab, size=rng.integers(0, 7))) for _ in range(3000)]
+    doc_start = np.repeat(np.arange(0, 3000, 30), 30)  # documents of 30 sentences
+    matrix = previous_word_matrix(lambda i: word_set(texts[i]), doc_start)
+    prev = {c: texts[c - 1] if c > doc_start[c] else "" for c in range(3000)}
+    assert matrix.shape[0] == 3000 and matrix[30].nnz == 0 and matrix[31].nnz == len(word_set(texts[30]))
+    for trial, size in enumerate([10, 100, 500]):
+        cids = rng.permutation(3000)[:800]
+        chunks = cids // 8
+        scores = rng.normal(size=800).round(2)
+        want = select_context_set(cids, chunks, scores, size, previous_words=_words(prev), max_jaccard=0.4)
+        got = select_context_set(cids, chunks, scores, size, word_matrix=matrix, max_jaccard=0.4)
+        assert got.tolist() == want.tolist() == _reference(cids, chunks, scores, size, prev, 0.4), trial
+    with pytest.raises(TypeError, match="previous_words or word_matrix"):
+        select_context_set(cids, chunks, scores, 5)
