@@ -61,7 +61,7 @@ def main(n: int, folder: Path) -> None:
         return [select_context_set(c, ch, s, 100, previous_words=prev, max_jaccard=0.5).tolist() for c, ch, s in queries]
 
     def one_matrix() -> list[list[int]]:
-        matrix = previous_word_matrix(lambda i: word_set(texts[i]), doc_start)
+        matrix = previous_word_matrix(lambda c: word_set(texts[c - 1]) if c > doc_start[c] else frozenset(), len(texts))
         return [select_context_set(c, ch, s, 100, word_matrix=matrix, max_jaccard=0.5).tolist() for c, ch, s in queries]
 
     times: dict[str, list[float]] = {"per sentence": [], "one matrix": []}

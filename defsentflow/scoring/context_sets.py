@@ -131,11 +131,10 @@ def _conflicts(x: sp.csr_matrix, sizes: np.ndarray, rows: np.ndarray, cols: np.n
     return inter / (sizes[rows, None] + sizes[None, cols] - inter) >= max_jaccard
 
 
-def previous_word_matrix(words: Callable[[int], frozenset[str]], doc_start: np.ndarray) -> sp.csr_matrix:
-    """Row ``c``: the word set of ``c_{i-1}`` of context ``c`` (the sentence before it in its document;
-    an empty row for a document's first sentence), for every context id ``0..len(doc_start)-1``."""
-    n = len(doc_start)
-    return _word_matrix([words(c - 1) if c > doc_start[c] else frozenset() for c in range(n)])
+def previous_word_matrix(previous_words: Callable[[int], frozenset[str]], n_contexts: int) -> sp.csr_matrix:
+    """Row ``c``: ``previous_words(c)``, the word set of ``c_{i-1}`` of context ``c``, for every context
+    id ``0..n_contexts-1`` (what :func:`select_context_set` takes as ``word_matrix``)."""
+    return _word_matrix([previous_words(c) for c in range(n_contexts)])
 
 
 def _word_matrix(words: list[frozenset[str]]) -> sp.csr_matrix:

@@ -113,8 +113,9 @@ class HarvestResources:
     def previous_word_matrix(self) -> sp.csr_matrix:
         """:func:`previous_words` of every context as rows of one binary matrix (built once)."""
         if self._previous is None:
-            self._previous = previous_word_matrix(lambda i: word_set(self.texts[i]),
-                                                  self.layout.doc_start[:self.layout.n_sentences])
+            # the layout's c_{i-1} rule; the sets are not kept in self._words (every sentence's would be)
+            self._previous = previous_word_matrix(lambda c: word_set(self.layout.previous_sentence(c)),
+                                                  self.layout.n_sentences)
         return self._previous
 
     def score_ids(self, sentence_ids: np.ndarray, context_ids: np.ndarray, k: int) -> np.ndarray:

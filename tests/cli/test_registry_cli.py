@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
 import io
 
 import pytest
 import yaml
 
 from defsentflow.storage import Catalog
+from tests.integration.tiny_pipeline_utils import cli_here
 
 FIG = "revdict_dev_unseen_q50_len32_cosine_mrr"
 
 
 def _cli(*args: str) -> tuple[int, str, str]:
-    from defsentflow.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(list(args))
-    return rc, out.getvalue(), err.getvalue()
+    res = cli_here(list(args))
+    return res.returncode, res.stdout, res.stderr
 
 
 @pytest.fixture(scope="module")

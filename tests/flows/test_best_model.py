@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.integration.tiny_pipeline_utils import write_tiny_dictionary
+from tests.integration.tiny_pipeline_utils import cli_here, write_tiny_dictionary
 from tests.training.test_pretrain import _section, _write_corpus
 
 
@@ -38,16 +36,9 @@ def _config(tmp_path: Path, tokenizer: Path, name: str, training: dict) -> Path:
 
 
 def _best_model(*args: str) -> tuple[int, str, str]:
-    """``defsentflow best-model ARGS``: exit code, stdout, stderr.
-
-    (Redirected by hand, not with capsys: Prefect's console handler keeps the stream it first saw,
-    and capsys closes its stream after each test.)"""
-    from defsentflow.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(["best-model", *args])
-    return rc, out.getvalue().strip(), err.getvalue()
+    """``defsentflow best-model ARGS`` in this process: exit code, stdout, stderr."""
+    res = cli_here(["best-model", *args])
+    return res.returncode, res.stdout.strip(), res.stderr
 
 
 def test_best_model_prints_the_trained_and_the_pretrained_encoder(prefect_test_harness, home, tmp_path, tiny_mlm_dir):

@@ -16,8 +16,6 @@ deployment run look for Prefect's cached results elsewhere than the CLI had put 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import signal
@@ -276,13 +274,10 @@ def _variant(tmp: Path, name: str, cfg: dict) -> Path:
 
 
 def _cli(*args: str) -> str:
-    """``defsentflow ARGS`` in this process (its stdout; a failure fails the test)."""
-    from defsentflow.cli import main
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        assert main(list(args)) == 0, args
-    return out.getvalue()
+    """``defsentflow ARGS`` in this process, on the data root of the environment (its stdout; a failure fails the test)."""
+    res = cli_here(list(args))
+    assert res.returncode == 0, (args, res.stderr[-3000:])
+    return res.stdout
 
 
 def _stop(p: subprocess.Popen) -> None:

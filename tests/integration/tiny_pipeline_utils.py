@@ -93,24 +93,30 @@ def run_cli(args: list[str], home: Path, *, timeout: float = 600, env: dict | No
                           timeout=timeout)
 
 
-def cli_here(args: list[str], home: Path, *, one_thread: bool = False) -> subprocess.CompletedProcess:
-    """``defsentflow ARGS`` on data root ``home`` in this test process (its exit status, stdout and
-    stderr), for tests whose subject is not the process boundary: the process has torch, transformers
-    and Prefect loaded already, a subprocess loads them again (5-8 s of CPU apiece). Reports to the
-    session's Prefect server like :func:`run_cli`; the environment and torch's thread count are
-    restored afterwards. ``one_thread``: torch on one thread, as the controls' figures were measured."""
+def cli_here(args: list[str], home: Path | None = None, *, one_thread: bool = False) -> subprocess.CompletedProcess:
+    """``defsentflow ARGS`` on data root ``home`` (None: the one ``$DEFSENTFLOW_HOME`` names already) in
+    this test process (its exit status, stdout and stderr), for tests whose subject is not the process
+    boundary: the process has torch, transformers and Prefect loaded already, a subprocess loads them
+    again (5-8 s of CPU apiece). Reports to the session's Prefect server like :func:`run_cli`; the
+    environment and torch's thread count are restored afterwards. ``one_thread``: torch on one
+    thread, as the controls' figures were measured. (Streams redirected by hand, not with capsys:
+    Prefect's console handler keeps the stream it first saw, and capsys closes its stream after each test.)"""
     import contextlib
     import io
 
-    import torch
-
     from defsentflow.cli import main
 
-    saved, threads = dict(os.environ), torch.get_num_threads()
-    os.environ.update({"DEFSENTFLOW_HOME": str(home), "DEFSENTFLOW_QUIET": "1"})
+    saved = dict(os.environ)
+    os.environ["DEFSENTFLOW_QUIET"] = "1"
+    if home is not None:
+        os.environ["DEFSENTFLOW_HOME"] = str(home)
     if SHARED_API:
         os.environ["PREFECT_API_URL"] = SHARED_API
+    threads = None
     if one_thread:
+        import torch
+
+        threads = torch.get_num_threads()
         torch.set_num_threads(1)
     out, err = io.StringIO(), io.StringIO()
     try:
@@ -122,7 +128,8 @@ def cli_here(args: list[str], home: Path, *, one_thread: bool = False) -> subpro
     finally:
         os.environ.clear()
         os.environ.update(saved)
-        torch.set_num_threads(threads)
+        if threads is not None:
+            torch.set_num_threads(threads)
     return subprocess.CompletedProcess(["defsentflow", *args], rc, out.getvalue(), err.getvalue())
 
 

@@ -99,8 +99,8 @@ def test_a_corpus_word_matrix_chooses_what_the_word_sets_choose():
     vocab = [f"w{i}" for i in range(25)]
     texts = [" ".join(rng.choice(vocab, size=rng.integers(0, 7))) for _ in range(3000)]
     doc_start = np.repeat(np.arange(0, 3000, 30), 30)  # documents of 30 sentences
-    matrix = previous_word_matrix(lambda i: word_set(texts[i]), doc_start)
     prev = {c: texts[c - 1] if c > doc_start[c] else "" for c in range(3000)}
+    matrix = previous_word_matrix(_words(prev), 3000)
     assert matrix.shape[0] == 3000 and matrix[30].nnz == 0 and matrix[31].nnz == len(word_set(texts[30]))
     for trial, size in enumerate([10, 100, 500]):
         cids = rng.permutation(3000)[:800]
