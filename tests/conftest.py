@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import sqlite3
 import tempfile
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -93,13 +97,60 @@ def shared_data() -> Path:
 
 
 @pytest.fixture(scope="session")
-def prefect_test_harness():
+def prefect_test_harness(tmp_path_factory):
     """One temporary Prefect database and API server for the session, started by the first test
-    that asks for it (flow tests; the rest of the suite never pays its start-up)."""
-    from prefect.testing.utilities import prefect_test_harness as harness
+    that asks for it (flow tests; the rest of the suite never pays its start-up). Under pytest-xdist
+    the first test process's server migrates its new database (about 6 s of the server's 10 s of CPU
+    to start) and leaves a copy of it, as migrated, in the session's directory; the other processes'
+    servers start on copies of it (Prefect finds the schema at its head and migrates nothing)."""
+    import prefect.testing.utilities as utilities
 
-    with harness(server_startup_timeout=None):
+    base = tmp_path_factory.getbasetemp()
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        with utilities.prefect_test_harness(server_startup_timeout=None):
+            yield
+        return
+    template = base.parent / "prefect-migrated.db"  # the session's directory, shared by its test processes
+    stack = contextlib.ExitStack()
+    with FileLock(str(template) + ".lock"):
+        migrated = template.exists()
+        new_dir = utilities.mkdtemp
+
+        def with_migrated_db(*args, **kwargs) -> str:
+            directory = new_dir(*args, **kwargs)
+            shutil.copyfile(template, Path(directory) / "prefect-test.db")  # the harness's database name
+            return directory
+
+        if migrated:
+            utilities.mkdtemp = with_migrated_db
+        try:
+            stack.enter_context(utilities.prefect_test_harness(server_startup_timeout=None))
+        finally:
+            utilities.mkdtemp = new_dir
+        if not migrated:
+            _copy_sqlite(_harness_db(), template)
+    with stack:
         yield
+
+
+def _harness_db() -> Path:
+    from prefect.settings import PREFECT_SERVER_DATABASE_CONNECTION_URL
+
+    url = PREFECT_SERVER_DATABASE_CONNECTION_URL.value()
+    url = url.get_secret_value() if hasattr(url, "get_secret_value") else str(url)
+    return Path(url.split(":///", 1)[1])
+
+
+def _copy_sqlite(source: Path, target: Path) -> None:
+    """A consistent copy of a SQLite database a server has open (SQLite's online backup), put in place whole."""
+    partial = target.with_name(target.name + ".partial")
+    src, dst = sqlite3.connect(str(source)), sqlite3.connect(str(partial))
+    try:
+        src.backup(dst)
+    finally:
+        src.close()
+        dst.close()
+    os.replace(partial, target)
 
 
 @pytest.fixture(scope="session")
@@ -114,6 +165,23 @@ def netns_dask(tmp_path_factory):
         pytest.skip(why)
     with netns_cluster(tmp_path_factory.mktemp("netns"), workers=2) as cluster:
         yield cluster
+
+
+def _in_netns_group(item) -> bool:
+    return item is not None and any((m.args[0] if m.args else m.kwargs.get("name")) == "netns"
+                                    for m in item.iter_markers("xdist_group"))
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own teardown of the test's module and function fixtures
+def pytest_runtest_teardown(item, nextitem):
+    """Close the netns cluster (a namespace, its scheduler and two worker processes, ~0.04 of a core
+    while idle) after this process's last test of the ``netns`` group, not at the session's end;
+    a later test that asks for it again gets a new one (``--dist loadgroup`` keeps the group together)."""
+    if not _in_netns_group(item) or _in_netns_group(nextitem):
+        return
+    for fixturedef in item.session._fixturemanager.getfixturedefs("netns_dask", item) or ():
+        if fixturedef.cached_result is not None:
+            fixturedef.finish(item._request)
 
 
 def pytest_collection_modifyitems(config, items):

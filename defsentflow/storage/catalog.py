@@ -34,6 +34,7 @@ import defsentflow.storage.records as records_module
 import defsentflow.storage.row_records as row_records
 import defsentflow.storage.runs as runs_module
 from defsentflow.limits import DUCKDB_READER
+from defsentflow.storage.catalog_template import create_catalog_file
 from defsentflow.storage.hashing import code_version, hash_path
 from defsentflow.storage.identifiers import check_identifier
 from defsentflow.storage.leaderboard_view import refresh_leaderboard_view
@@ -74,7 +75,6 @@ _DEPTH = [0]
 # inside it reuses DuckDB's instance of the file (0.6 ms, not 20) if opened the same way (DuckDB refuses
 # another configuration): a read inside a write opens for writing.
 _OPEN: dict[str, tuple[bool, dict[str, Any]]] = {}
-
 _REBUILD_HINT = "run `defsentflow catalog rebuild` to rebuild it from the artifact records"
 
 
@@ -185,9 +185,10 @@ class Catalog:
         if read_only and not self.path.exists():
             read_only = False  # nothing to read yet: create the schema first
         cfg = dict(config or {})
-        # A new file is written in a storage format that the DuckDB 1.4+ CLI (PyPI: duckdb-cli)
-        # also reads, so `duckdb storage/catalog.duckdb -c "..."` works from a shell.
-        if not self.path.exists():
+        # A new file: a copy of this process's template (storage/catalog_template.py; a worker: _open refuses),
+        # in a format the DuckDB 1.4+ CLI (PyPI: duckdb-cli) reads too (`duckdb storage/catalog.duckdb -c ...`).
+        if not self.path.exists() and (os.environ.get("DEFSENTFLOW_WORKER") == "1" or
+                                       not create_catalog_file(self.path, STORAGE_COMPATIBILITY)):
             cfg["storage_compatibility_version"] = STORAGE_COMPATIBILITY
         path_key = str(self.path)
         outer = _OPEN.get(path_key)

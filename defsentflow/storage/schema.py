@@ -11,7 +11,7 @@ from defsentflow.storage.hashing import hash_text
 from defsentflow.storage.leaderboard_view import refresh_leaderboard_view
 from defsentflow.storage.paths import sql_dir
 
-__all__ = ["GENERATED_DDL", "SANDBOX", "ddl_texts", "migrate", "parse_one_read_statement", "pending_ddl", "first_line"]
+__all__ = ["GENERATED_DDL", "SANDBOX", "ddl_files", "ddl_texts", "migrate", "parse_one_read_statement", "pending_ddl", "first_line"]
 
 # DDL rendered from Python, applied in its place among the numbered files: the evaluation tasks'
 # registry and the figure-naming macros the views use (defsentflow/eval_tasks.py).
@@ -56,7 +56,7 @@ def parse_one_read_statement(sql: str) -> str:
     return statements[0].query
 
 
-def _ddl_files() -> list[tuple[str, str, str]]:
+def ddl_files() -> list[tuple[str, str, str]]:
     """``(file name, content hash, text)`` of each numbered DDL file, in order."""
     texts = {f.name: f.read_text() for f in sql_dir().glob("[0-9][0-9][0-9]_*.sql")}
     texts.update({name: render() for name, render in GENERATED_DDL.items()})
@@ -65,7 +65,7 @@ def _ddl_files() -> list[tuple[str, str, str]]:
 
 def ddl_texts() -> list[str]:
     """Every DDL text in the order a new catalog applies them (for an in-memory catalog in a test)."""
-    return [t for _, _, t in _ddl_files()]
+    return [t for _, _, t in ddl_files()]
 
 
 def pending_ddl(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str]]:
@@ -75,7 +75,7 @@ def pending_ddl(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str]]:
         applied = dict(con.execute("SELECT file, sha FROM schema_version").fetchall())
     except duckdb.CatalogException:
         applied = {}
-    return [f for f in _ddl_files() if applied.get(f[0]) != f[1]]
+    return [f for f in ddl_files() if applied.get(f[0]) != f[1]]
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
