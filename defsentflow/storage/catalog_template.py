@@ -16,6 +16,7 @@ import contextlib
 import os
 import tempfile
 import threading
+import uuid
 from pathlib import Path
 
 import duckdb
@@ -58,8 +59,9 @@ def create_catalog_file(path: Path, storage_version: str) -> bool:
         data = _template(storage_version)
     except duckdb.Error:
         return False  # a DDL file that fails: applied in place, it fails there (earlier files kept, as always)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.new")
+    try:  # mode 0o666 less the umask, as DuckDB creates a file (tempfile's would be 0o600: others could not read it)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError:
         return False
     try:

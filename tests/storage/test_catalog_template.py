@@ -41,6 +41,8 @@ def test_a_copied_catalog_has_the_schema_of_one_migrated_in_place(tmp_path, monk
     # each root keeps its own identity and rows; no copy is left beside the catalog
     assert copied.query("SELECT run_id FROM runs") == [{"run_id": "r1"}]
     assert not [p.name for p in (tmp_path / "copied").iterdir() if p.name.endswith(".new")]
+    # readable as a file DuckDB creates is (the umask's mode, not a private temporary file's 0o600)
+    assert copied.path.stat().st_mode & 0o777 == in_place.path.stat().st_mode & 0o777
 
 
 def test_a_catalog_that_is_there_is_never_replaced(tmp_path):
