@@ -97,7 +97,15 @@ def shared_data() -> Path:
 
 
 @pytest.fixture(scope="session")
-def prefect_test_harness(tmp_path_factory):
+def session_dir(tmp_path_factory) -> Path:
+    """The directory of the whole test session: under pytest-xdist the one all its test processes share
+    (each process's own base directory lies inside it), else this process's base directory."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session")
+def prefect_test_harness(session_dir):
     """One temporary Prefect database and API server for the session, started by the first test
     that asks for it (flow tests; the rest of the suite never pays its start-up). Under pytest-xdist
     the first test process's server migrates its new database (about 6 s of the server's 10 s of CPU
@@ -105,12 +113,11 @@ def prefect_test_harness(tmp_path_factory):
     servers start on copies of it (Prefect finds the schema at its head and migrates nothing)."""
     import prefect.testing.utilities as utilities
 
-    base = tmp_path_factory.getbasetemp()
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         with utilities.prefect_test_harness(server_startup_timeout=None):
             yield
         return
-    template = base.parent / "prefect-migrated.db"  # the session's directory, shared by its test processes
+    template = session_dir / "prefect-migrated.db"
     stack = contextlib.ExitStack()
     with FileLock(str(template) + ".lock"):
         migrated = template.exists()
@@ -167,9 +174,13 @@ def netns_dask(tmp_path_factory):
         yield cluster
 
 
+def _xdist_groups(item) -> set[str]:
+    """The names of ``item``'s ``xdist_group`` markers (pytest-xdist's default name where none is given)."""
+    return {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+
+
 def _in_netns_group(item) -> bool:
-    return item is not None and any((m.args[0] if m.args else m.kwargs.get("name")) == "netns"
-                                    for m in item.iter_markers("xdist_group"))
+    return item is not None and "netns" in _xdist_groups(item)
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's own teardown of the test's module and function fixtures
@@ -215,8 +226,7 @@ def _keep_xdist_groups(config, items) -> None:
     if not config.pluginmanager.hasplugin("xdist") or not getattr(config.option, "loadgroup", False):
         return
     for item in items:
-        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
-                        for m in item.iter_markers("xdist_group")})
+        names = sorted(_xdist_groups(item))
         node_id = getattr(item, "_id", None)
         if names and node_id is not None and "@" not in item.nodeid:
             item._id = type(node_id).parse(f"{item.nodeid}@{'_'.join(names)}")

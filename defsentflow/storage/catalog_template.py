@@ -16,13 +16,13 @@ import contextlib
 import os
 import tempfile
 import threading
-import uuid
 from pathlib import Path
 
 import duckdb
 
 from defsentflow.storage.hashing import hash_text
 from defsentflow.storage.schema import ddl_files, migrate
+from defsentflow.storage.swap import temporary_sibling
 
 __all__ = ["create_catalog_file"]
 
@@ -59,7 +59,7 @@ def create_catalog_file(path: Path, storage_version: str) -> bool:
         data = _template(storage_version)
     except duckdb.Error:
         return False  # a DDL file that fails: applied in place, it fails there (earlier files kept, as always)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.new")
+    tmp = temporary_sibling(path)  # a kill leaves it to clean_stale_temporaries, like every atomic write's
     try:  # mode 0o666 less the umask, as DuckDB creates a file (tempfile's would be 0o600: others could not read it)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError:

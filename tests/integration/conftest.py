@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from collections.abc import Callable
@@ -43,13 +42,10 @@ class RawEncoder:
     seconds: float    # the ingest and the pretraining, in the test process that ran them
 
 
-def _once_per_session(tmp_path_factory, name: str, build: Callable[[Path], dict]) -> dict:
+def _once_per_session(session_dir: Path, name: str, build: Callable[[Path], dict]) -> dict:
     """``build(directory)`` once per test session, by whichever test process asks first (a file lock
-    in the session's base directory, which pytest-xdist's processes share); its JSON result for all."""
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent  # the session's directory, shared by its test processes
-    base = base / name
+    in the session's directory, which pytest-xdist's processes share); its JSON result for all."""
+    base = session_dir / name
     base.mkdir(exist_ok=True)
     done = base / "result.json"
     with FileLock(str(base / "lock")):
@@ -59,7 +55,7 @@ def _once_per_session(tmp_path_factory, name: str, build: Callable[[Path], dict]
 
 
 @pytest.fixture(scope="session")
-def raw_ci_encoder(tmp_path_factory, shared_data) -> RawEncoder:
+def raw_ci_encoder(session_dir, shared_data) -> RawEncoder:
     """The raw encoder of both positive controls, pretrained once per test session (ingest of OEWN
     and pretraining, through the CLI in that process, one thread) by the first test process that asks for it."""
     for needed in ("oewn/yaml", "corpus/bbc", "corpus/gutenberg"):
@@ -79,13 +75,13 @@ def raw_ci_encoder(tmp_path_factory, shared_data) -> RawEncoder:
         return {"home": str(home), "config": str(config), "model_id": model_id, "model_dir": model_dir,
                 "seconds": time.monotonic() - t0}
 
-    info = _once_per_session(tmp_path_factory, "raw-ci-encoder", pretrain)
+    info = _once_per_session(session_dir, "raw-ci-encoder", pretrain)
     return RawEncoder(Path(info["home"]), Path(info["config"]), info["model_id"], Path(info["model_dir"]),
                       info["seconds"])
 
 
 @pytest.fixture(scope="session")
-def tiny_first_run(tmp_path_factory, tiny_bert_dir) -> tuple[Path, Path, float, dict]:
+def tiny_first_run(session_dir, tiny_bert_dir) -> tuple[Path, Path, float, dict]:
     """One finished ``defsentflow run`` of the tiny pipeline, once per test session: the kill test's
     uninterrupted reference, then the root the rerun test runs a second time. (config, data root,
     seconds, the run's final metrics, read here so that the kill test never opens a catalog the
@@ -99,7 +95,7 @@ def tiny_first_run(tmp_path_factory, tiny_bert_dir) -> tuple[Path, Path, float, 
         shutil.copytree(home, base / "pristine", symlinks=True)  # before any test runs in `home` again
         return {"config": str(config), "home": str(home), "seconds": seconds, "metrics": final_metrics(home)}
 
-    info = _once_per_session(tmp_path_factory, "tiny-first-run", first_run)
+    info = _once_per_session(session_dir, "tiny-first-run", first_run)
     metrics = {"rows": [tuple(r) for r in info["metrics"]["rows"]], "winner_step": info["metrics"]["winner_step"]}
     return Path(info["config"]), Path(info["home"]), info["seconds"], metrics
 

@@ -12,6 +12,7 @@ import defsentflow.storage.catalog as catalog_module
 from defsentflow.storage import Catalog, sql_dir
 from defsentflow.storage.catalog import STORAGE_COMPATIBILITY
 from defsentflow.storage.catalog_template import create_catalog_file
+from defsentflow.storage.swap import TMP_PREFIX
 
 
 def _schema(path) -> dict:
@@ -40,7 +41,7 @@ def test_a_copied_catalog_has_the_schema_of_one_migrated_in_place(tmp_path, monk
     assert len(a["applied"]) >= 20 and any(name == "leaderboard" for name, _ in a["views"])
     # each root keeps its own identity and rows; no copy is left beside the catalog
     assert copied.query("SELECT run_id FROM runs") == [{"run_id": "r1"}]
-    assert not [p.name for p in (tmp_path / "copied").iterdir() if p.name.endswith(".new")]
+    assert not [p.name for p in (tmp_path / "copied").iterdir() if p.name.startswith(TMP_PREFIX)]
     # readable as a file DuckDB creates is (the umask's mode, not a private temporary file's 0o600)
     assert copied.path.stat().st_mode & 0o777 == in_place.path.stat().st_mode & 0o777
 
@@ -52,7 +53,7 @@ def test_a_catalog_that_is_there_is_never_replaced(tmp_path):
     assert create_catalog_file(cat.path, STORAGE_COMPATIBILITY) is False
     assert cat.path.read_bytes() == before
     assert cat.query("SELECT run_id FROM runs") == [{"run_id": "r1"}]
-    assert sorted(p.name for p in cat.path.parent.glob(".catalog.duckdb.*")) == []
+    assert sorted(p.name for p in cat.path.parent.glob(f"{TMP_PREFIX}*")) == []
 
 
 def test_a_directory_that_cannot_take_the_copy_is_left_as_it_was(tmp_path, monkeypatch):
