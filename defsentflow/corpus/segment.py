@@ -1,7 +1,10 @@
 """Documents -> paragraphs (blank-line separated) -> sentences (pysbd).
 
 pysbd is accurate but slow (about 5 ms per paragraph), so large corpora are split in a small
-process pool; each worker builds its segmenter once.
+process pool; each worker builds its segmenter once. Its last pass, which finds each sentence back
+in the original text, compiles one regular expression per sentence and scans the text from its start
+for each: here the same search is made with ``str.find`` (:func:`_sentence_spans`; the same sentences,
+whitespace and drops), which also keeps pysbd's own rule patterns in ``re``'s cache.
 """
 
 from __future__ import annotations
@@ -29,11 +32,39 @@ def split_paragraphs(text: str) -> list[str]:
     return [p for p in paras if p]
 
 
+def _sentence_spans(sentences: Sequence[str], text: str) -> list[tuple[str, int, int]]:
+    """pysbd's ``Segmenter.sentences_with_char_spans`` without a regular expression per sentence.
+
+    pysbd takes, for each sentence in turn, the first non-overlapping match of ``re.escape(sent) +
+    r"\\s*"`` in ``text`` that ends after the previous sentence's span, and drops a sentence with none.
+    A match starts where ``sent`` occurs and runs over the whitespace after it (``\\s`` is
+    ``str.isspace`` for text); the next match is searched from its end (one further after an empty one).
+    """
+    spans, prior, n = [], 0, len(text)
+    for sent in sentences:
+        pos = 0
+        while (start := text.find(sent, pos)) >= 0:
+            end = start + len(sent)
+            while end < n and text[end].isspace():
+                end += 1
+            if end > prior:
+                spans.append((text[start:end], start, end))
+                prior = end
+                break
+            pos = end if end > start else start + 1
+    return spans
+
+
 @lru_cache(maxsize=1)
 def _segmenter():
     import pysbd  # lazy: the sentence splitter loads only when a corpus is ingested
+    from pysbd.utils import TextSpan
 
-    return pysbd.Segmenter(language="en", clean=False)
+    class Segmenter(pysbd.Segmenter):
+        def sentences_with_char_spans(self, sentences):
+            return [TextSpan(*span) for span in _sentence_spans(sentences, self.original_text)]
+
+    return Segmenter(language="en", clean=False)
 
 
 def split_sentences(paragraph: str) -> list[str]:

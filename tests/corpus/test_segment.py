@@ -22,3 +22,37 @@ def test_pool_gives_the_same_result_in_order():
     serial = [segment_document(t) for t in texts]
     assert segment_documents(texts, workers=2) == serial
     assert serial[7] == [["Doc 7 starts here.", "It has two sentences."], ["And a paragraph 7."]]
+
+
+def _stock_spans(sentences: list[str], text: str) -> list[tuple[str, int, int]]:
+    seg = pysbd.Segmenter(language="en", clean=False)
+    seg.original_text = text
+    return [(s.sent, s.start, s.end) for s in seg.sentences_with_char_spans(sentences)]
+
+
+def test_sentence_spans_are_pysbds():
+    from defsentflow.corpus.segment import _sentence_spans
+
+    cases = [
+        (["He came.", "He came.", "Then left."], "He came.  He came.\u00a0Then left.\t"),  # repeats, unicode space
+        (["Gone.", "Here."], "Here. Here."),                                            # a sentence not found: dropped
+        (["Here.", "Here.", "Here."], "Here. Here."),                                   # found once per place
+        (["a", "a b"], "a b a b"),
+        (["aa", "aa"], "aaa"),                                                          # matches never overlap
+        (["", "x"], "x "),                                                              # an empty sentence
+        (["end"], "the end"),
+        ([], "text"),
+    ]
+    for sentences, text in cases:
+        assert _sentence_spans(sentences, text) == _stock_spans(sentences, text), (sentences, text)
+
+
+def test_the_segmenter_returns_what_stock_pysbd_returns():
+    paras = ["Mr. Bennet was among the earliest.  He said \u201cno.\u201d Then he left... Or did he?",
+             "1. First item. 2. Second item. a) one b) two", "U.S. officials met at 5 p.m. on Jan. 3. It rained.",
+             "Same. Same. Same.", "No end punctuation here", "Spaces  between.   Many."]
+    stock = pysbd.Segmenter(language="en", clean=False)
+    from defsentflow.corpus.segment import _segmenter
+
+    for para in paras:
+        assert _segmenter().segment(para) == stock.segment(para), para
