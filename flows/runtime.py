@@ -10,6 +10,12 @@ The server listens on loopback, or, for a command whose Dask workers are on othe
 host's address on the route to them (``host``): every task a worker runs reports there. It then
 asks for a random HTTP basic-auth string, which the command's flows and their tasks carry in
 their Prefect settings; ``PREFECT_API_URL`` set by the user (a persistent server) is used as is.
+
+A fresh ``PREFECT_HOME`` (a new data root) would have its SQLite database created and migrated by its
+first server (about 6 of the 10 s of CPU the start takes): the first server that migrates one leaves a
+copy in the user's cache (:func:`defsentflow.storage.paths.user_cache_dir`, one per Prefect version),
+taken as soon as it answers, before any run is in it; a later fresh home starts from a copy of that.
+Never where the user set a database URL, never over a database that is there.
 """
 
 from __future__ import annotations
@@ -19,8 +25,10 @@ import ctypes
 import fcntl
 import os
 import secrets
+import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -30,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from defsentflow.storage.atomic import pid_alive
+from defsentflow.storage.paths import user_cache_dir
+from defsentflow.storage.swap import temporary_sibling
 
 __all__ = ["local_api", "reap_orphan_servers", "SERVER_MARKER"]
 
@@ -108,6 +118,63 @@ def server_command(host: str, port: int) -> list[str]:
             "--log-level", "error", "--lifespan", "on"]
 
 
+def _server_database(home: Path) -> Path | None:
+    """The SQLite file a temporary server uses: ``PREFECT_HOME/prefect.db``, or None where the user
+    set a database of their own."""
+    if any(os.environ.get(k) for k in ("PREFECT_SERVER_DATABASE_CONNECTION_URL", "PREFECT_API_DATABASE_CONNECTION_URL")):
+        return None
+    return home / "prefect.db"
+
+
+def database_template() -> Path:
+    """The migrated, empty server database kept for fresh Prefect homes (one per Prefect version)."""
+    import prefect  # lazy: Prefect loads only where a flow or task runs
+
+    return user_cache_dir() / f"prefect-{prefect.__version__}-server.db"
+
+
+def _seed_database(db: Path) -> bool:
+    """Put a copy of the template at ``db`` if there is none there yet; whether it did (the caller
+    holds the start lock; a copy that cannot be made leaves the server to migrate as before)."""
+    template = database_template()
+    if db.exists() or not template.is_file():
+        return False
+    tmp = temporary_sibling(db)
+    try:
+        shutil.copyfile(template, tmp)
+        os.link(tmp, db)  # never over a database that is there
+        return True
+    except OSError:
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def _keep_template(db: Path) -> None:
+    """A consistent copy (SQLite's online backup) of the database a server just migrated, as the
+    template, where there is none yet; best effort."""
+    template = database_template()
+    if template.exists() or not db.is_file():
+        return
+    tmp = temporary_sibling(template)
+    try:
+        template.parent.mkdir(parents=True, exist_ok=True)
+        src, dst = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True), sqlite3.connect(tmp)
+        try:
+            src.execute("SELECT version_num FROM alembic_version").fetchone()  # Prefect's, migrated
+            src.backup(dst)
+        finally:
+            src.close()
+            dst.close()
+        os.link(tmp, template)  # never over a template that is there (another command's, just made)
+    except (OSError, sqlite3.Error):
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
 @contextlib.contextmanager
 def local_api(timeout: float = 180.0, host: str = "127.0.0.1") -> Iterator[str]:
     """Yield a ``PREFECT_API_URL`` for this process: the user's if set, else a temporary server
@@ -133,6 +200,8 @@ def local_api(timeout: float = 180.0, host: str = "127.0.0.1") -> Iterator[str]:
     # lock until it answers, by when its migrations are done.
     starting = open(home / ".server-start.lock", "a+")  # noqa: SIM115 - held until the server answers
     fcntl.flock(starting.fileno(), fcntl.LOCK_EX)
+    db = _server_database(home)
+    fresh = db is not None and not db.exists() and not _seed_database(db)  # this server migrates a new database
     proc = subprocess.Popen(server_command(host, port), env=env, preexec_fn=_die_with_parent, stdout=subprocess.DEVNULL)
     with open(_pidfile(), "a") as fh:
         fh.write(f"\n{os.getpid()}:{proc.pid}")
@@ -152,6 +221,8 @@ def local_api(timeout: float = 180.0, host: str = "127.0.0.1") -> Iterator[str]:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the local Prefect server did not answer within {timeout:.0f}s")
             time.sleep(0.25)
+        if fresh:
+            _keep_template(db)  # migrated, answering, no run in it yet
         starting.close()  # migrated and answering: the next command's server may start
         os.environ["PREFECT_API_URL"] = url
         from prefect.settings import (  # lazy: Prefect loads only where a flow or task runs

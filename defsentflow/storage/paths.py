@@ -10,7 +10,7 @@ from typing import Any
 
 __all__ = ["DATA_ROOT_LAYOUT", "ROOT_FOLDERS", "OutsideRootError", "RootPlace", "place_folder", "place_relpath", "root_place",
            "choose_data_root", "data_root", "default_data_root", "disk_full", "sql_dir", "repo_root", "sample_dir", "to_root",
-           "from_root", "relative_tree", "resolved_tree", "root_path", "inside_root"]
+           "from_root", "relative_tree", "resolved_tree", "root_path", "inside_root", "user_cache_dir"]
 
 # The on-disk record beside every artifact (defsentflow.storage.records); here so that modules
 # below records (outputs, atomic) can recognise it without an import cycle.
@@ -48,6 +48,16 @@ def choose_data_root(config_home: str | None = None, config_file: str | os.PathL
     if os.environ.get("DEFSENTFLOW_HOME"):
         return Path(os.environ["DEFSENTFLOW_HOME"]).expanduser().resolve(), "--home / $DEFSENTFLOW_HOME"
     return default_data_root().resolve(), "default"
+
+
+def user_cache_dir() -> Path:
+    """What this user's commands keep for one another, whatever their data root (nothing a result
+    depends on): ``$DEFSENTFLOW_CACHE_DIR``, else ``$XDG_CACHE_HOME/defsentflow`` (by default
+    ``~/.cache/defsentflow``). Not created here."""
+    if os.environ.get("DEFSENTFLOW_CACHE_DIR"):
+        return Path(os.environ["DEFSENTFLOW_CACHE_DIR"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "defsentflow"
 
 
 def data_root(override: str | os.PathLike | None = None, *, create: bool = True) -> Path:

@@ -6,7 +6,8 @@ trains on the other host: it exits in one line, its queued tasks are dropped and
 candidate stops at its next checkpoint, leaving it. The second resumes from that checkpoint, loses
 a worker mid-candidate (SIGKILL, as an out-of-memory kill would) and finishes with the figures and
 the selected weights of the session's sequential run. Each command's task runs reach its own
-temporary Prefect API, which it serves on the address the workers route to."""
+temporary Prefect API, which it serves on the address the workers route to; the second's fresh
+Prefect home starts from the migrated database a first server left in the cache (flows/runtime.py)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,15 @@ def _task_runs(prefect_home: Path) -> list[tuple[str, str]]:
     con = sqlite3.connect(prefect_home / "prefect.db")
     try:
         return con.execute("SELECT name, state_type FROM task_run ORDER BY name").fetchall()
+    finally:
+        con.close()
+
+
+def _block_types(db: Path) -> set[str]:
+    """The ids of the block types in a Prefect database: random per database a server migrates."""
+    con = sqlite3.connect(db)
+    try:
+        return {row[0] for row in con.execute("SELECT id FROM block_type")}
     finally:
         con.close()
 
@@ -113,3 +123,14 @@ def test_two_commands_on_the_other_hosts_workers(netns_dask, tiny_first_run, tmp
     runs = _task_runs(tmp_path / "prefect-2")
     candidates = [s for n, s in runs if n.startswith("pst-candidate-")]
     assert len(candidates) >= 3 and set(candidates) == {"COMPLETED"}, runs  # every one reached its command's API
+    # The second command's fresh Prefect home started from the migrated template the first server of
+    # the session left (the template's block types, not newly made ones), which holds no run.
+    from defsentflow.flows.runtime import database_template
+
+    template = database_template()
+    assert _block_types(tmp_path / "prefect-2" / "prefect.db") == _block_types(template) != set()
+    con = sqlite3.connect(template)
+    try:
+        assert con.execute("SELECT count(*) FROM flow_run").fetchone() == (0,)
+    finally:
+        con.close()
