@@ -58,7 +58,7 @@ def _sentence_spans(sentences: Sequence[str], text: str) -> list[tuple[str, int,
 @lru_cache(maxsize=1)
 def _segmenter():
     import pysbd  # lazy: the sentence splitter loads only when a corpus is ingested
-    from pysbd.utils import TextSpan
+    from pysbd.utils import TextSpan  # lazy: as pysbd above
 
     class Segmenter(pysbd.Segmenter):
         def sentences_with_char_spans(self, sentences):
