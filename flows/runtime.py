@@ -39,7 +39,7 @@ from typing import Any
 
 from defsentflow.storage.atomic import pid_alive
 from defsentflow.storage.paths import user_cache_dir
-from defsentflow.storage.swap import temporary_sibling
+from defsentflow.storage.swap import create_file_once
 
 __all__ = ["local_api", "reap_orphan_servers", "SERVER_MARKER"]
 
@@ -139,16 +139,7 @@ def _seed_database(db: Path) -> bool:
     template = database_template()
     if db.exists() or not template.is_file():
         return False
-    tmp = temporary_sibling(db)
-    try:
-        shutil.copyfile(template, tmp)
-        os.link(tmp, db)  # never over a database that is there
-        return True
-    except OSError:
-        return False
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    return create_file_once(db, lambda tmp: shutil.copyfile(template, tmp))  # never over a database that is there
 
 
 def _keep_template(db: Path) -> None:
@@ -157,9 +148,8 @@ def _keep_template(db: Path) -> None:
     template = database_template()
     if template.exists() or not db.is_file():
         return
-    tmp = temporary_sibling(template)
-    try:
-        template.parent.mkdir(parents=True, exist_ok=True)
+
+    def backup(tmp: Path) -> None:
         src, dst = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True), sqlite3.connect(tmp)
         try:
             src.execute("SELECT version_num FROM alembic_version").fetchone()  # Prefect's, migrated
@@ -167,12 +157,12 @@ def _keep_template(db: Path) -> None:
         finally:
             src.close()
             dst.close()
-        os.link(tmp, template)  # never over a template that is there (another command's, just made)
+
+    try:
+        template.parent.mkdir(parents=True, exist_ok=True)
+        create_file_once(template, backup)  # never over a template that is there (another command's, just made)
     except (OSError, sqlite3.Error):
         pass
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
 
 
 @contextlib.contextmanager

@@ -12,7 +12,6 @@ a changed DDL file builds a new one.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import tempfile
 import threading
@@ -22,7 +21,7 @@ import duckdb
 
 from defsentflow.storage.hashing import hash_text
 from defsentflow.storage.schema import ddl_files, migrate
-from defsentflow.storage.swap import temporary_sibling
+from defsentflow.storage.swap import create_file_once
 
 __all__ = ["create_catalog_file"]
 
@@ -59,20 +58,11 @@ def create_catalog_file(path: Path, storage_version: str) -> bool:
         data = _template(storage_version)
     except duckdb.Error:
         return False  # a DDL file that fails: applied in place, it fails there (earlier files kept, as always)
-    tmp = temporary_sibling(path)  # a kill leaves it to clean_stale_temporaries, like every atomic write's
-    try:  # mode 0o666 less the umask, as DuckDB creates a file (tempfile's would be 0o600: others could not read it)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    except OSError:
-        return False
-    try:
-        with os.fdopen(fd, "wb") as f:
+
+    def write(tmp: Path) -> None:  # mode 0o666 less the umask, as DuckDB creates a file (tempfile's would be 0o600)
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.link(tmp, path)  # atomic; never over a catalog that is there
-        return True
-    except OSError:
-        return False
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+
+    return create_file_once(path, write)

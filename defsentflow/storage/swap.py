@@ -9,6 +9,7 @@ nothing else), so :func:`~defsentflow.storage.atomic.clean_stale_temporaries` an
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -17,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TMP_PATTERN", "TMP_PREFIX", "pid_alive", "remove_stale_siblings", "stale_temporary", "swap_dir_into_place",
-           "temporary_sibling"]
+__all__ = ["TMP_PATTERN", "TMP_PREFIX", "create_file_once", "pid_alive", "remove_stale_siblings", "stale_temporary",
+           "swap_dir_into_place", "temporary_sibling"]
 
 TMP_PREFIX = ".tmp-"
 TMP_PATTERN = re.compile(r"^\.tmp-(\d{1,10})-[0-9a-f]{8}-(.+)$")  # exactly what temporary_sibling writes
@@ -84,3 +85,20 @@ def swap_dir_into_place(tmp: Path, final: Path, check: Callable[[Path], Any]) ->
         shutil.rmtree(old, ignore_errors=True)
     else:
         os.replace(tmp, final)
+
+
+def create_file_once(final: Path, write: Callable[[Path], Any]) -> bool:
+    """Make the file ``final`` whole or not at all, never over one that is there: ``write`` fills a
+    temporary sibling, which is then hard-linked into place. Whether it did; False, leaving nothing
+    behind, when ``final`` exists (another process made it first) or the directory cannot take it (an
+    ``OSError`` from ``write`` or the link: read-only, missing, no hard links)."""
+    tmp = temporary_sibling(final)  # a kill leaves it to clean_stale_temporaries, like every atomic write's
+    try:
+        write(tmp)
+        os.link(tmp, final)  # atomic; never over a file that is there
+        return True
+    except OSError:
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
