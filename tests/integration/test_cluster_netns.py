@@ -43,22 +43,23 @@ def _weights(home: Path) -> str:
     return h.hexdigest()
 
 
-def _task_runs(prefect_home: Path) -> list[tuple[str, str]]:
-    """(name, state) of the task runs in a command's Prefect database."""
-    con = sqlite3.connect(prefect_home / "prefect.db")
+def _rows(db: Path, sql: str) -> list[tuple]:
+    """The rows of ``sql`` in the SQLite database ``db`` (a Prefect database)."""
+    con = sqlite3.connect(db)
     try:
-        return con.execute("SELECT name, state_type FROM task_run ORDER BY name").fetchall()
+        return con.execute(sql).fetchall()
     finally:
         con.close()
+
+
+def _task_runs(prefect_home: Path) -> list[tuple[str, str]]:
+    """(name, state) of the task runs in a command's Prefect database."""
+    return _rows(prefect_home / "prefect.db", "SELECT name, state_type FROM task_run ORDER BY name")
 
 
 def _block_types(db: Path) -> set[str]:
     """The ids of the block types in a Prefect database: random per database a server migrates."""
-    con = sqlite3.connect(db)
-    try:
-        return {row[0] for row in con.execute("SELECT id FROM block_type")}
-    finally:
-        con.close()
+    return {row[0] for row in _rows(db, "SELECT id FROM block_type")}
 
 
 def _cli(config: Path, home: Path, address: str, prefect_home: Path) -> subprocess.Popen:
@@ -129,8 +130,4 @@ def test_two_commands_on_the_other_hosts_workers(netns_dask, tiny_first_run, tmp
 
     template = database_template()
     assert _block_types(tmp_path / "prefect-2" / "prefect.db") == _block_types(template) != set()
-    con = sqlite3.connect(template)
-    try:
-        assert con.execute("SELECT count(*) FROM flow_run").fetchone() == (0,)
-    finally:
-        con.close()
+    assert _rows(template, "SELECT count(*) FROM flow_run") == [(0,)]
