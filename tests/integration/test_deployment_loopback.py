@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -126,7 +127,7 @@ def _champion(home: Path, alias: str) -> str:
     return catalog_rows(home, "SELECT model_id FROM alias_holders WHERE alias = ?", [alias])[0][0]
 
 
-def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, tmp_path, monkeypatch):
+def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, session_dir, tmp_path, monkeypatch):
     tiny, home, _ = tiny_finished_root  # a data root a `defsentflow run` of the tiny config finished
     # the run set tiny@champion: best-model and every command that takes a model name it alike
     monkeypatch.setenv("DEFSENTFLOW_HOME", str(home))
@@ -143,6 +144,12 @@ def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, t
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "DEFSENTFLOW_"))}
     env.update({"PREFECT_HOME": str(tmp_path / "prefect"), "DEFSENTFLOW_HOME": str(home), "DO_NOT_TRACK": "1",
                 "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DEFSENTFLOW_QUIET": "1", "CWD": str(elsewhere)})
+    # The server starts on a copy of the session's migrated Prefect database where there is one (the
+    # harness's, tests/conftest.py: this Prefect version, its schema at the head, no run in it), as a
+    # command's fresh PREFECT_HOME starts from its template (flows/runtime.py): ~6 s of CPU not spent migrating.
+    (tmp_path / "prefect").mkdir()
+    if (session_dir / "prefect-migrated.db").is_file():
+        shutil.copyfile(session_dir / "prefect-migrated.db", tmp_path / "prefect" / "prefect.db")
     server_log = open(tmp_path / "server.log", "w")
     # The scheduler service looks for deployments to schedule every 2 s instead of every 60 s.
     server = subprocess.Popen([PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port), "--analytics-off"],
