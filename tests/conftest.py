@@ -122,7 +122,7 @@ def prefect_test_harness(session_dir):
         with utilities.prefect_test_harness(server_startup_timeout=None):
             yield
         return
-    template = session_dir / "prefect-migrated.db"
+    template = _migrated_prefect_db(session_dir)
     stack = contextlib.ExitStack()
     with FileLock(str(template) + ".lock"):
         migrated = template.exists()
@@ -143,6 +143,18 @@ def prefect_test_harness(session_dir):
             _copy_sqlite(_harness_db(), template)
     with stack:
         yield
+
+
+@pytest.fixture(scope="session")
+def migrated_prefect_db(session_dir, prefect_test_harness) -> Path | None:
+    """The copy of a migrated Prefect database, with no run in it, that ``prefect_test_harness`` leaves
+    under pytest-xdist (for a test's own ``prefect server start``); None without one."""
+    db = _migrated_prefect_db(session_dir)
+    return db if db.is_file() else None
+
+
+def _migrated_prefect_db(session_dir: Path) -> Path:
+    return session_dir / "prefect-migrated.db"
 
 
 def _harness_db() -> Path:

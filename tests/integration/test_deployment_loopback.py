@@ -127,7 +127,8 @@ def _champion(home: Path, alias: str) -> str:
     return catalog_rows(home, "SELECT model_id FROM alias_holders WHERE alias = ?", [alias])[0][0]
 
 
-def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, session_dir, tmp_path, monkeypatch):
+def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, migrated_prefect_db, tmp_path,
+                                                           monkeypatch):
     tiny, home, _ = tiny_finished_root  # a data root a `defsentflow run` of the tiny config finished
     # the run set tiny@champion: best-model and every command that takes a model name it alike
     monkeypatch.setenv("DEFSENTFLOW_HOME", str(home))
@@ -148,8 +149,8 @@ def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, s
     # harness's, tests/conftest.py: this Prefect version, its schema at the head, no run in it), as a
     # command's fresh PREFECT_HOME starts from its template (flows/runtime.py): ~6 s of CPU not spent migrating.
     (tmp_path / "prefect").mkdir()
-    if (session_dir / "prefect-migrated.db").is_file():
-        shutil.copyfile(session_dir / "prefect-migrated.db", tmp_path / "prefect" / "prefect.db")
+    if migrated_prefect_db is not None:
+        shutil.copyfile(migrated_prefect_db, tmp_path / "prefect" / "prefect.db")
     server_log = open(tmp_path / "server.log", "w")
     # The scheduler service looks for deployments to schedule every 2 s instead of every 60 s.
     server = subprocess.Popen([PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port), "--analytics-off"],
