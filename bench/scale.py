@@ -170,7 +170,7 @@ def part_train(n: int, work: Path, negatives: str, steps: int = 10) -> dict:
     import torch
     import torch.nn.functional as F
 
-    from defsentflow.training.adapters import prepare_backbone
+    from defsentflow.model.adapters import prepare_backbone
     from defsentflow.training.config import sampled_negatives
     from defsentflow.training.heads import DefinitionClassifier
 

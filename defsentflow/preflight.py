@@ -18,7 +18,7 @@ from typing import Any
 
 from defsentflow.config_tools import resolve_path
 from defsentflow.encoders.loading import BUNDLED_ALIASES, pick_device
-from defsentflow.encoders.lookup import UnknownModelError, find_model
+from defsentflow.model.lookup import UnknownModelError, find_model
 
 __all__ = ["MODEL_ID_PATTERN", "check_exists", "check_model_names", "check_model_ref", "check_source_path", "preflight"]
 
@@ -33,7 +33,7 @@ def _looks_like_path(value: str) -> bool:
 
 def check_model_ref(value: str, key: str) -> None:
     """``value`` names a model: a bundled alias, a model directory, or a Hugging Face id that can be
-    loaded (in the local cache while offline: :func:`~defsentflow.encoders.lookup.find_model`)."""
+    loaded (in the local cache while offline: :func:`~defsentflow.model.lookup.find_model`)."""
     if value in BUNDLED_ALIASES:
         return
     path = resolve_path(value, must_exist=False)

@@ -167,7 +167,7 @@ def _encode(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UserError(str(exc)) from None
     if args.normalize is None:
-        from defsentflow.encoders.export import normalizes
+        from defsentflow.model.export import normalizes
 
         args.normalize = normalizes(args.model, head)
     t0 = time.perf_counter()
@@ -222,7 +222,7 @@ def read_entries(path: Path) -> pa.Table:
 def _catalog_model(model: str) -> str:
     """What loads ``model`` (a catalog id or alias, a bundled name, a folder, a cached hub id), by the
     one model lookup: ``unknown model 'x'; newest ids: ...`` otherwise, never a hub error."""
-    from defsentflow.encoders.lookup import find_model
+    from defsentflow.model.lookup import find_model
 
     return find_model(model).path
 

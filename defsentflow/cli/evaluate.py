@@ -98,7 +98,7 @@ def _eval(args: argparse.Namespace) -> int:
     data_dir = Path(section.resolved_data_dir())
     if any(t in STS_TASKS for t in section.tasks) and not data_dir.is_dir():
         raise UserError(f"data directory not found: {data_dir} (pass --data-dir)")
-    from defsentflow.encoders.lookup import find_model
+    from defsentflow.model.lookup import find_model
 
     find_model(section.model)  # an unknown name: one line, before any run is recorded
     run_id = None if args.no_record else f"eval-{uuid.uuid4().hex[:8]}"

@@ -37,7 +37,7 @@ def harvest_config_arg(args: argparse.Namespace):
 
     cfg = cfg.model_copy(update={"compute": compute_for(args, cfg.compute)})
     if getattr(args, "base_encoder", None):
-        from defsentflow.encoders.lookup import find_model
+        from defsentflow.model.lookup import find_model
 
         path = find_model(args.base_encoder, root=cfg.root).path
         cfg = cfg.model_copy(update={"surrogate": cfg.surrogate.model_copy(update={"base_encoder": path})})

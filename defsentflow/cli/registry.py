@@ -54,7 +54,7 @@ def _check_alias(name: str) -> str:
 
 def _promote(args: argparse.Namespace) -> int:
     from defsentflow.cli import UserError
-    from defsentflow.encoders.lookup import find_model
+    from defsentflow.model.lookup import find_model
     from defsentflow.registry import compare, promote
 
     alias = _check_alias(args.alias)

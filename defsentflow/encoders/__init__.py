@@ -1,4 +1,4 @@
-"""Encoder loading, pooling, the batched encoding engine and sentence-transformers export."""
+"""Encoder loading, pooling and the batched encoding engine (the model folder's writer is :mod:`defsentflow.model.export`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from typing import Any
 _WHERE = {
     "EmbeddingCache": "cache",
     "encode_texts": "encoding", "pad_batch": "encoding", "tokenize_sorted": "encoding",
-    "save_encoder": "export",
     "Autocast": "loading", "LoadedEncoder": "loading", "autocast_context": "loading", "has_mlm_head": "loading",
     "load_encoder": "loading", "model_construction": "loading", "model_content_hash": "loading", "pick_device": "loading",
     "require_safetensors": "loading", "resolve_model_path": "loading",
@@ -47,7 +46,6 @@ __all__ = [
     "pool",
     "require_safetensors",
     "resolve_model_path",
-    "save_encoder",
     "tokenize_sorted",
     "validate_pooling",
 ]

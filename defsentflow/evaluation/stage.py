@@ -21,11 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from defsentflow.encoders.lookup import find_model
 from defsentflow.evaluation.config import EvaluateSection
 from defsentflow.evaluation.reuse import store_evaluation, stored_evaluation
 from defsentflow.evaluation.sts import average_row
 from defsentflow.evaluation.suite import EvalResult, evaluation_key, record_evaluation, run_evaluation
+from defsentflow.model.lookup import find_model
 from defsentflow.storage import Catalog, hash_config
 from defsentflow.storage.locks import artifact_lock
 from defsentflow.storage.runs import RunRecord
@@ -34,7 +34,7 @@ __all__ = ["EvaluateSteps", "evaluate_step", "record_step", "resolve_step", "run
 
 
 def resolve_step(section: EvaluateSection, run_id: str | None, root: str | None = None) -> dict[str, Any]:
-    """``{"model_id", "path"}`` by the one model lookup (:func:`~defsentflow.encoders.lookup.find_model`:
+    """``{"model_id", "path"}`` by the one model lookup (:func:`~defsentflow.model.lookup.find_model`:
     catalog id or alias, bundled name, folder, cached hub id; the catalog is only read)."""
     ref = find_model(section.model, root=root)
     return {"model_id": section.model_id or ref.model_id, "path": ref.path}

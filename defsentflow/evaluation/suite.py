@@ -19,7 +19,6 @@ from typing import Any
 from defsentflow.encoders import model_content_hash, validate_pooling
 from defsentflow.encoders.finite import NonFiniteError
 from defsentflow.encoders.loading import portable_model_name, resolve_model_path
-from defsentflow.encoders.lookup import UnknownModelError, find_model
 from defsentflow.evaluation.config import (
     EVAL_TASKS,
     EvalConfig,
@@ -30,6 +29,7 @@ from defsentflow.evaluation.config import (
 from defsentflow.evaluation.sts import average_row
 from defsentflow.evaluation.tasks import EVALUATORS
 from defsentflow.model import HEAD_DEFAULTS, model_head
+from defsentflow.model.lookup import UnknownModelError, find_model
 from defsentflow.storage import code_version, combine_hashes, hash_config
 
 __all__ = ["EVAL_TASKS", "EvalConfig", "EvalResult", "EvaluateSection", "default_data_dir", "default_pooling",
@@ -110,7 +110,7 @@ def resolve_model(catalog: Any, model: str) -> tuple[str, str]:
 
 
 def known_model(catalog: Any, model: str) -> tuple[str, str]:
-    """``(model_id, path)`` by the one model lookup (:func:`defsentflow.encoders.lookup.find_model`).
+    """``(model_id, path)`` by the one model lookup (:func:`defsentflow.model.lookup.find_model`).
 
     Raises:
         ValueError: ``unknown model 'x'``, with the newest catalog ids.

@@ -39,9 +39,9 @@ from defsentflow.evaluation.protocols import select_queries, trained_texts
 from defsentflow.evaluation.ranks import chance_mrr, gold_ranks, rank_metrics, validate_ties
 from defsentflow.evaluation.revdict import Protocol
 from defsentflow.model import Head, model_head, record_of
+from defsentflow.model.targets import single_token_targets
 from defsentflow.training.entry_matrix import EntryMatrix
 from defsentflow.training.heads import sentence_head_vectors
-from defsentflow.training.targets import single_token_targets
 
 __all__ = ["WORDPRED_PROTOCOLS", "evaluate_wordpred", "head_ranks", "wordpred_task"]
 
@@ -76,7 +76,7 @@ def _queries(table: pa.Table, split: str, protocol: str, targets_of: dict[str, i
 def _word_head(source: str, device: Any) -> tuple[Any, dict[str, int], str]:
     """The frozen word-prediction layer of ``source``, the single-token entry -> id map's tokenizer
     and the decoder's kind."""
-    from defsentflow.training.adapters import (
+    from defsentflow.model.adapters import (
         prepare_backbone,  # lazy: looked up at call time, so tests can replace it on its own module
     )
 

@@ -1,6 +1,6 @@
 """``defsentflow export model``: an encoder as a self-contained sentence-transformers folder with a card.
 
-The folder is what the evaluation measured (see :mod:`defsentflow.encoders.export`): weights,
+The folder is what the evaluation measured (see :mod:`defsentflow.model.export`): weights,
 tokenizer, the pooling, ``max_seq_length`` equal to the evaluation length, ``Normalize`` where
 the base model has it, cosine similarity and ``config_sentence_transformers.json``, all written by
 sentence-transformers' own save; plus ``README.md`` (the model card, :mod:`defsentflow.encoders.card`)
@@ -16,17 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from defsentflow.encoders.card import base_name, model_card
-from defsentflow.encoders.export import (
+from defsentflow.encoders.loading import require_safetensors, resolve_model_path
+from defsentflow.evaluation.baselines import baseline_model_id
+from defsentflow.model import model_head, record_of, write_model_record
+from defsentflow.model.export import (
     EVAL_MAX_LENGTH,
     make_readable,
     normalizes,
     st_pooling_mode,
     write_st_modules,
 )
-from defsentflow.encoders.loading import require_safetensors, resolve_model_path
-from defsentflow.encoders.lookup import find_model
-from defsentflow.evaluation.baselines import baseline_model_id
-from defsentflow.model import model_head, record_of, write_model_record
+from defsentflow.model.lookup import find_model
 from defsentflow.storage import Catalog
 from defsentflow.storage.outputs import output_dir
 

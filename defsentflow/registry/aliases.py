@@ -4,7 +4,7 @@ An alias is a name of the catalog, not a folder: ``alias_changes`` holds one row
 promotion gate after a pipeline run, ``defsentflow promote``, ``defsentflow rollback``) with who made
 it, when, from which model to which and the figures that decided; rows are only ever added, and the
 holder is the newest row (the ``alias_holders`` view). Every command that takes a model id takes an
-alias (:func:`~defsentflow.encoders.lookup.find_model` reads the holder through ``model_ids``), and
+alias (:func:`~defsentflow.model.lookup.find_model` reads the holder through ``model_ids``), and
 ``defsentflow serve`` resolves one at request time. Each change is mirrored to the alias's row record
 (``records/aliases/``), so ``catalog rebuild`` restores every alias and its history.
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from defsentflow.model.adapters import ADAPTERS, BackboneAdapter, PreparedBackbone, adapter_for, prepare_backbone
 from defsentflow.model.ica import IcaTransform, ica_transform
-from defsentflow.training.adapters import ADAPTERS, BackboneAdapter, PreparedBackbone, adapter_for, prepare_backbone
+from defsentflow.model.targets import entry_targets, single_token_targets
 from defsentflow.training.batching import TokenizedExamples, length_bucketed_batches, tokenize_examples
 from defsentflow.training.checkpoint import capture_rng, load_checkpoint, restore_rng, save_checkpoint, seed_everything
 from defsentflow.training.config import (
@@ -25,7 +26,6 @@ from defsentflow.training.loop import (
     run_loop,
     train_encoder,
 )
-from defsentflow.training.targets import entry_targets, single_token_targets
 
 __all__ = [
     "ADAPTERS",

@@ -51,6 +51,7 @@ from defsentflow.fanout import (
 )
 from defsentflow.model.ids import trained_model_id
 from defsentflow.model.record import model_ref, read_model_record
+from defsentflow.model.targets import single_token_targets
 from defsentflow.storage import Catalog, data_root, hash_path, write_json
 from defsentflow.storage.locks import artifact_lock
 from defsentflow.storage.paths import from_root, place_relpath, root_place, to_root
@@ -62,7 +63,6 @@ from defsentflow.training.keys import artifact_key, base_model_of, config_identi
 from defsentflow.training.pst_config import DefSentSection, GridPoint, PstSection
 from defsentflow.training.pst_records import Candidate, MatrixRef, ScoreRequest, SelectionPlan
 from defsentflow.training.step_plan import base_name_or_path
-from defsentflow.training.targets import single_token_targets
 
 __all__ = ["CandidateSpec", "ModelSlot", "Scorer", "TrainSpec", "model_slot", "plan_base_candidate",
            "PendingCandidates", "plan_candidate", "plan_training", "run_candidate", "run_candidates", "start_candidates",

@@ -39,6 +39,7 @@ from defsentflow.encoders.loading import LoadedEncoder, model_content_hash, port
 from defsentflow.entryspace import entry_space_stats, plot_entry_space
 from defsentflow.model.ica import IcaTransform
 from defsentflow.model.record import matrix_folder, model_ref, resolve_ref
+from defsentflow.model.targets import entry_targets
 from defsentflow.storage import Catalog, atomic_dir, data_root, hash_config, hash_path, root_place
 from defsentflow.training import entry_shards  # its builder is looked up at call time (tests replace it there)
 from defsentflow.training.config import ENTRY_ENCODINGS, ENTRY_POOLING, validate_choice
@@ -46,7 +47,6 @@ from defsentflow.training.data import TrainingData
 from defsentflow.training.keys import artifact_key, base_model_of
 from defsentflow.training.pst_config import DefSentSection, PstSection
 from defsentflow.training.pst_records import MatrixRef
-from defsentflow.training.targets import entry_targets
 
 __all__ = ["ENTRY_SCHEMA", "EntryMatrix", "build_entry_matrix", "encode_entry_matrix", "matrix_ref"]
 

@@ -21,7 +21,7 @@ from defsentflow.encoders.encoding import encode_texts
 from defsentflow.encoders.loading import Autocast, pick_device
 from defsentflow.encoders.pooling import pool
 from defsentflow.model import model_head
-from defsentflow.training.adapters import activation_fn, prepare_backbone
+from defsentflow.model.adapters import activation_fn, prepare_backbone
 
 __all__ = ["DefinitionClassifier", "HeadQueryEncoder", "FUSED_MIN_ENTRIES", "head_vector", "prepare_matrix",
            "sentence_head_vectors"]

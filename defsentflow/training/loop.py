@@ -21,12 +21,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from defsentflow.encoders.export import base_has_normalize, save_encoder
 from defsentflow.encoders.loading import autocast_context, model_content_hash, pick_device
 from defsentflow.fanout import at_checkpoint
+from defsentflow.model.adapters import prepare_backbone
+from defsentflow.model.export import base_has_normalize, save_encoder
 from defsentflow.progress import progress
 from defsentflow.storage.hashing import code_version, combine_hashes, hash_bytes, hash_config, hash_text
-from defsentflow.training.adapters import prepare_backbone
 from defsentflow.training.batching import length_bucketed_batches, tokenize_examples
 from defsentflow.training.checkpoint import (
     capture_rng,
@@ -243,7 +243,7 @@ def train_encoder(config: TrainConfig, base_model: str | os.PathLike, definition
         base_model: checkpoint to start from (directory, hub id or ``minilm``).
         definitions: one text per training example.
         targets: DefSent: vocabulary ids of single-token entries (see
-            :func:`~defsentflow.training.targets.single_token_targets`); DefSent+: rows of
+            :func:`~defsentflow.model.targets.single_token_targets`); DefSent+: rows of
             ``entry_matrix``.
         out_dir: where the final model goes (Hugging Face + sentence-transformers layout,
             pooler kept, ``defsentflow.json`` with the run's metadata), written atomically.

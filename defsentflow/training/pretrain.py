@@ -47,8 +47,8 @@ from defsentflow.config_tools import resolve_path
 from defsentflow.corpus import ingest_corpus, load_sentences, resolve_corpus
 from defsentflow.dictionary import load_examples, resolve_dictionary
 from defsentflow.encoders.encoding import pad_batch, tokenize_sorted
-from defsentflow.encoders.export import save_encoder
 from defsentflow.encoders.loading import model_construction, model_content_hash, pick_device, resolve_model_path
+from defsentflow.model.export import save_encoder
 from defsentflow.model.ids import named_model_id
 from defsentflow.model.record import read_model_record
 from defsentflow.storage import Catalog, hash_path, root_place

@@ -1,5 +1,5 @@
 """Ids that `defsentflow leaderboard` prints work in every command that takes a model (the one
-lookup, defsentflow/encoders/lookup.py): encode and an unrecorded eval included."""
+lookup, defsentflow/model/lookup.py): encode and an unrecorded eval included."""
 
 from __future__ import annotations
 

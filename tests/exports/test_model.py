@@ -11,7 +11,7 @@ import yaml
 
 from defsentflow.cli import main
 from defsentflow.encoders import encode_texts, load_encoder
-from defsentflow.encoders.export import save_encoder
+from defsentflow.model.export import save_encoder
 from defsentflow.storage import Catalog
 
 TEXTS = [" ".join(["the small dog walks to the house by the river"] * 9), "a cat", "a song in the night"]

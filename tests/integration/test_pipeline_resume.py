@@ -105,7 +105,7 @@ def test_rerun_is_cached_and_unchanged_inputs_end_at_once(tiny_first_run, tmp_pa
     (_, first, first_name), (_, second, _) = catalog_rows(home, chosen)
     assert first == second and catalog_rows(home, board) == first_board and (first,) in first_board
     assert f"selected: {first} " in again.stdout
-    from defsentflow.encoders.lookup import find_model
+    from defsentflow.model.lookup import find_model
 
     assert find_model(first_name, root=home).model_id == first
     # every stage found by its content key (step 0 too: the untrained encoder's scores), and the run says so

@@ -198,7 +198,7 @@ def test_n3_control_characters_in_row_record_ids_are_refused(root, ident):
 
 
 def test_n13_a_base_model_id_names_its_folder_by_content_wherever_it_is_asked_from(root, tmp_path, monkeypatch):
-    from defsentflow.encoders.lookup import find_model
+    from defsentflow.model.lookup import find_model
     from defsentflow.storage.hashing import model_folder_hash
 
     base = tmp_path / "work" / "bert"

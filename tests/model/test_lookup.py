@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from defsentflow.cli import main
-from defsentflow.encoders.lookup import UnknownModelError, find_model
+from defsentflow.model.lookup import UnknownModelError, find_model
 from defsentflow.storage import Catalog
 from tests.cli_output import without_root_line
 

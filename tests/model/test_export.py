@@ -10,8 +10,8 @@ import pytest
 
 from defsentflow.cli import main
 from defsentflow.encoders import encode_texts, load_encoder
-from defsentflow.encoders.export import EVAL_MAX_LENGTH, save_encoder
 from defsentflow.evaluation.config import EvalConfig
+from defsentflow.model.export import EVAL_MAX_LENGTH, save_encoder
 
 # ~100 tokens each: longer than the training length (64), so truncation at 64 would show.
 LONG = [" ".join(["the small dog walks to the house by the river and the green tree"] * 7),
