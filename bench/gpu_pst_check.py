@@ -41,8 +41,8 @@ def main() -> None:
     os.environ["DEFSENTFLOW_HOME"] = str(work / "home")
     from defsentflow.evaluation.selection import selection_score
     from defsentflow.model import read_model_record
+    from defsentflow.model.entry_matrix import EntryMatrix
     from defsentflow.storage import Catalog
-    from defsentflow.training.entry_matrix import EntryMatrix
     from defsentflow.training.pst import PstSteps, run_pst
     from defsentflow.training.pst_config import GridPoint, PstSection
     from tests.dictionary_tables import register_table

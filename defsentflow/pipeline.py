@@ -22,9 +22,9 @@ from defsentflow.config import PipelineConfig, load_config, resolve_path
 from defsentflow.config_tools import resolve_data_dir
 from defsentflow.encoders.loading import resolve_model_path
 from defsentflow.eval_tasks import DICTIONARY_TASKS
-from defsentflow.evaluation.baselines import baseline_model_id
 from defsentflow.evaluation.task_status import record_run_tasks, runnable_tasks, task_statuses
 from defsentflow.model import model_head
+from defsentflow.model.ids import base_model_id, pooled_model_id
 from defsentflow.preflight import preflight
 from defsentflow.registry import champion_alias, gate_run, record_unchanged
 from defsentflow.storage import (
@@ -124,20 +124,20 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
             plan += [{**common, "tasks": sts_only, "model": m["model_dir"], "model_id": m["model_id"], "pooling": extra}
                      for extra in ev.also_poolings if extra != pooling]
     base = base_model
-    base_id = baseline_model_id(base)
+    base_id = base_model_id(base)
     if "untrained" in ev.baselines:
         plan.append({**common, "model": base, "model_id": base_id, "pooling": pooling})
     # the untrained baseline with further poolings on every task (DefSent's Table 2: CLS, Mean and Max)
     every = [p for p in dict.fromkeys(ev.baseline_poolings) if p != pooling] if "untrained" in ev.baselines else []
-    plan += [{**common, "model": base, "model_id": f"{base_id}+{extra}", "pooling": extra} for extra in every]
+    plan += [{**common, "model": base, "model_id": pooled_model_id(base_id, extra), "pooling": extra} for extra in every]
     for extra in (p for p in ev.also_poolings if p != pooling):
         plan.append({**common, "tasks": sts_only, "model": selected["model_dir"],
-                     "model_id": f"{selected['model_id']}+{extra}", "pooling": extra})
+                     "model_id": pooled_model_id(selected["model_id"], extra), "pooling": extra})
         if "untrained" in ev.baselines and extra not in every:
-            plan.append({**common, "tasks": sts_only, "model": base, "model_id": f"{base_id}+{extra}", "pooling": extra})
+            plan.append({**common, "tasks": sts_only, "model": base, "model_id": pooled_model_id(base_id, extra), "pooling": extra})
     if "sbert_wk" in ev.baselines:
         plan.append({**common, "tasks": sts_only or tasks, "model": base,
-                     "model_id": f"{base_id}+sbert_wk", "pooling": "sbert_wk"})
+                     "model_id": pooled_model_id(base_id, "sbert_wk"), "pooling": "sbert_wk"})
     if "surrogate" in ev.baselines and surrogate:
         plan.append({**common, "model": surrogate["model_dir"], "model_id": surrogate["model_id"], "pooling": "mean"})
     return [p for p in plan if p["tasks"]]

@@ -179,6 +179,17 @@ def test_no_forbidden_imports(layer: str):
     assert not offenders, f"{layer} must not import {', '.join(LAYER_RULES[layer])}:\n" + "\n".join(offenders)
 
 
+BELOW_TRAINING = ("defsentflow/evaluation", "defsentflow/model", "defsentflow/revdict", "defsentflow/serve")
+
+
+def test_the_figure_path_and_the_model_folder_sit_below_training():
+    """Evaluation, the model folder's owner, the reverse dictionary and serving never import training:
+    training calls the figure path after a candidate (issue 54), never the other way round."""
+    offenders = [f"{p.relative_to(ROOT)}: {name}" for folder in BELOW_TRAINING for p in sorted((ROOT / folder).rglob("*.py"))
+                 for name in sorted(_imports(p)) if name.startswith("defsentflow.training")]
+    assert not offenders, "imports of defsentflow.training below it:\n" + "\n".join(offenders)
+
+
 def _size_params():
     for path in _project_files():
         yield pytest.param(path, id=path.relative_to(ROOT).as_posix())

@@ -14,8 +14,8 @@ from typing import Any
 
 from defsentflow.claims.arms import ArmPlan, arm_name
 from defsentflow.claims.judge import Check, Series, mean_sd, series_text
-from defsentflow.evaluation.baselines import baseline_model_id
 from defsentflow.model import matrix_folder
+from defsentflow.model.ids import base_model_id
 
 __all__ = ["CatalogFigures", "claim_checks", "claim_series"]
 
@@ -95,7 +95,7 @@ class CatalogFigures:
         m = self.stage_model(run_id, ["pretrain"])
         if m is None:
             return None
-        base = baseline_model_id(m["path"])
+        base = base_model_id(m["path"])
         return base, f"{base}+sbert_wk"
 
 

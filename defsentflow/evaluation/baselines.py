@@ -4,8 +4,7 @@
   lower-cased word unigrams, smoothed idf, L2 norm), the idf fitted on the sentences given;
 * :func:`word_vector_average`: the mean of an encoder's *input* token embeddings over a
   sentence's word pieces (no transformer layer, special tokens left out): "averaged word
-  vectors" with the encoder's own vocabulary;
-* :func:`baseline_model_id`: the catalog id an untrained encoder's baseline scores are filed under.
+  vectors" with the encoder's own vocabulary.
 """
 
 from __future__ import annotations
@@ -16,20 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from defsentflow.encoders import model_construction, resolve_model_path
-from defsentflow.model.ids import base_model_id
 
-__all__ = ["baseline_model_id", "tfidf_similarities", "word_vector_average"]
-
-
-def baseline_model_id(base_model: str) -> str:
-    """The catalog id the untrained baseline's scores are filed under: the base model's own id
-    (``base:<name>``, :func:`defsentflow.model.ids.base_model_id`), the one PST's step 0 files it under.
-
-    Example:
-        >>> baseline_model_id("/models/bert-base-uncased")
-        'base:bert-base-uncased'
-    """
-    return base_model_id(base_model)
+__all__ = ["tfidf_similarities", "word_vector_average"]
 
 
 def tfidf_similarities(sentences1: Sequence[str], sentences2: Sequence[str], fit_texts: Sequence[str]) -> np.ndarray:

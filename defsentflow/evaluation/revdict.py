@@ -58,7 +58,7 @@ from defsentflow.eval_tasks import CANONICAL, TASKS, FigureSettings, TieRule, di
 from defsentflow.evaluation.protocols import normalize_definition, select_queries, trained_texts
 from defsentflow.evaluation.ranks import gold_ranks, rank_metrics, validate_ties
 from defsentflow.model import ENTRY_POOLING, head_ica, model_head, record_of
-from defsentflow.training.heads import sentence_head_vectors
+from defsentflow.model.query import sentence_head_vectors
 
 __all__ = [
     "CandidateSet",

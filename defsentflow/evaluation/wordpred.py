@@ -39,9 +39,9 @@ from defsentflow.evaluation.protocols import select_queries, trained_texts
 from defsentflow.evaluation.ranks import chance_mrr, gold_ranks, rank_metrics, validate_ties
 from defsentflow.evaluation.revdict import Protocol
 from defsentflow.model import Head, model_head, record_of
+from defsentflow.model.entry_matrix import EntryMatrix
+from defsentflow.model.query import sentence_head_vectors
 from defsentflow.model.targets import single_token_targets
-from defsentflow.training.entry_matrix import EntryMatrix
-from defsentflow.training.heads import sentence_head_vectors
 
 __all__ = ["WORDPRED_PROTOCOLS", "evaluate_wordpred", "head_ranks", "wordpred_task"]
 

@@ -17,7 +17,6 @@ from typing import Any
 
 from defsentflow.encoders.card import base_name, model_card
 from defsentflow.encoders.loading import require_safetensors, resolve_model_path
-from defsentflow.evaluation.baselines import baseline_model_id
 from defsentflow.model import model_head, record_of, write_model_record
 from defsentflow.model.export import (
     EVAL_MAX_LENGTH,
@@ -26,6 +25,7 @@ from defsentflow.model.export import (
     st_pooling_mode,
     write_st_modules,
 )
+from defsentflow.model.ids import base_model_id
 from defsentflow.model.lookup import find_model
 from defsentflow.storage import Catalog
 from defsentflow.storage.outputs import output_dir
@@ -115,7 +115,7 @@ def _baseline(cat: Catalog, base: str | None, path: Path) -> dict[str, Any] | No
         base_path = None
     if base_path == path.resolve():
         return None
-    ids = [baseline_model_id(base)]
+    ids = [base_model_id(base)]
     if base_path is not None:  # PST's step-0 id of the same folder (base-<hash>)
         ids += [r["model_id"] for r in cat.query("SELECT model_id FROM models WHERE path = ?", [cat.rel(base_path)])]
     metrics = cat.query(

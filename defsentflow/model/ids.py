@@ -14,21 +14,28 @@ A model's id names its content, so the same model has the same id on every run t
 Names scoped to a run (PST's choice, ``pst-<run id>``) are aliases of such an id (the catalog's
 ``model_names`` table): they keep naming the model after a re-run, and the leaderboard shows the id.
 
+A model shown with another pooling than its own (a baseline's CLS row, the winner's extra STS
+poolings) is filed as ``<id>+<pooling>`` (:func:`pooled_model_id`).
+
 Example:
     >>> trained_model_id("defsent_plus", "2d352f6268e3ab")
     'dsp-2d352f6268e3'
     >>> base_model_id("minilm"), base_model_id("/models/bert-base-uncased")
     ('base:all-MiniLM-L6-v2', 'base:bert-base-uncased')
-    >>> run_alias("demo-e0f06e6c")
-    'pst-demo-e0f06e6c'
+    >>> run_alias("demo-e0f06e6c"), pooled_model_id("base:all-MiniLM-L6-v2", "cls")
+    ('pst-demo-e0f06e6c', 'base:all-MiniLM-L6-v2+cls')
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["BASE_PREFIX", "BUNDLED_NAMES", "base_model_id", "named_model_id", "run_alias", "trained_model_id"]
+from defsentflow.storage.paths import place_relpath
+
+__all__ = ["BASE_PREFIX", "BUNDLED_NAMES", "ModelSlot", "base_model_id", "model_slot", "named_model_id",
+           "pooled_model_id", "run_alias", "trained_model_id"]
 
 BASE_PREFIX = "base:"
 BUNDLED_NAMES: dict[str, str] = {alias: "all-MiniLM-L6-v2"
@@ -56,3 +63,27 @@ def base_model_id(base_model: str | os.PathLike) -> str:
 def run_alias(run_id: str) -> str:
     """PST's name for the model a run chose: an alias of that model's id."""
     return f"pst-{run_id}"
+
+
+def pooled_model_id(model_id: str, pooling: str) -> str:
+    """The id a model's figures with a pooling other than its own are filed under (``<id>+<pooling>``)."""
+    return f"{model_id}+{pooling}"
+
+
+@dataclass(frozen=True)
+class ModelSlot:
+    """A trained model's content key, catalog id, folder and checkpoint folder (both relative to the
+    data root)."""
+
+    key: str
+    method: str
+    model_id: str
+    folder: str
+    checkpoint: str
+
+
+def model_slot(method: str, key: str) -> ModelSlot:
+    """Where a model trained here lies: its id by the one id rule (:func:`defsentflow.model.ids.trained_model_id`:
+    ``dsp-<key12>`` for DefSent+, ``defsent-<key12>``) under ``models/pst/<key>``."""
+    return ModelSlot(key=key, method=method, model_id=trained_model_id(method, key), folder=place_relpath("pst_models", key),
+                     checkpoint=place_relpath("pst_checkpoints", key))

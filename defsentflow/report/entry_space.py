@@ -11,7 +11,8 @@ import numpy as np
 from defsentflow.entryspace.figures import plot_entry_space
 from defsentflow.entryspace.isotropy import entry_space_stats
 from defsentflow.entryspace.records import STATS_COLUMNS, entry_plot_path, record_entry_space_stats
-from defsentflow.model.record import MATRIX_FILE, matrix_folder
+from defsentflow.model.entry_matrix import MATRIX_FILE, EntryMatrix
+from defsentflow.model.record import matrix_folder
 from defsentflow.storage import data_root, hash_bytes, hash_file
 
 __all__ = ["STATS_COLUMNS", "analyse_entry_matrix", "entry_plot_path", "record_entry_space_stats"]
@@ -34,9 +35,7 @@ def analyse_entry_matrix(matrix: np.ndarray | str | os.PathLike, *, run_id: str,
     path = None
     if isinstance(matrix, (str, os.PathLike)):
         path = Path(matrix_folder(str(matrix)))
-        if not (path / MATRIX_FILE).is_file():
-            raise FileNotFoundError(f"entry matrix not found: {path}")
-        arr = np.load(path / MATRIX_FILE, mmap_mode="r")
+        arr = EntryMatrix.load(path, mmap=True).matrix  # FileNotFoundError (naming the folder) when it is none
         key = matrix_key or hash_file(path / MATRIX_FILE)
     else:
         arr = np.asarray(matrix)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from defsentflow.evaluation.baselines import baseline_model_id
+from defsentflow.model.ids import base_model_id
 from defsentflow.report.leaderboard import Leaderboard, format_delta, format_number
 from defsentflow.report.markup import md_code, md_text
 from defsentflow.report.plots import plot_scores
@@ -80,7 +80,7 @@ def run_facts(rows: Callable[..., list[dict[str, Any]]], run: dict[str, Any], st
         if config.get("pst_from") in ("surrogate", "pretrain"):
             base = None  # the run trained its own starting encoder: no catalog name for it here
         if base:
-            untrained.append(baseline_model_id(base))
+            untrained.append(base_model_id(base))
     best = None
     if pst and pst.get("winner_step") == 0:
         best = next((r["model_id"] for r in rows(

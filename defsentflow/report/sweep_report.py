@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from defsentflow.entryspace.figures import new_figure, save_figure
-from defsentflow.evaluation.baselines import baseline_model_id
+from defsentflow.model.ids import base_model_id
 from defsentflow.storage import Catalog, check_identifier, data_root, root_place
 from defsentflow.storage.atomic import atomic_path
 from defsentflow.sweep_seeds import catalog_figure, seed_rows
@@ -56,7 +56,7 @@ def _baseline(cat: Any, results: list[dict[str, Any]]) -> dict[str, Any] | None:
                      "WHERE list_contains(?, run_id) AND config IS NOT NULL LIMIT 1", [run_ids])
     if not runs or not runs[0]["base"]:
         return None
-    key = [baseline_model_id(runs[0]["base"]), runs[0]["pooling"] or "mean"]
+    key = [base_model_id(runs[0]["base"]), runs[0]["pooling"] or "mean"]
     rows = cat.query("SELECT * FROM model_headline WHERE model_id = ? AND coalesce(pooling, '') = ?", key)
     if not rows:
         return None

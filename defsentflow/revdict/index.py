@@ -39,6 +39,7 @@ from defsentflow.encoders.finite import require_finite, require_search_scores
 from defsentflow.encoders.loading import portable_model_name
 from defsentflow.evaluation.revdict import candidate_set, entry_sums, headword_text
 from defsentflow.model import ENTRY_POOLING, head_ica, model_head
+from defsentflow.model.query import HeadQueryEncoder
 from defsentflow.revdict.ann import INDEX_KINDS, make_index, set_search_breadth, tune_nprobe
 from defsentflow.storage import (
     Catalog,
@@ -52,7 +53,6 @@ from defsentflow.storage import (
 )
 from defsentflow.storage.integrity import verify_artifact_files
 from defsentflow.storage.paths import from_root, root_place, to_root
-from defsentflow.training.heads import HeadQueryEncoder
 
 __all__ = ["RevdictIndex", "IndexMode", "build_revdict_index", "index_from_vectors", "measured_modes", "resolve_mode"]
 

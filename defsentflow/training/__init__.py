@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from defsentflow.model.adapters import ADAPTERS, BackboneAdapter, PreparedBackbone, adapter_for, prepare_backbone
+from defsentflow.model.entry_matrix import EntryMatrix
 from defsentflow.model.ica import IcaTransform, ica_transform
 from defsentflow.model.targets import entry_targets, single_token_targets
 from defsentflow.training.batching import TokenizedExamples, length_bucketed_batches, tokenize_examples
@@ -15,9 +16,9 @@ from defsentflow.training.config import (
     TrainConfig,
     paper_config,
 )
-from defsentflow.training.entry_matrix import EntryMatrix, encode_entry_matrix
+from defsentflow.training.entry_matrix import encode_entry_matrix
 from defsentflow.training.entry_shards import entry_means
-from defsentflow.training.heads import DefinitionClassifier, head_vector, sentence_head_vectors
+from defsentflow.training.heads import DefinitionClassifier
 from defsentflow.training.loop import (
     LoopOutcome,
     TrainResult,
@@ -48,7 +49,6 @@ __all__ = [
     "encode_entry_matrix",
     "entry_means",
     "entry_targets",
-    "head_vector",
     "ica_transform",
     "length_bucketed_batches",
     "linear_schedule",
@@ -59,7 +59,6 @@ __all__ = [
     "run_loop",
     "save_checkpoint",
     "seed_everything",
-    "sentence_head_vectors",
     "single_token_targets",
     "tokenize_examples",
     "train_encoder",

@@ -49,22 +49,22 @@ from defsentflow.fanout import (
     worker_device,
     worker_threads,
 )
-from defsentflow.model.ids import trained_model_id
+from defsentflow.model.entry_matrix import EntryMatrix
+from defsentflow.model.ids import ModelSlot, model_slot
 from defsentflow.model.record import model_ref, read_model_record
 from defsentflow.model.targets import single_token_targets
 from defsentflow.storage import Catalog, data_root, hash_path, write_json
 from defsentflow.storage.locks import artifact_lock
-from defsentflow.storage.paths import from_root, place_relpath, root_place, to_root
+from defsentflow.storage.paths import from_root, root_place, to_root
 from defsentflow.storage.records import make_record, read_record, write_record
 from defsentflow.training.config import TrainConfig, paper_config
 from defsentflow.training.data import TrainingData, TrainingDataRef
-from defsentflow.training.entry_matrix import EntryMatrix
 from defsentflow.training.keys import artifact_key, base_model_of, config_identity
 from defsentflow.training.pst_config import DefSentSection, GridPoint, PstSection
 from defsentflow.training.pst_records import Candidate, MatrixRef, ScoreRequest, SelectionPlan
 from defsentflow.training.step_plan import base_name_or_path
 
-__all__ = ["CandidateSpec", "ModelSlot", "Scorer", "TrainSpec", "model_slot", "plan_base_candidate",
+__all__ = ["CandidateSpec", "Scorer", "TrainSpec", "plan_base_candidate",
            "PendingCandidates", "plan_candidate", "plan_training", "run_candidate", "run_candidates", "start_candidates",
            "train_candidate", "train_config_for"]
 
@@ -73,26 +73,6 @@ Scorer = Callable[[ScoreRequest], "tuple[float, list[dict[str, Any]]]"]
 evaluation's scorer (:class:`defsentflow.evaluation.selection.SelectionScorer`) also names the
 figure's evaluation key (``scorer.key(request, model_key=, inputs_hash=)``) and leaderboard column
 (``scorer.column(request)``); a stand-in without them is keyed by :func:`_score_key`."""
-
-
-# -- where a trained model lives --------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ModelSlot:
-    """A trained model's content key, catalog id, folder and checkpoint folder (both relative to the
-    data root)."""
-
-    key: str
-    method: str
-    model_id: str
-    folder: str
-    checkpoint: str
-
-
-def model_slot(method: str, key: str) -> ModelSlot:
-    """Where a model trained here lies: its id by the one id rule (:func:`defsentflow.model.ids.trained_model_id`:
-    ``dsp-<key12>`` for DefSent+, ``defsent-<key12>``) under ``models/pst/<key>``."""
-    return ModelSlot(key=key, method=method, model_id=trained_model_id(method, key), folder=place_relpath("pst_models", key),
-                     checkpoint=place_relpath("pst_checkpoints", key))
 
 
 @dataclass(frozen=True)

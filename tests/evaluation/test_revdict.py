@@ -210,7 +210,7 @@ def test_evaluate_revdict_head_mode_equals_slow_loop(tiny_bert_dir, tiny_mlm_dir
     """Head mode: the model's pooler output (asked for: a bare checkpoint's head uses no pooler,
     tests/model/test_head.py) against entries built by another (entry) encoder."""
     from defsentflow.encoders import encode_texts, load_encoder
-    from defsentflow.training.heads import sentence_head_vectors
+    from defsentflow.model.query import sentence_head_vectors
 
     table = _table(_toy_rows())
     res = evaluate_revdict(str(tiny_bert_dir), table, split="test", modes=("head",), pooling="cls", use_pooler=True,

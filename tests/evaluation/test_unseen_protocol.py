@@ -121,7 +121,7 @@ def test_ica_fitted_in_training_is_saved_and_reused_never_refit(tmp_path, tiny_b
     plain = FastICA(n_components=32, max_iter=1000, random_state=42, whiten="unit-variance").fit_transform(matrix) * 100
     assert np.allclose(IcaTransform.fit(matrix, standardize=False)(matrix), plain, atol=1e-6)
     mdir = tmp_path / "matrix"
-    from defsentflow.training.entry_matrix import EntryMatrix
+    from defsentflow.model.entry_matrix import EntryMatrix
 
     EntryMatrix(entries=[f"e{i}" for i in range(80)], matrix=ica(matrix).astype(np.float32), ica=ica).save(mdir)
     again = IcaTransform.load(mdir)
@@ -166,7 +166,7 @@ def test_wordpred_through_the_mlm_head_equals_a_slow_loop(tiny_mlm_dir):
     import torch
     from transformers import AutoTokenizer, BertForMaskedLM
 
-    from defsentflow.training.heads import sentence_head_vectors
+    from defsentflow.model.query import sentence_head_vectors
 
     table = _table(_word_rows())
     res = evaluate_wordpred(str(tiny_mlm_dir), table, split="test", pooling="mean", device="cpu")
@@ -190,7 +190,7 @@ def test_wordpred_over_a_trained_entry_matrix(tmp_path, tiny_bert_dir):
 
     import pyarrow.parquet as pq
 
-    from defsentflow.training.heads import sentence_head_vectors
+    from defsentflow.model.query import sentence_head_vectors
 
     rows = _word_rows()
     names = sorted({e for e, _, _ in rows})

@@ -78,14 +78,14 @@ def test_export_model_has_card_st_files_and_no_absolute_paths(tiny_bert_dir, hom
 
 
 def test_the_card_leads_with_three_headline_figures_beside_the_untrained_model(tiny_bert_dir, home, tmp_path):
-    from defsentflow.evaluation.baselines import baseline_model_id
+    from defsentflow.model.ids import base_model_id
 
     _trained(tiny_bert_dir, home)
     m = lambda task, setting, metric, value: {"task": task, "setting": setting, "metric": metric,  # noqa: E731
                                                "value": value, "n": 10, "pooling": "mean"}
     Catalog().record_metrics("pst-mean", [m("sickr", "all", "spearman", 70.0), m("revdict", "head", "mrr", 0.2),
                                           m("revdict", "cosine", "mrr", 0.3), m("revdict-dev", "cosine", "mrr", 0.1)])
-    Catalog().record_metrics(baseline_model_id(str(tiny_bert_dir)), [m("stsb-dev", "all", "spearman", 60.0),
+    Catalog().record_metrics(base_model_id(str(tiny_bert_dir)), [m("stsb-dev", "all", "spearman", 60.0),
                                                                      m("revdict", "head", "mrr", 0.01)])
     assert main(["export", "model", "pst-mean", str(tmp_path / "out")]) == 0
     card = (tmp_path / "out" / "README.md").read_text()
@@ -93,7 +93,7 @@ def test_the_card_leads_with_three_headline_figures_beside_the_untrained_model(t
     assert [row.split(" | ")[0].lstrip("| ") for row in headline] == [
         "STS-B dev, all pairs", "sickr, all pairs (Spearman x100)", "revdict unseen queries, head mode"]  # dev-best mode
     assert headline[0].endswith("| 61.50 | 60.00 | +1.50 |") and headline[2].endswith("| 0.2000 | 0.0100 | +0.1900 |")
-    assert f"untrained ({baseline_model_id(str(tiny_bert_dir))})" in card
+    assert f"untrained ({base_model_id(str(tiny_bert_dir))})" in card
 
 
 def test_export_refuses_a_pooling_st_lacks_in_one_line(tiny_bert_dir, home, tmp_path, capsys):

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from defsentflow.encoders.loading import BUNDLED_ALIASES, portable_model_name, resolve_model_path
-from defsentflow.model.ids import BUNDLED_NAMES, base_model_id, named_model_id, run_alias, trained_model_id
+from defsentflow.model.ids import (
+    BUNDLED_NAMES,
+    base_model_id,
+    model_slot,
+    named_model_id,
+    pooled_model_id,
+    run_alias,
+    trained_model_id,
+)
 
 
 def test_ids_by_content_and_by_the_name_a_user_passes():
@@ -14,6 +22,8 @@ def test_ids_by_content_and_by_the_name_a_user_passes():
     assert base_model_id("sentence-transformers/all-MiniLM-L6-v2") == "base:all-MiniLM-L6-v2"
     assert {base_model_id(a) for a in BUNDLED_ALIASES} == {"base:all-MiniLM-L6-v2"} and set(BUNDLED_NAMES) == set(BUNDLED_ALIASES)
     assert run_alias("demo-1a2b3c4d") == "pst-demo-1a2b3c4d"
+    assert pooled_model_id("base:all-MiniLM-L6-v2", "cls") == "base:all-MiniLM-L6-v2+cls"
+    assert model_slot("defsent_plus", "ab" * 16).model_id == trained_model_id("defsent_plus", "ab" * 16)
 
 
 def test_the_bundled_model_is_named_not_found_by_its_install_path(tmp_path):

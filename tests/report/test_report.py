@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from defsentflow.cli import main
+from defsentflow.model.entry_matrix import EntryMatrix
 
 RUN = "run-fixture"
 
@@ -61,9 +62,8 @@ def _fabricate(root: Path) -> None:
     mats = {}
     for step, scale in ((1, 5.0), (2, 1.5)):
         x = rng.normal(size=(400, 16)) * np.r_[scale, np.ones(15)] + (2.0 if step == 1 else 0.3)
-        mats[step] = root / "pst" / f"m{step}" / "matrix.npy"
-        mats[step].parent.mkdir(parents=True)
-        np.save(mats[step], x.astype(np.float32))
+        mats[step] = root / "pst" / f"m{step}"
+        EntryMatrix([f"e{i}" for i in range(len(x))], x.astype(np.float32)).save(mats[step])
     ins = ("INSERT INTO pst_steps (run_id, step, seed, model_id, selection_metric, selection_score, chosen, "
            "entry_matrix_path, pooling, lr) VALUES (?, ?, ?, ?, 'stsb-dev', ?, ?, ?, 'cls', 1e-5)")
     cat.execute(ins, [RUN, 0, None, "minilm", 75.0, True, None])

@@ -7,7 +7,7 @@ import pyarrow as pa
 
 
 def test_head_mode_loads_the_backbone_once_and_matches_the_one_shot_vectors(tiny_bert_dir, home, monkeypatch):
-    import defsentflow.training.heads as heads
+    import defsentflow.model.query as heads
     from defsentflow.revdict import build_revdict_index
 
     table = pa.table({"entry": ["cat", "river", "king"],

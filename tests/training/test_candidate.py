@@ -8,7 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from defsentflow.training.candidate import model_slot, plan_candidate, plan_training, train_candidate
+from defsentflow.model.ids import model_slot
+from defsentflow.training.candidate import plan_candidate, plan_training, train_candidate
 from defsentflow.training.data import load_training_data
 from defsentflow.training.entry_matrix import build_entry_matrix
 from defsentflow.training.keys import base_model_of

@@ -7,9 +7,10 @@ import json
 import numpy as np
 import pytest
 
+from defsentflow.model.entry_matrix import EntryMatrix
 from defsentflow.storage import Catalog
 from defsentflow.training.data import load_training_data
-from defsentflow.training.entry_matrix import EntryMatrix, build_entry_matrix
+from defsentflow.training.entry_matrix import build_entry_matrix
 from defsentflow.training.keys import base_model_of
 from tests.dictionary_tables import register_table
 from tests.training.test_pst_protocol import section, wide_dictionary

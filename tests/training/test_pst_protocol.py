@@ -12,9 +12,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from defsentflow.model.entry_matrix import EntryMatrix
 from defsentflow.model.record import read_model_record
 from defsentflow.storage import Catalog
-from defsentflow.training.entry_matrix import EntryMatrix
 from defsentflow.training.pst import PstSteps, run_pst
 from defsentflow.training.pst_config import GridPoint, PstSection
 from tests.dictionary_tables import register_table
