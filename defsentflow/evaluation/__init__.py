@@ -31,7 +31,6 @@ from defsentflow.evaluation.suite import (
     EvaluateSection,
     evaluation_inputs_hash,
     record_evaluation,
-    resolve_model,
     run_evaluation,
     validate_eval_tasks,
 )
@@ -61,7 +60,6 @@ __all__ = [
     "pearson",
     "record_evaluation",
     "record_label_quality",
-    "resolve_model",
     "run_evaluation",
     "run_label_quality",
     "score_tasks",

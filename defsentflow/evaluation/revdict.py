@@ -76,7 +76,6 @@ __all__ = [
     "prepare_queries",
     "revdict_metric_rows",
     "revdict_ranks",
-    "revdict_task",
 ]
 
 Protocol = RevdictProtocol
@@ -375,14 +374,6 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
         result["rows"] = revdict_metric_rows(result)
         results.append(result)
     return results
-
-
-def revdict_task(split: str, protocol: str = "unseen", settings: FigureSettings = CANONICAL) -> str:
-    """The catalog task of a reverse-dictionary figure: ``revdict`` (test, unseen queries, canonical
-    settings), ``revdict-dev`` (dev, unseen: the selection figure), ``revdict-multidef`` (every
-    definition of an entry with at least two, seen or not), ``revdict+q500+splitcands`` (500
-    queries, the split's entries as candidates): :func:`defsentflow.eval_tasks.dictionary_task`."""
-    return dictionary_task("revdict", split, protocol, settings)
 
 
 def revdict_metric_rows(result: dict[str, Any]) -> list[dict[str, Any]]:

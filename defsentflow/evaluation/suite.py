@@ -29,11 +29,11 @@ from defsentflow.evaluation.config import (
 from defsentflow.evaluation.sts import average_row
 from defsentflow.evaluation.tasks import EVALUATORS
 from defsentflow.model import HEAD_DEFAULTS, model_head
-from defsentflow.model.lookup import UnknownModelError, find_model
+from defsentflow.model.lookup import find_model
 from defsentflow.storage import code_version, combine_hashes, hash_config
 
 __all__ = ["EVAL_TASKS", "EvalConfig", "EvalResult", "EvaluateSection", "default_data_dir", "default_pooling",
-           "evaluation_inputs_hash", "evaluation_key", "known_model", "record_evaluation", "resolve_model",
+           "evaluation_inputs_hash", "evaluation_key", "known_model", "record_evaluation",
            "run_evaluation", "validate_eval_tasks"]
 
 # Fields of an evaluation config that change no figure: where it runs, how it is cached, the id the
@@ -99,14 +99,6 @@ def evaluation_key(config: EvalConfig, model_path: str | os.PathLike, *, model_k
     settings["pooling"] = config.pooling or default_pooling(model_path)
     return combine_hashes(["evaluation", model_key or model_content_hash(model_path),
                            inputs_hash or evaluation_inputs_hash(config), hash_config(settings), code_version()])
-
-
-def resolve_model(catalog: Any, model: str) -> tuple[str, str]:
-    """``(model_id, path)``: :func:`known_model`, else the name as given (no error)."""
-    try:
-        return known_model(catalog, model)
-    except UnknownModelError:
-        return model, resolve_model_path(model)
 
 
 def known_model(catalog: Any, model: str) -> tuple[str, str]:

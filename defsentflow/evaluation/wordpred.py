@@ -43,7 +43,7 @@ from defsentflow.model.entry_matrix import EntryMatrix
 from defsentflow.model.query import sentence_head_vectors
 from defsentflow.model.targets import single_token_targets
 
-__all__ = ["WORDPRED_PROTOCOLS", "evaluate_wordpred", "head_ranks", "wordpred_task"]
+__all__ = ["WORDPRED_PROTOCOLS", "evaluate_wordpred", "wordpred_task"]
 
 WORDPRED_PROTOCOLS: tuple[str, ...] = TASKS["wordpred"].protocols
 
@@ -52,11 +52,6 @@ def wordpred_task(split: str, protocol: str = "unseen", settings: FigureSettings
     """``wordpred`` (test, unseen), ``wordpred-dev`` (selection), ``wordpred-alldefs`` (every
     definition: DefSent's Table 2 protocol), with the variant tokens of non-canonical settings."""
     return dictionary_task("wordpred", split, protocol, settings)
-
-
-def head_ranks(scores: np.ndarray, targets: np.ndarray, ties: TieRule = "pessimistic") -> np.ndarray:
-    """1-based rank of each row's target column in ``scores`` ``[Q, C]`` under ``ties``."""
-    return gold_ranks(scores, targets, ties)[0]
 
 
 def _queries(table: pa.Table, split: str, protocol: str, targets_of: dict[str, int], exclude: set[str] | None,

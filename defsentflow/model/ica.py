@@ -15,7 +15,7 @@ import numpy as np
 
 from defsentflow.model.head import Head
 
-__all__ = ["ICA_SAMPLE", "ICA_SAMPLE_ABOVE", "IcaTransform", "head_ica", "ica_transform"]
+__all__ = ["ICA_SAMPLE", "ICA_SAMPLE_ABOVE", "IcaTransform", "head_ica"]
 
 ICA_SAMPLE_ABOVE = 200_000
 ICA_SAMPLE = 100_000
@@ -96,17 +96,6 @@ class IcaTransform:
                                     "built without ICA or before the ICA map was saved (commit f0d2839, 2026-11-22): rebuild it")
         with np.load(path) as z:
             return cls(mean=z["mean"], unmixing=z["unmixing"], scale=float(z["scale"]))
-
-
-def ica_transform(matrix: np.ndarray, *, max_iter: int = 1000, random_state: int = 42, scale: float = 100.0) -> np.ndarray:
-    """The entry matrix standardised, FastICA-transformed (scikit-learn, unit-variance whitening) and
-    multiplied by ``scale``: :meth:`IcaTransform.fit` applied once.
-
-    The result keeps the matrix's shape; it needs at least as many entries as dimensions. Use
-    :meth:`IcaTransform.fit` to keep the fitted map.
-    """
-    ica = IcaTransform.fit(matrix, max_iter=max_iter, random_state=random_state, scale=scale)
-    return ica(matrix).astype(np.float32)
 
 
 def head_ica(head: Head) -> IcaTransform:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from defsentflow.model.adapters import ADAPTERS, BackboneAdapter, PreparedBackbone, adapter_for, prepare_backbone
 from defsentflow.model.entry_matrix import EntryMatrix
-from defsentflow.model.ica import IcaTransform, ica_transform
+from defsentflow.model.ica import IcaTransform
 from defsentflow.model.targets import entry_targets, single_token_targets
 from defsentflow.training.batching import TokenizedExamples, length_bucketed_batches, tokenize_examples
 from defsentflow.training.checkpoint import capture_rng, load_checkpoint, restore_rng, save_checkpoint, seed_everything
@@ -17,7 +17,6 @@ from defsentflow.training.config import (
     paper_config,
 )
 from defsentflow.training.entry_matrix import encode_entry_matrix
-from defsentflow.training.entry_shards import entry_means
 from defsentflow.training.heads import DefinitionClassifier
 from defsentflow.training.loop import (
     LoopOutcome,
@@ -47,9 +46,7 @@ __all__ = [
     "build_optimizer",
     "capture_rng",
     "encode_entry_matrix",
-    "entry_means",
     "entry_targets",
-    "ica_transform",
     "length_bucketed_batches",
     "linear_schedule",
     "load_checkpoint",

@@ -46,17 +46,11 @@ from defsentflow.fanout import FanOut, sequential
 from defsentflow.storage.hashing import combine_hashes, hash_bytes, hash_text
 from defsentflow.training.config import ENTRY_POOLING
 
-__all__ = ["EntryShardSpec", "entry_means", "plan_entry_shards", "token_ids", "encode_entry_shard", "sum_entry_vectors",
+__all__ = ["EntryShardSpec", "plan_entry_shards", "token_ids", "encode_entry_shard", "sum_entry_vectors",
            "build_entry_matrix_sharded", "plain_fan_out"]
 
 # Pairs summed per chunk in the merge: fixed, so the float32 sums never depend on the sharding.
 MERGE_CHUNK = 65_536
-
-
-def entry_means(entries: Sequence[str], vectors: np.ndarray) -> tuple[list[str], np.ndarray]:
-    """Mean of ``vectors`` per entry, summed in float32; entries in order of first appearance."""
-    vectors = np.asarray(vectors)
-    return sum_entry_vectors(entries, np.arange(len(entries)), lambda rows: vectors[rows], vectors.shape[1])
 
 
 def plain_fan_out(fn: Callable[..., Any], calls: list) -> list:

@@ -10,7 +10,7 @@ from defsentflow.evaluation.suite import (
     EvaluateSection,
     evaluation_inputs_hash,
     evaluation_key,
-    resolve_model,
+    known_model,
 )
 
 
@@ -54,8 +54,8 @@ def test_eval_command_prints_records_and_feeds_the_leaderboard(home, tiny_bert_d
     assert "tiny" in board and "cls" in board
     # a registered model is found by id and its results are filed under that id
     cat.register_model("registered", tiny_bert_dir, method="base")
-    assert resolve_model(cat, "registered") == ("registered", str(tiny_bert_dir))
-    assert resolve_model(cat, str(tiny_bert_dir))[0] == "registered"
+    assert known_model(cat, "registered") == ("registered", str(tiny_bert_dir))
+    assert known_model(cat, str(tiny_bert_dir))[0] == "registered"
 
 
 def test_eval_command_errors_exit_2(home, sts_data_dir, tmp_path, capsys):

@@ -10,8 +10,9 @@ import pyarrow as pa
 import pytest
 
 from defsentflow.dictionary.split import split_rows
+from defsentflow.evaluation.ranks import gold_ranks
 from defsentflow.evaluation.revdict import evaluate_revdict, evaluate_revdict_runs, prepare_queries, trained_texts
-from defsentflow.evaluation.wordpred import evaluate_wordpred, head_ranks
+from defsentflow.evaluation.wordpred import evaluate_wordpred
 
 
 def _table(rows):
@@ -179,7 +180,7 @@ def test_wordpred_through_the_mlm_head_equals_a_slow_loop(tiny_mlm_dir):
     with torch.inference_mode():
         logits = mlm.cls(torch.from_numpy(h)).numpy()
     targets = np.array([tok.convert_tokens_to_ids(e) for e, _ in queries])
-    ranks = head_ranks(logits, targets)
+    ranks = gold_ranks(logits, targets, "pessimistic")[0]
     assert res["metrics"]["mrr"] == pytest.approx(float(np.mean(1 / ranks)), rel=1e-5)
     assert res["metrics"]["top10"] == pytest.approx(float(np.mean(ranks <= 10)))
     assert {r["task"] for r in res["rows"]} == {"wordpred"}
@@ -208,7 +209,7 @@ def test_wordpred_over_a_trained_entry_matrix(tmp_path, tiny_bert_dir):
     res = evaluate_wordpred(str(trained), _table(rows), split="test", protocol="all-definitions", device="cpu")
     queries = [(e, d) for e, d, s in rows if s == "test"]
     h = sentence_head_vectors(str(trained), [d for _, d in queries], "mean", False, device="cpu")
-    ranks = head_ranks(h @ matrix.T, np.array([names.index(e) for e, _ in queries]))
+    ranks = gold_ranks(h @ matrix.T, np.array([names.index(e) for e, _ in queries]), "pessimistic")[0]
     assert res["head"] == "entry_matrix" and res["n_queries"] == len(queries)
     assert res["metrics"]["mrr"] == pytest.approx(float(np.mean(1 / ranks)), rel=1e-5)
     assert {r["task"] for r in res["rows"]} == {"wordpred-alldefs"}

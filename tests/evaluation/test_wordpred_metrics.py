@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
+from defsentflow.eval_tasks import dictionary_task
 from defsentflow.evaluation.config import EvalConfig
-from defsentflow.evaluation.ranks import rank_metrics
-from defsentflow.evaluation.revdict import revdict_task
-from defsentflow.evaluation.wordpred import head_ranks, wordpred_task
+from defsentflow.evaluation.ranks import gold_ranks, rank_metrics
+from defsentflow.evaluation.wordpred import wordpred_task
 
 
 def test_mrr_at_10_and_top_k_match_a_hand_computed_ranking():
@@ -16,7 +16,7 @@ def test_mrr_at_10_and_top_k_match_a_hand_computed_ranking():
     scores[1, :] = np.arange(12)                # target 9: columns 10, 11 score higher: rank 3
     scores[2, :] = np.arange(12)[::-1]          # target 11 scores lowest: rank 12 (outside the top 10)
     scores[3, :] = np.arange(12)                # target 2: 9 columns higher: rank 10
-    ranks = head_ranks(scores, np.array([3, 9, 11, 2]))
+    ranks = gold_ranks(scores, np.array([3, 9, 11, 2]), "pessimistic")[0]
     assert ranks.tolist() == [1, 3, 12, 10]
     m = rank_metrics(ranks)
     # get_mrr sums 1/rank over the top-10 list only and divides by every query
@@ -27,7 +27,7 @@ def test_mrr_at_10_and_top_k_match_a_hand_computed_ranking():
 
 def test_protocols_are_named_for_what_they_do():
     assert wordpred_task("test", "all-definitions") == "wordpred-alldefs"
-    assert revdict_task("dev", "multi-definition") == "revdict-dev-multidef"
+    assert dictionary_task("revdict", "dev", "multi-definition") == "revdict-dev-multidef"
     with pytest.raises(ValueError, match="applies to no requested task"):
         EvalConfig(tasks=("revdict",), dictionary="d", revdict_protocols=("all-definitions",))
     with pytest.raises(ValueError):

@@ -7,7 +7,9 @@ import pytest
 import torch
 
 from defsentflow.encoders import load_encoder
-from defsentflow.training import EntryMatrix, encode_entry_matrix, entry_means, ica_transform
+from defsentflow.model.ica import IcaTransform
+from defsentflow.training import EntryMatrix, encode_entry_matrix
+from defsentflow.training.entry_shards import sum_entry_vectors
 
 
 def slow_entry_embeddings(enc, entries, definitions, pooling):
@@ -62,7 +64,7 @@ def test_entry_means_against_loop():
     rng = np.random.default_rng(0)
     entries = list(rng.choice(["a", "b", "c", "d"], size=30))
     vecs = rng.normal(size=(30, 5)).astype(np.float32)
-    names, matrix = entry_means(entries, vecs)
+    names, matrix = sum_entry_vectors(entries, np.arange(len(entries)), lambda rows: vecs[rows], vecs.shape[1])
     assert names == list(dict.fromkeys(entries))
     for i, e in enumerate(names):
         np.testing.assert_allclose(matrix[i], vecs[[x == e for x in entries]].mean(0), rtol=1e-6, atol=1e-6)
@@ -74,7 +76,7 @@ def test_ica_shape_determinism_and_scale():
     rng = np.random.default_rng(1)
     sources = rng.laplace(size=(300, 6))
     x = (sources @ rng.normal(size=(6, 6))).astype(np.float32)
-    a, b = ica_transform(x), ica_transform(x)
+    a, b = (IcaTransform.fit(x)(x).astype(np.float32) for _ in range(2))
     assert a.shape == x.shape and a.dtype == np.float32
     np.testing.assert_array_equal(a, b)
     from sklearn.preprocessing import StandardScaler
@@ -87,7 +89,7 @@ def test_ica_shape_determinism_and_scale():
     corr = np.abs(np.corrcoef(a.T, sources.T)[:6, 6:])
     assert (corr.max(1) > 0.95).all()
     with pytest.raises(ValueError, match="at least as many entries"):
-        ica_transform(x[:4])
+        IcaTransform.fit(x[:4])
 
 
 def test_build_with_ica(tiny_bert_dir):
@@ -98,7 +100,7 @@ def test_build_with_ica(tiny_bert_dir):
     defs = [f"{w} and the {words[(i * 7) % len(words)]}" for i, w in enumerate(entries)]
     em = encode_entry_matrix(tiny_bert_dir, entries, defs, "amp", ica=True, device="cpu")
     plain = encode_entry_matrix(tiny_bert_dir, entries, defs, "amp", device="cpu")
-    np.testing.assert_allclose(em.matrix, ica_transform(plain.matrix), rtol=1e-4, atol=1e-2)
+    np.testing.assert_allclose(em.matrix, IcaTransform.fit(plain.matrix)(plain.matrix), rtol=1e-4, atol=1e-2)
     assert em.meta["ica"] is True
 
 

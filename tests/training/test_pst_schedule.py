@@ -162,13 +162,13 @@ def Path_(p):
 def _fake_scores(monkeypatch, scores_by_step):
     """Replace the selection evaluator: the score of a model is looked up by its PST step."""
     import defsentflow.evaluation.revdict as revdict
-    from defsentflow.eval_tasks import FigureSettings
+    from defsentflow.eval_tasks import FigureSettings, dictionary_task
     from defsentflow.model import record_of
 
     def fake(model, table, **kw):
         value = scores_by_step[record_of(model).pst_step or 0]
         mode = kw["modes"][0]
-        task = revdict.revdict_task("dev", "unseen", FigureSettings(
+        task = dictionary_task("revdict", "dev", "unseen", FigureSettings(
             max_length=kw["max_length"], autocast=kw["autocast"], max_queries=kw["max_queries"],
             candidates=kw["candidates"], ties=kw["ties"]))
         return [{"modes": {mode: {"mrr": value}}, "rows": [{"task": task, "setting": mode, "metric": "mrr",
