@@ -218,7 +218,7 @@ def load_yaml_text(text: str) -> Any:
     Raises:
         yaml.YAMLError: invalid YAML or a duplicate key (with its line).
     """
-    return yaml.load(text, Loader=_ConfigLoader)  # noqa: S506 - a SafeLoader subclass
+    return yaml.load(text, Loader=_ConfigLoader)  # a SafeLoader subclass
 
 
 def all_finite(value: Any) -> bool:

@@ -100,7 +100,7 @@ def final_state(result: dict[str, Any]) -> Any:
                       (lambda: publish_promotion(result.get("promotion")), "publish the promotion artifact")):
         try:
             say()
-        except Exception as exc:  # noqa: BLE001 - the work is done; the state's name still says it
+        except Exception as exc:  # the work is done; the state's name still says it
             logging.getLogger(__name__).warning("could not %s (%s): %s", what, ", ".join(outcomes), exc)
     promotion = result.get("promotion") or {}
     message = promotion.get("reason") if promotion.get("decision") == outcomes[0] else OUTCOMES[outcomes[0]]

@@ -99,13 +99,13 @@ def _flush_api_logs() -> None:
         from prefect.logging.handlers import APILogWorker  # lazy: Prefect loads only where a flow or task runs
 
         APILogWorker.drain_all(timeout=10)
-    except Exception:  # noqa: BLE001 - best effort before the server goes away
+    except Exception:  # best effort before the server goes away
         pass
     try:
         from prefect.events.worker import EventsWorker  # lazy: Prefect loads only where a flow or task runs
 
         EventsWorker.drain_all(timeout=10)
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
 
 
@@ -188,7 +188,7 @@ def local_api(timeout: float = 180.0, host: str = "127.0.0.1") -> Iterator[str]:
     # Two commands starting on a fresh PREFECT_HOME would both create and migrate its SQLite database
     # (one failed with Prefect's migration traceback): servers start one at a time, each holding this
     # lock until it answers, by when its migrations are done.
-    starting = open(home / ".server-start.lock", "a+")  # noqa: SIM115 - held until the server answers
+    starting = open(home / ".server-start.lock", "a+")  # held until the server answers
     fcntl.flock(starting.fileno(), fcntl.LOCK_EX)
     db = _server_database(home)
     fresh = db is not None and not db.exists() and not _seed_database(db)  # this server migrates a new database

@@ -23,7 +23,7 @@ def transient(task: Any, task_run: Any, state: Any) -> bool:
     """Prefect ``retry_condition_fn``: retry unless the task failed on bad input (ValueError & co.)."""
     try:
         exc = state.result(raise_on_failure=False)
-    except Exception:  # noqa: BLE001 - the result could not be read: assume transient
+    except Exception:  # the result could not be read: assume transient
         return True
     return not isinstance(exc, _PERMANENT)
 

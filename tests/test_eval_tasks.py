@@ -88,10 +88,10 @@ def test_the_catalog_reads_the_registry():
 
     from defsentflow.eval_tasks import TASKS
     from defsentflow.storage import sql_dir
-    from defsentflow.storage.schema import ddl_texts
+    from defsentflow.storage.schema import ddl_files
 
     con = duckdb.connect()
-    for text in ddl_texts():
+    for _, _, text in ddl_files():
         con.execute(text)
     avg = {r[0] for r in con.execute("SELECT task FROM eval_task_registry WHERE in_average").fetchall()}
     assert avg == set(AVERAGE_TASKS)

@@ -37,7 +37,7 @@ from defsentflow.dictionary.records import (
 )
 from defsentflow.dictionary.schemas import DEFINITIONS_SCHEMA, EXAMPLES_SCHEMA, QUARANTINE_SCHEMA
 from defsentflow.dictionary.split import assign_split
-from defsentflow.dictionary.store import load_dictionary, load_examples, load_quarantine, resolve_dictionary
+from defsentflow.dictionary.store import load_dictionary, load_examples, resolve_dictionary
 from defsentflow.dictionary.tsv import read_tsv
 from defsentflow.dictionary.validate import MAX_CHARS, check_record, check_text
 from defsentflow.dictionary.variants import whole_token_filter
@@ -73,7 +73,6 @@ __all__ = [
     "ingest_dictionary",
     "load_dictionary",
     "load_examples",
-    "load_quarantine",
     "merge_records",
     "oewn_files",
     "plan_dictionary",

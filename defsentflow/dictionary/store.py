@@ -33,7 +33,6 @@ __all__ = [
     "resolve_dictionary",
     "load_dictionary",
     "load_examples",
-    "load_quarantine",
 ]
 
 FILES = DICTIONARY_FILES
@@ -161,8 +160,3 @@ def load_dictionary(name_or_key: str, split: str | None = None, *, root: str | o
 def load_examples(name_or_key: str, split: str | None = None, *, root: str | os.PathLike | None = None) -> pa.Table:
     """The usage examples of a dataset (``def_id`` refers to :func:`load_dictionary`'s rows)."""
     return _load(name_or_key, "examples.parquet", split, root)
-
-
-def load_quarantine(name_or_key: str, *, root: str | os.PathLike | None = None) -> pa.Table:
-    """The records a dataset's ingest rejected, with file, line, reason and raw text."""
-    return _load(name_or_key, "quarantine.parquet", None, root)

@@ -57,7 +57,7 @@ from defsentflow.encoders.loading import resolve_model_path
 from defsentflow.eval_tasks import CANONICAL, TASKS, FigureSettings, TieRule, dictionary_task
 from defsentflow.evaluation.protocols import normalize_definition, select_queries, trained_texts
 from defsentflow.evaluation.ranks import gold_ranks, rank_metrics, validate_ties
-from defsentflow.model import ENTRY_POOLING, head_ica, model_head, record_of
+from defsentflow.model import ENTRY_POOLING, Head, head_ica, model_head, record_of
 from defsentflow.model.query import sentence_head_vectors
 
 __all__ = [
@@ -252,20 +252,17 @@ def evaluate_revdict(model: str | os.PathLike, dictionary: str | pa.Table, *, sp
 def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, *,
                           runs: Sequence[tuple[str, str]] = (("test", "unseen"),),
                           candidates: CandidateSet = "all", modes: Sequence[str] = MODES,
-                          pooling: str | None = None, use_pooler: bool | None = None,
-                          entry_encoder: str | os.PathLike | None = None, entry_encoding: str | None = None,
-                          ica: bool | None = None, normalize_logits: bool | None = None,
-                          train_splits: Sequence[str] | None = None,
+                          pooling: str | None = None, head: Head | None = None,
                           max_queries: int | None = CANONICAL.max_queries, batch_size: int = 128,
                           max_length: int = CANONICAL.max_length, autocast: str = "none", device: str = "auto",
                           cache: bool = False, ties: TieRule = "pessimistic",
                           root: str | os.PathLike | None = None) -> list[dict[str, Any]]:
     """Reverse-dictionary figures of ``model`` for each ``(split, protocol)`` of ``runs``.
 
-    Definition vectors are encoded once and shared by the runs. Settings left as None come from
-    the model's head (:func:`defsentflow.model.model_head`: its record, else the one table of
-    defaults: mean pooling, no pooler, the model itself as entry encoder, AMP for mean pooling and
-    AC for CLS pooling, no ICA), trained on the record's splits, else ``train``. ``pooling`` (default: the training pooling)
+    Definition vectors are encoded once and shared by the runs. The head mode scores with ``head``
+    (default: the model's own, :func:`defsentflow.model.model_head`: its record, else the one table
+    of defaults: mean pooling, no pooler, the model itself as entry encoder, AMP for mean pooling
+    and AC for CLS pooling, no ICA); the model trained on its record's splits, else ``train``. ``pooling`` (default: the training pooling)
     is every mode's: the cosine modes' queries and entries, and the head mode's input. A model
     trained with ICA is scored in the ICA space fitted at training time.
 
@@ -275,8 +272,8 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
         runs: ``(split, protocol)`` pairs; split ``dev`` is for model selection, ``test`` for
             reporting; protocol ``unseen`` or ``multi-definition`` (see the module docstring).
         candidates: ``all`` entries of the dataset, or only the entries of the split.
-        train_splits: the splits the model was trained on (default: the model's record, else
-            ``train``); the ``unseen`` protocol excludes queries whose text occurs in them.
+        head: the head the head mode scores with (a run scores an untrained baseline with the head
+            it trains).
         max_queries: at most this many ``unseen`` queries per run (deterministic choice).
         max_length, autocast: how every text is encoded.
         cache: cache definition vectors in the data root's embedding cache.
@@ -304,7 +301,7 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
                               candidates=candidates, ties=ties)
 
     table = tables.load_dictionary_table(dictionary, root=root)
-    train_splits = tuple(train_splits or record.trained_splits)
+    train_splits = tuple(record.trained_splits)
     seen = trained_texts(table, train_splits) if any(p == "unseen" for _, p in runs) else None
     datasets = []
     for split, protocol in runs:
@@ -330,15 +327,13 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
     def ranked(*args: Any, **kwargs: Any) -> dict[str, float]:
         return rank_metrics(*revdict_ranks(*args, ties=ties, with_ties=True, **kwargs), ties=ties)
 
-    head: dict[str, Any] = {}
+    scoring: dict[str, Any] = {}
     if "head" in modes:
-        spec = model_head(folder, pooling=pooling, use_pooler=use_pooler, entry_encoding=entry_encoding, record=record)
-        entry_encoder = entry_encoder or spec.entry_encoder
-        ica = spec.ica if ica is None else ica
-        normalize_logits = spec.normalize_logits if normalize_logits is None else normalize_logits
-        head = dict(use_pooler=spec.use_pooler, entry_encoding=spec.entry_encoding,
-                    transform=head_ica(spec) if ica else None, normalize_logits=normalize_logits,
-                    ent=enc if entry_encoder is None else load_encoder(entry_encoder, device=device))
+        spec = head or model_head(folder, pooling=pooling, record=record)
+        entry_encoder = spec.entry_encoder
+        scoring = dict(use_pooler=spec.use_pooler, entry_encoding=spec.entry_encoding,
+                       transform=head_ica(spec) if spec.ica else None, normalize_logits=spec.normalize_logits,
+                       ent=enc if entry_encoder is None else load_encoder(entry_encoder, device=device))
     words_cache: dict[tuple, np.ndarray] = {}
     results = []
     for protocol, data in datasets:
@@ -362,15 +357,15 @@ def evaluate_revdict_runs(model: str | os.PathLike, dictionary: str | pa.Table, 
                                                  desc="revdict headwords", **kw)
             result["modes"]["hybrid"] = ranked(vecs[data.query_rows], data.query_rows, vecs, data.def_entry, n,
                                                cosine=True, entry_vecs=words_cache[wkey])
-        if head:
-            def_vecs = vectors_of(head["ent"], ENTRY_POOLING[head["entry_encoding"]], data)
-            queries = sentence_head_vectors(enc.path, data.query_texts, pooling, head["use_pooler"],
+        if scoring:
+            def_vecs = vectors_of(scoring["ent"], ENTRY_POOLING[scoring["entry_encoding"]], data)
+            queries = sentence_head_vectors(enc.path, data.query_texts, pooling, scoring["use_pooler"],
                                             batch_size=batch_size, max_length=max_length, autocast=autocast,
                                             device=device)
             result["modes"]["head"] = ranked(np.asarray(queries), data.query_rows, def_vecs, data.def_entry, n,
-                                             cosine=head["normalize_logits"], transform=head["transform"])
-            result.update(entry_encoder=str(entry_encoder or model), entry_encoding=head["entry_encoding"],
-                          use_pooler=head["use_pooler"], ica=head["transform"] is not None)
+                                             cosine=scoring["normalize_logits"], transform=scoring["transform"])
+            result.update(entry_encoder=str(entry_encoder or model), entry_encoding=scoring["entry_encoding"],
+                          use_pooler=scoring["use_pooler"], ica=scoring["transform"] is not None)
         result["rows"] = revdict_metric_rows(result)
         results.append(result)
     return results

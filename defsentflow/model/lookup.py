@@ -106,7 +106,7 @@ def _in_hub_cache(name: str) -> bool:
         from huggingface_hub import try_to_load_from_cache  # lazy: huggingface_hub loads only where it is used
 
         return isinstance(try_to_load_from_cache(name, "config.json"), str)
-    except Exception:  # noqa: BLE001 - a malformed id is no cached model
+    except Exception:  # a malformed id is no cached model
         return False
 
 

@@ -11,7 +11,7 @@ from defsentflow.storage.hashing import hash_text
 from defsentflow.storage.leaderboard_view import refresh_leaderboard_view
 from defsentflow.storage.paths import sql_dir
 
-__all__ = ["GENERATED_DDL", "SANDBOX", "ddl_files", "ddl_texts", "migrate", "parse_one_read_statement", "pending_ddl", "first_line"]
+__all__ = ["GENERATED_DDL", "SANDBOX", "ddl_files", "migrate", "parse_one_read_statement", "pending_ddl", "first_line"]
 
 # DDL rendered from Python, applied in its place among the numbered files: the evaluation tasks'
 # registry and the figure-naming macros the views use (defsentflow/eval_tasks.py).
@@ -61,11 +61,6 @@ def ddl_files() -> list[tuple[str, str, str]]:
     texts = {f.name: f.read_text() for f in sql_dir().glob("[0-9][0-9][0-9]_*.sql")}
     texts.update({name: render() for name, render in GENERATED_DDL.items()})
     return [(name, hash_text(texts[name]), texts[name]) for name in sorted(texts)]
-
-
-def ddl_texts() -> list[str]:
-    """Every DDL text in the order a new catalog applies them (for an in-memory catalog in a test)."""
-    return [t for _, _, t in ddl_files()]
 
 
 def pending_ddl(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str]]:

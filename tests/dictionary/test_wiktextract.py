@@ -11,7 +11,8 @@ from defsentflow.dictionary import (
     load_dictionary,
     read_wiktextract,
 )
-from defsentflow.dictionary.store import load_examples, load_quarantine
+from defsentflow.dictionary.store import load_examples
+from defsentflow.storage import Catalog
 
 DOG = {"word": "dog", "pos": "noun", "lang_code": "en", "senses": [
     {"glosses": ["A mammal, Canis familiaris."], "tags": ["countable"], "examples": [{"text": "The dog barked."}]},
@@ -67,7 +68,7 @@ def test_ingest_counts_and_quarantine(write, home):
     assert s["entries"] == 3 and s["definitions"] == 5 and s["examples"] == 2
     assert sorted(load_dictionary("wikt", root=home).column("entry").to_pylist()) == ["colour", "dog", "dog", "dog", "run"]
     assert load_examples("wikt", root=home).num_rows == 2
-    assert sorted(load_quarantine("wikt", root=home).column("line").to_pylist()) == [3, 6, 7, 7, 8, 9]
+    assert sorted(r["line"] for r in Catalog(home).query("SELECT line FROM quarantine WHERE dataset = 'wikt'")) == [3, 6, 7, 7, 8, 9]
 
 
 def test_lang_code_is_a_wiktextract_option_and_part_of_the_key():

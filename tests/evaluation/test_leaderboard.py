@@ -8,12 +8,12 @@ import duckdb
 import pytest
 
 from defsentflow.storage import sql_dir
-from defsentflow.storage.schema import ddl_texts
+from defsentflow.storage.schema import ddl_files
 
 
 def _catalog() -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:")
-    for text in ddl_texts():  # the numbered files and the registry's generated DDL, in order
+    for _, _, text in ddl_files():  # the numbered files and the registry's generated DDL, in order
         con.execute(text)
     con.execute((sql_dir() / "040_evaluation.sql").read_text())  # idempotent: applied on every open
     return con

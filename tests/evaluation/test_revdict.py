@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -15,6 +17,7 @@ from defsentflow.evaluation.revdict import (
     revdict_ranks,
     trained_texts,
 )
+from defsentflow.model import model_head
 
 
 def _random_dictionary(rng: np.random.Generator, n_entries: int = 40, dim: int = 8):
@@ -213,8 +216,10 @@ def test_evaluate_revdict_head_mode_equals_slow_loop(tiny_bert_dir, tiny_mlm_dir
     from defsentflow.model.query import sentence_head_vectors
 
     table = _table(_toy_rows())
-    res = evaluate_revdict(str(tiny_bert_dir), table, split="test", modes=("head",), pooling="cls", use_pooler=True,
-                           entry_encoder=str(tiny_mlm_dir), entry_encoding="amp", device="cpu")
+    head = dataclasses.replace(model_head(str(tiny_bert_dir), pooling="cls", use_pooler=True, entry_encoding="amp"),
+                               entry_encoder=str(tiny_mlm_dir))
+    res = evaluate_revdict(str(tiny_bert_dir), table, split="test", modes=("head",), pooling="cls", head=head,
+                           device="cpu")
     assert res["entry_encoding"] == "amp" and res["pooling"] == "cls" and res["use_pooler"] is True
     q = prepare_queries(table, split="test", exclude=trained_texts(table))
     ent = load_encoder(str(tiny_mlm_dir), device="cpu")

@@ -4,6 +4,7 @@ the training-time ICA space, DefSent's word prediction."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pyarrow as pa
@@ -42,7 +43,7 @@ def test_a_test_definition_also_in_train_is_excluded_and_counted():
     assert papers.n_excluded == 0
 
 
-def test_evaluate_reports_both_protocols_with_their_counts(tiny_bert_dir):
+def test_evaluate_reports_both_protocols_with_their_counts(tiny_bert_dir, tmp_path):
     res = evaluate_revdict_runs(str(tiny_bert_dir), _table(ROWS), runs=[("test", "unseen"), ("test", "multi-definition"),
                                                                          ("dev", "unseen")],
                                 modes=("cosine",), pooling="mean", device="cpu")
@@ -54,9 +55,11 @@ def test_evaluate_reports_both_protocols_with_their_counts(tiny_bert_dir):
     assert {r["task"] for r in dev["rows"]} == {"revdict-dev"}
     assert all(r["n"] == 3 and r["n_excluded"] == 1 for r in unseen["rows"])
     # a model trained on every split has no unseen queries: a clear error, not a figure
+    everywhere = tmp_path / "trained-everywhere"  # its record says it trained on every split
+    shutil.copytree(tiny_bert_dir, everywhere)
+    (everywhere / "defsentflow.json").write_text(json.dumps({"train_splits": ["train", "dev", "test"]}))
     with pytest.raises(ValueError, match="no reverse-dictionary queries.*excluded"):
-        evaluate_revdict(str(tiny_bert_dir), _table(ROWS), modes=("cosine",), train_splits=["train", "dev", "test"],
-                         device="cpu")
+        evaluate_revdict(str(everywhere), _table(ROWS), modes=("cosine",), device="cpu")
 
 
 def test_metrics_keep_the_excluded_count(home):
@@ -105,8 +108,6 @@ def test_split_by_default_keeps_the_artifact_key():
 
 
 def test_ica_fitted_in_training_is_saved_and_reused_never_refit(tmp_path, tiny_bert_dir, monkeypatch):
-    import shutil
-
     from sklearn.decomposition import FastICA
 
     from defsentflow.model.ica import IcaTransform
