@@ -119,7 +119,6 @@ def main() -> int:
     os.environ["DEFSENTFLOW_HOME"] = str(base / "template")
     os.environ.setdefault("PREFECT_HOME", str(base / "prefect"))
     from defsentflow.compute import ComputeSection
-    from defsentflow.evaluation.selection import selection_score
     from defsentflow.fanout import Sequential
     from defsentflow.flows.runtime import local_api
     from defsentflow.tasks.cluster import api_host, compute_cluster
@@ -137,13 +136,13 @@ def main() -> int:
     def fanned(address: str, key: str) -> None:
         with local_api(host=api_host(address)):
             runs[key].append(one_run(section, template, base, key, PstSteps(
-                scorer=selection_score, threads=1, fan_out=timing(DaskFanOut(address, name="pst-candidate")))))
+                threads=1, fan_out=timing(DaskFanOut(address, name="pst-candidate")))))
 
     for _ in range(args.repeats):
         runs["default"].append(one_run(section, template, base, "default", PstSteps(
-            scorer=selection_score, threads=cores, fan_out=timing(Sequential(cores)))))
+            threads=cores, fan_out=timing(Sequential(cores)))))
         runs["seq1"].append(one_run(section, template, base, "seq1", PstSteps(
-            scorer=selection_score, threads=1, fan_out=timing(Sequential(1)))))
+            threads=1, fan_out=timing(Sequential(1)))))
         with compute_cluster(ComputeSection(local_workers=args.workers)) as address:
             fanned(address, "local")
         if why_not is None:

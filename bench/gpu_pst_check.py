@@ -39,7 +39,6 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="gpu-pst-"))
     os.environ["DEFSENTFLOW_HOME"] = str(work / "home")
-    from defsentflow.evaluation.selection import selection_score
     from defsentflow.model import read_model_record
     from defsentflow.model.entry_matrix import EntryMatrix
     from defsentflow.storage import Catalog
@@ -55,7 +54,7 @@ def main() -> None:
                          grid=[GridPoint(pooling="mean", entry_encoding="amp")], selection="revdict-mrr",
                          selection_revdict_mode="cosine", batch_size=16, max_length=24, entry_batch_size=64,
                          use_pooler=False, lr=1e-3)
-    steps = PstSteps(scorer=selection_score, threads=1)
+    steps = PstSteps(threads=1)
     t0 = time.time()
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()

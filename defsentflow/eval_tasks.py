@@ -32,10 +32,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-__all__ = ["AVERAGE_COLUMN", "AVERAGE_TASK", "AVERAGE_TASKS", "CANONICAL", "DEFAULT_TASKS", "DICTIONARY_TASKS",
+__all__ = ["AVERAGE_COLUMN", "AVERAGE_TASK", "AVERAGE_TASKS", "CANONICAL", "DEFAULT_TASKS", "DICTIONARY_TASKS", "HEAD_TOKENS",
            "EVAL_TASKS", "PROTOCOLS", "SPLITS", "STS_TASKS", "TASKS", "TIE_RULES", "FigureSettings", "Protocol",
            "ProtocolSpec", "TaskMetadata", "TaskParts", "TieRule", "VARIANT_SEP", "dictionary_task", "metric_column", "registry_ddl",
-           "split_group", "task_parts", "with_variant", "SELECTION_METRICS", "SelectionMetric"]
+           "split_group", "task_parts", "with_variant", "without_head", "SELECTION_METRICS", "SelectionMetric"]
 
 Split = Literal["train", "dev", "trial", "test"]
 SPLITS: tuple[str, ...] = ("train", "dev", "trial", "test")
@@ -197,6 +197,18 @@ for _t in _TABLE:
 
 
 # -- names --------------------------------------------------------------------------------------------
+HEAD_TOKENS = ("headcos", "headdot", "headpooler", "headnopooler", "headac", "headamp", "headica", "headnoica")
+"""Variant tokens of a head figure scored with a head other than the model's own (a run's untrained
+baseline scored with the head the run trains): what differs from the model's own head."""
+
+
+def without_head(task: str) -> str:
+    """``task`` without its head tokens: the figure of the model's own head it stands beside
+    (``revdict-dev+q500+headcos`` -> ``revdict-dev+q500``)."""
+    base, *variant = task.split(VARIANT_SEP)
+    return with_variant(base, [v for v in variant if v not in HEAD_TOKENS])
+
+
 def with_variant(task: str, tokens: Sequence[str]) -> str:
     """``task`` with its variant tokens: ``sts12`` + ``("len64",)`` -> ``sts12+len64``."""
     return VARIANT_SEP.join([task, *tokens])

@@ -21,7 +21,7 @@ from typing import Any
 from defsentflow.config import PipelineConfig, load_config, resolve_path
 from defsentflow.config_tools import resolve_data_dir
 from defsentflow.encoders.loading import resolve_model_path
-from defsentflow.eval_tasks import DICTIONARY_TASKS
+from defsentflow.evaluation.kinds import kind_of
 from defsentflow.evaluation.task_status import record_run_tasks, runnable_tasks, task_statuses
 from defsentflow.model import model_head
 from defsentflow.model.ids import base_model_id, pooled_model_id
@@ -112,7 +112,7 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
     pipeline_only = {"baselines", "best_trained", "seed_stats", "pooling", "also_poolings", "baseline_poolings"}
     common = {**ev.model_dump(mode="json", exclude=pipeline_only), "tasks": tasks,
               "data_dir": str(data_dir) if data_dir else None, "dictionary": cfg.dictionary.name}
-    sts_only = [t for t in tasks if t not in DICTIONARY_TASKS]  # further poolings: STS (Table 7)
+    sts_only = [t for t in tasks if kind_of(t).extra_poolings]  # further poolings: STS (Table 7)
     pooling = ev.pooling or selected_pooling(cfg, selected["model_dir"])
     plan = [{**common, "model": selected["model_dir"], "model_id": selected["model_id"], "pooling": pooling}]
     if ev.best_trained and trained:
@@ -138,6 +138,11 @@ def evaluation_plan(config: dict[str, Any], selected: dict[str, Any], surrogate:
     if "sbert_wk" in ev.baselines:
         plan.append({**common, "tasks": sts_only or tasks, "model": base,
                      "model_id": pooled_model_id(base_id, "sbert_wk"), "pooling": "sbert_wk"})
+    if cfg.pst is not None:  # the untrained baseline's head figures with the head the run trains
+        own = model_head(selected["model_dir"]) if model_head(selected["model_dir"]).trained else None
+        head = {"normalize_logits": cfg.pst.normalize_logits, "use_pooler": cfg.pst.use_pooler,
+                "entry_encoding": own.entry_encoding if own else cfg.pst.grid[0].entry_encoding}
+        plan = [{**p, "head": head} if p["model"] == base and p["pooling"] != "sbert_wk" else p for p in plan]
     if "surrogate" in ev.baselines and surrogate:
         plan.append({**common, "model": surrogate["model_dir"], "model_id": surrogate["model_id"], "pooling": "mean"})
     return [p for p in plan if p["tasks"]]

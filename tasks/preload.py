@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import prefect  # noqa: F401  (the task wrapper runs every candidate)
 
-import defsentflow.evaluation.selection  # the selection scorer
 import defsentflow.training.candidate  # training, torch, transformers
 import defsentflow.training.entry_shards  # noqa: F401  (entry-matrix shards)
 

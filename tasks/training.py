@@ -17,7 +17,6 @@ from typing import Any
 from prefect import flow
 
 from defsentflow.compute import compute_from_env
-from defsentflow.evaluation.selection import selection_score
 from defsentflow.tasks.fanout import fan_out_from_env
 from defsentflow.tasks.retries import TRAIN_RETRIES
 from defsentflow.tasks.step import step_task
@@ -48,7 +47,6 @@ def _step_subflow(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 PST_TASKS = PstSteps(
     build_matrix=_task("pst-entry-matrix", build_entry_matrix),
-    scorer=selection_score,
     step=_step_subflow,
 )
 

@@ -118,7 +118,8 @@ def _eval(args: argparse.Namespace) -> int:
     timing = ", ".join(f"{k} {v:.1f}s" for k, v in result["seconds"].items())
     print(f"model {result['model_id']} ({result['pooling']} pooling): {seconds:.1f}s in all ({timing})")
     if result.get("cached"):
-        print("reused a finished identical evaluation (same model content, task inputs, settings and code version)")
+        print("reused the stored figures (same model content, task settings, pooling, inputs and code version: "
+              "an earlier eval, a pipeline run or PST's selection computed them)")
     if run_id is not None:
         print(f"recorded {result['recorded']} metric rows for {result['model_id']} (run {run_id})")
     return 0

@@ -77,15 +77,13 @@ def _print_step(step) -> None:
 
 def _pst(args: argparse.Namespace) -> int:
     from defsentflow.cli.stage import run_stage
-    from defsentflow.evaluation.selection import selection_score
-    from defsentflow.training.pst import PstSteps, run_pst
+    from defsentflow.training.pst import run_pst
 
     section = _load(args.config, "pst")
     _check_dictionary(section.dictionary)
     result, run_id, seconds = run_stage(
         args, prefix="pst", flow="defsentflow.flows.pst:pst_flow", payload=section.model_dump(mode="json"),
-        local=lambda run_id: run_pst(section, run_id=run_id, on_step=_print_step,
-                                     steps=PstSteps(scorer=selection_score)))
+        local=lambda run_id: run_pst(section, run_id=run_id, on_step=_print_step))
     if args.prefect:
         for step in result.steps:
             _print_step(step)

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from defsentflow.encoders.loading import resolve_model_path
-from defsentflow.eval_tasks import AVERAGE_TASK, DICTIONARY_TASKS, task_parts
+from defsentflow.eval_tasks import AVERAGE_TASK, DICTIONARY_TASKS, task_parts, without_head
 
 __all__ = ["CITATIONS", "DATA_LICENCES", "base_licence", "base_name", "card_header", "headline_metrics", "is_figure",
            "markdown_table", "metric_rows", "model_card", "model_index", "source_licences"]
@@ -144,7 +144,9 @@ def headline_metrics(metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def metric_rows(metrics: list[dict[str, Any]], baseline: list[dict[str, Any]] | None = None) -> list[tuple[str, ...]]:
     """(task, split, protocol, metric, value[, untrained, difference]) rows, dev first (the selection
     figures), then test; with ``baseline`` (the untrained base model's metrics) its figure beside each."""
-    base = {_key(m): float(m["value"]) for m in baseline or []}
+    # a head figure scored with the run's head stands beside the model's own (eval_tasks.without_head)
+    ranked = sorted(baseline or [], key=lambda m: without_head(str(m["task"])) != str(m["task"]))
+    base = {(without_head(str(m["task"])), str(m["setting"]), str(m["metric"])): float(m["value"]) for m in ranked}
     rows = []
     for m in metrics:
         if not is_figure(m):

@@ -25,6 +25,7 @@ from defsentflow.config_tools import (
     CandidateSet,
     ConfigSection,
     DictionarySplit,
+    EntryEncoding,
     EvalPooling,
     Pooling,
     RevdictMode,
@@ -34,7 +35,7 @@ from defsentflow.config_tools import (
 from defsentflow.eval_tasks import CANONICAL, DEFAULT_TASKS, DICTIONARY_TASKS, EVAL_TASKS, PROTOCOLS, TASKS, TieRule
 from defsentflow.storage import repo_root
 
-__all__ = ["DICTIONARY_TASKS", "EVAL_TASKS", "EvalConfig", "EvalSection", "EvaluateSection", "default_data_dir",
+__all__ = ["DICTIONARY_TASKS", "EVAL_TASKS", "EvalConfig", "EvalSection", "EvaluateSection", "RunHead", "default_data_dir",
            "validate_eval_tasks"]
 
 SEVEN_STS = DEFAULT_TASKS   # the STS tasks evaluated by default (defsentflow/eval_tasks.py)
@@ -123,14 +124,24 @@ class EvalConfig(ConfigSection):
         return self.data_dir or str(default_data_dir())
 
 
+class RunHead(ConfigSection):
+    """The head a run trains (its logit rule, pooler and entry encoding): a pipeline scores its untrained
+    baseline's head figures with it, so a model that learns nothing scores what its base scores."""
+
+    normalize_logits: bool
+    use_pooler: bool
+    entry_encoding: EntryEncoding | None = None
+
+
 class EvaluateSection(EvalConfig):
-    """The ``evaluate`` flow's parameters: the model, the id its scores are filed under, and the
-    evaluation settings."""
+    """The ``evaluate`` flow's parameters: the model, the id its scores are filed under, the head its
+    head figures are scored with when not its own (``head``), and the evaluation settings."""
 
     model_config = ConfigDict(protected_namespaces=())
 
     model: str
     model_id: str | None = None
+    head: RunHead | None = None
 
 
 class EvalSection(EvalConfig):

@@ -12,54 +12,27 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import Literal
+from dataclasses import asdict
 
-from defsentflow.eval_tasks import DICTIONARY_TASKS
-from defsentflow.evaluation.sts_data import SICK_FILES, TASKS, available_tasks, sick_root, task_files
+from defsentflow.eval_tasks import TASKS
+from defsentflow.evaluation.kinds import kind_of
+from defsentflow.evaluation.kinds.status import TaskStatus
 from defsentflow.storage import Catalog
 
 __all__ = ["TaskStatus", "record_run_tasks", "runnable_tasks", "task_statuses"]
 
 log = logging.getLogger(__name__)
 
-Status = Literal["evaluated", "fallback", "skipped"]
-
-
-@dataclass(frozen=True)
-class TaskStatus:
-    """One requested task: ``evaluated_as`` is the task name its figures are filed under."""
-
-    task: str
-    status: Status
-    reason: str | None = None
-    evaluated_as: str | None = None
-
-
 def task_statuses(tasks: Sequence[str], data_dir: str | os.PathLike | None) -> list[TaskStatus]:
-    """The status of each requested task (in the order given, duplicates dropped) for ``data_dir``."""
-    present = set(available_tasks(data_dir)) if data_dir else set()
+    """The status of each requested task (in the order given, duplicates dropped) for ``data_dir``:
+    its kind's answer (:meth:`~defsentflow.evaluation.kinds.TaskKind.available`)."""
     out = []
     for task in dict.fromkeys(tasks):
-        if task in DICTIONARY_TASKS:
-            out.append(TaskStatus(task, "evaluated", None, task))
-        elif task not in TASKS:
-            out.append(TaskStatus(task, "skipped", f"unknown task; valid: {', '.join((*TASKS, *DICTIONARY_TASKS))}"))
-        elif not data_dir:
-            out.append(TaskStatus(task, "skipped", "no evaluation data folder (eval.data_dir) was found"))
-        elif task in present:
-            out.append(TaskStatus(task, "evaluated", None, task))
-        elif task == "sickr" and "sickr-trial" in present:
-            test = sick_root(data_dir) / SICK_FILES["test"]
-            out.append(TaskStatus(task, "fallback", f"SICK test file {test.name} is missing: evaluated on the "
-                                                    "labelled trial split (reported as sickr-trial)", "sickr-trial"))
+        kind = kind_of(task)
+        if kind is None:
+            out.append(TaskStatus(task, "skipped", f"unknown task; valid: {', '.join(TASKS)}"))
         else:
-            missing = [p for p in task_files(data_dir, task) if not p.is_file()]
-            where = Path(data_dir).name or str(data_dir)
-            name = missing[0].name if missing else "its files"
-            more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-            out.append(TaskStatus(task, "skipped", f"data file {name}{more} not found under {where}"))
+            out.append(kind.available(task, str(data_dir) if data_dir else None))
     return out
 
 

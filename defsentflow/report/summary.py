@@ -8,10 +8,12 @@ chart is drawn only when there are figures to draw.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from defsentflow.eval_tasks import HEAD_TOKENS
 from defsentflow.model.ids import base_model_id
 from defsentflow.report.leaderboard import Leaderboard, format_delta, format_number
 from defsentflow.report.markup import md_code, md_text
@@ -153,6 +155,11 @@ def trained_sentence(facts: RunFacts) -> str:
     return head + start + ": " + ", ".join(p for p in parts if p) + "."
 
 
+def _own_head(column: str) -> str:
+    """A figure column without its head tokens (:data:`defsentflow.eval_tasks.HEAD_TOKENS`)."""
+    return re.sub("_(?:" + "|".join(HEAD_TOKENS) + ")(?=_)", "", column)
+
+
 def _merged(board: Leaderboard, ids: Sequence[str], pooling: str | None) -> dict[str, Any] | None:
     """One row of values for a model known by ``ids`` (rows of an older catalog may not be merged)."""
     rows = [r for r in board.rows if set(ids) & set(r["aliases"])]
@@ -195,9 +202,11 @@ def summary_section(facts: RunFacts, board: Leaderboard, image: Callable[[str], 
     eval_pooling = (facts.config.get("eval") or {}).get("pooling")
     selected = _merged(board, facts.selected_ids, eval_pooling) if facts.selected_ids else None
     untrained = _merged(board, facts.untrained_ids, eval_pooling) if facts.untrained_ids else None
+    if untrained:  # its head figures scored with the run's head stand beside the trained model's
+        untrained.update({_own_head(c): v for c, v in untrained.items() if _own_head(c) != c and v is not None})
     best = _merged(board, [facts.best_trained_id], eval_pooling) if facts.best_trained_id else None
     series = [(label, r) for label, r in (("untrained", untrained), ("selected", selected), ("best trained", best)) if r]
-    cols = [c for c in board.columns if c != "n_avg" and any(r.get(c) is not None for _, r in series)]
+    cols = [c for c in board.columns if c != "n_avg" and _own_head(c) == c and any(r.get(c) is not None for _, r in series)]
     lines += ["## Headline figures", ""]
     if not series or not cols:
         return lines + ["No scores recorded for the selected or the untrained model "

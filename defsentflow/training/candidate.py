@@ -9,7 +9,8 @@
   ``defsentflow.json`` and, last, the on-disk artifact record, which it returns for the flow
   process to register.
 * A PST candidate (:class:`CandidateSpec`) is a training spec (None for step 0, the untrained
-  encoder) plus a scoring request: :func:`run_candidate` trains and scores it anywhere;
+  encoder) plus its selection figure's evaluation: :func:`run_candidate` trains it anywhere, then
+  calls the one figure path (:func:`defsentflow.training.selection.score_candidate`);
   :func:`start_candidates` is a step's part in the flow process (candidates the catalog already
   holds are read back, the rest go through ``fan_out``, their records are registered in one
   transaction).
@@ -27,11 +28,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import random
 import shutil
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from defsentflow.encoders import resolve_model_path
+from defsentflow.evaluation.config import EvalConfig
 from defsentflow.fanout import (
     FanOut,
     kill_hook_steps,
@@ -53,27 +53,21 @@ from defsentflow.model.entry_matrix import EntryMatrix
 from defsentflow.model.ids import ModelSlot, model_slot
 from defsentflow.model.record import model_ref, read_model_record
 from defsentflow.model.targets import single_token_targets
-from defsentflow.storage import Catalog, data_root, hash_path, write_json
+from defsentflow.storage import Catalog, data_root, hash_path
 from defsentflow.storage.locks import artifact_lock
-from defsentflow.storage.paths import from_root, root_place, to_root
+from defsentflow.storage.paths import from_root, to_root
 from defsentflow.storage.records import make_record, read_record, write_record
 from defsentflow.training.config import TrainConfig, paper_config
 from defsentflow.training.data import TrainingData, TrainingDataRef
 from defsentflow.training.keys import artifact_key, base_model_of, config_identity
 from defsentflow.training.pst_config import DefSentSection, GridPoint, PstSection
-from defsentflow.training.pst_records import Candidate, MatrixRef, ScoreRequest, SelectionPlan
+from defsentflow.training.pst_records import Candidate, MatrixRef, SelectionPlan
+from defsentflow.training.selection import score_candidate, selection_config, selection_inputs
 from defsentflow.training.step_plan import base_name_or_path
 
-__all__ = ["CandidateSpec", "Scorer", "TrainSpec", "plan_base_candidate",
+__all__ = ["CandidateSpec", "TrainSpec", "plan_base_candidate",
            "PendingCandidates", "plan_candidate", "plan_training", "run_candidate", "run_candidates", "start_candidates",
            "train_candidate", "train_config_for"]
-
-Scorer = Callable[[ScoreRequest], "tuple[float, list[dict[str, Any]]]"]
-"""``scorer(request) -> (value, metric rows)``: the selection score of ``request.candidate``. The
-evaluation's scorer (:class:`defsentflow.evaluation.selection.SelectionScorer`) also names the
-figure's evaluation key (``scorer.key(request, model_key=, inputs_hash=)``) and leaderboard column
-(``scorer.column(request)``); a stand-in without them is keyed by :func:`_score_key`."""
-
 
 @dataclass(frozen=True)
 class TrainSpec:
@@ -223,7 +217,7 @@ def train_candidate(spec: TrainSpec, *, root: str | os.PathLike, run_id: str | N
 @dataclass(frozen=True)
 class CandidateSpec:
     """One PST candidate, planned in the flow process and run anywhere: its training (None: step 0,
-    the untrained encoder), its scoring request and the content keys of both."""
+    the untrained encoder) and the evaluation its selection figure is (with its inputs' content)."""
 
     label: str
     root: str
@@ -231,40 +225,22 @@ class CandidateSpec:
     threads: int | None
     candidate: Candidate
     train: TrainSpec | None
-    score_key: str
-    request: ScoreRequest
+    metric: str                 # the selection metric: "stsb-dev" | "revdict-mrr"
+    mode: str                   # the reverse dictionary's selection mode
+    selection: EvalConfig
+    inputs: dict[str, str]
+    dictionary: str | None      # revdict-mrr: the dictionary artifact's folder, relative to ``root``
     note: str | None
-    data_hash: str
-
-    @property
-    def score_path(self) -> Path:
-        """The figure in the one evaluation store (``cache/evaluations/<key>.json``)."""
-        return root_place(self.root, "evaluations", f"{self.score_key}.json")
 
 
-def _request(section: PstSection, data: TrainingData, cand: Candidate, plan: SelectionPlan, root: Path) -> ScoreRequest:
-    pooling = section.selection_pooling or cand.pooling
-    dictionary = to_root(root, data.source) if plan.metric == "revdict-mrr" and data.source else None
-    return ScoreRequest(candidate=cand, metric=plan.metric, pooling=pooling, data_dir=plan.data_dir,
-                        max_length=section.max_length, autocast=section.autocast, device=section.device,
-                        revdict_mode=section.selection_revdict_mode, max_queries=section.selection_max_queries,
-                        batch_size=section.entry_batch_size, dictionary=dictionary, root=str(root))
-
-
-def _score_key(section: PstSection, cand: Candidate, plan: SelectionPlan) -> str:
-    """A stand-in scorer's key (every setting of the request: the evaluation's scorer names its own)."""
-    pooling = section.selection_pooling or cand.pooling
-    return artifact_key("pst_score", cand.artifact_key, plan.metric, plan.data_hash, pooling, section.max_length,
-                        section.autocast)
-
-
-def _keyed(spec: CandidateSpec, scorer: Scorer | None) -> CandidateSpec:
-    """``spec`` with its figure's key as ``scorer`` names it (the evaluation key of the registry's scorer)."""
-    key = getattr(scorer, "key", None)
-    if key is None:
-        return spec
-    return dataclasses.replace(spec, score_key=key(spec.request, model_key=spec.candidate.artifact_key,
-                                                   inputs_hash=spec.data_hash))
+def _spec(section: PstSection, data: TrainingData, cand: Candidate, plan: SelectionPlan, home: Path, *,
+          label: str, run_id: str | None, threads: int | None, train: TrainSpec | None) -> CandidateSpec:
+    dictionary = to_root(home, data.source) if plan.metric == "revdict-mrr" and data.source else None
+    config = selection_config(section, plan.metric, pooling=section.selection_pooling or cand.pooling,
+                              data_dir=plan.data_dir, dictionary=dictionary)
+    return CandidateSpec(label=label, root=str(home), run_id=run_id, threads=threads, candidate=cand, train=train,
+                         metric=plan.metric, mode=section.selection_revdict_mode, selection=config,
+                         inputs=selection_inputs(config), dictionary=dictionary, note=plan.note)
 
 
 def plan_candidate(section: PstSection, data: TrainingData, plan: SelectionPlan, *, step: int, seed: int,
@@ -280,91 +256,68 @@ def plan_candidate(section: PstSection, data: TrainingData, plan: SelectionPlan,
                      model_id=train.slot.model_id, model_dir=str(home / train.slot.folder), artifact_key=train.slot.key,
                      use_pooler=section.use_pooler, entry_matrix_path=matrix.path,
                      ica=matrix.ica, lr_searched=lr_searched)
-    return CandidateSpec(label=f"step {step} {cand.label}", root=str(home), run_id=run_id, threads=threads,
-                         candidate=cand, train=train, score_key=_score_key(section, cand, plan),
-                         request=_request(section, data, cand, plan, home), note=plan.note, data_hash=plan.data_hash)
+    return _spec(section, data, cand, plan, home, label=f"step {step} {cand.label}", run_id=run_id, threads=threads,
+                 train=train)
 
 
 def plan_base_candidate(section: PstSection, data: TrainingData, plan: SelectionPlan, cand: Candidate, *,
                         root: str | os.PathLike | None = None, run_id: str | None = None,
                         threads: int | None = None) -> CandidateSpec:
     """The spec of a step-0 candidate (the untrained encoder): scoring only."""
-    home = data_root(root)
-    return CandidateSpec(label=f"step 0 {cand.label}", root=str(home), run_id=run_id, threads=threads, candidate=cand,
-                         train=None, score_key=_score_key(section, cand, plan),
-                         request=_request(section, data, cand, plan, home), note=plan.note, data_hash=plan.data_hash)
+    return _spec(section, data, cand, plan, data_root(root), label=f"step 0 {cand.label}", run_id=run_id,
+                 threads=threads, train=None)
 
 
-def _scored(spec: CandidateSpec, rec: dict[str, Any]) -> Candidate:
-    return dataclasses.replace(spec.candidate, metric=rec["metric"], score=float(rec["value"]), score_note=spec.note,
-                               column=rec.get("column"))
-
-
-def _finished(spec: CandidateSpec) -> dict[str, Any] | None:
-    """Both records of a finished candidate, as written (None when any is missing)."""
-    score = read_record(spec.score_path)
-    model = read_record(spec.candidate.model_dir) if spec.train is not None else None
-    if score is None or (spec.train is not None and model is None):
+def _scored(spec: CandidateSpec, model_dir: str, *, compute: bool, device: str | None = None,
+            ) -> tuple[Candidate, list[dict[str, Any]]] | None:
+    """The candidate with its selection score, and the figures' records (None: not stored and ``compute`` off)."""
+    config = spec.selection if device is None else spec.selection.model_copy(update={"device": device})
+    scored = score_candidate(model_dir, config, spec.metric, spec.mode, root=spec.root,
+                             model_id=spec.candidate.model_id, inputs=spec.inputs, dictionary=spec.dictionary,
+                             run_id=spec.run_id, compute=compute)
+    if scored is None:
         return None
-    rec = json.loads(spec.score_path.read_text())
-    return {"candidate": _scored(spec, rec), "records": [r for r in (model, score) if r is not None]}
+    value, column, figs = scored
+    cand = dataclasses.replace(spec.candidate, model_dir=model_dir, metric=spec.metric, score=value,
+                               score_note=spec.note, column=column)
+    return cand, list(figs.records)
 
 
-def run_candidate(spec: CandidateSpec, scorer: Scorer) -> dict[str, Any]:
-    """Train (when the spec trains) and score one candidate; write its artifacts and records.
+def run_candidate(spec: CandidateSpec) -> dict[str, Any]:
+    """Train (when the spec trains) and score one candidate by the one figure path; write its artifacts
+    and records.
 
-    Opens no catalog. Returns ``{"candidate": the scored Candidate, "records": [model record,
-    score record]}`` for the flow process to register. Idempotent (see the module docstring).
+    Opens no catalog. Returns ``{"candidate": the scored Candidate, "records": [model record, figure
+    records]}`` for the flow process to register. Idempotent: a model or figure on disk is read back.
     """
-    done = _finished(spec)
-    if done is not None:
-        return done
     with worker_threads(spec.threads):
         records = []
         if spec.train is not None:
             records.append(train_candidate(spec.train, root=spec.root, run_id=spec.run_id))
-        with artifact_lock(spec.score_key, spec.root):
-            done = _finished(spec)
-            if done is not None:
-                return done
-            req = dataclasses.replace(spec.request, device=worker_device(spec.request.device) or spec.request.device)
-            t0 = time.perf_counter()
-            with _own_rng():
-                value, rows = scorer(req)
-            rows = [{**r, "model_id": spec.candidate.model_id} for r in rows]
-            column = getattr(scorer, "column", None)
-            rec = {"metric": req.metric, "value": float(value), "pooling": req.pooling, "rows": rows,
-                   "seconds": {req.metric: time.perf_counter() - t0}, "note": spec.note,
-                   "column": column(req) if column is not None else None}
-            path = spec.score_path
-            write_json(rec, path)
-            score_record = make_record(spec.root, key=spec.score_key, kind="evaluation", path=path,
-                                       content_hash=hash_path(path), name=spec.candidate.model_id,
-                                       input_hashes={"model": spec.candidate.artifact_key, "data": spec.data_hash},
-                                       config={"metric": req.metric, "pooling": req.pooling}, run_id=spec.run_id,
-                                       metrics=rows)
-            write_record(path, score_record)
-            records.append(score_record)
-    return {"candidate": _scored(spec, rec), "records": records}
+        device = worker_device(spec.selection.device) or spec.selection.device
+        with _own_rng():
+            cand, figures = _scored(spec, spec.candidate.model_dir, compute=True, device=device)
+    return {"candidate": cand, "records": records + figures}
 
 
 # -- in the flow process ----------------------------------------------------------------------------------
 def _registered(cat: Any, spec: CandidateSpec) -> Candidate | None:
-    """The scored candidate when the catalog holds its score (and model) artifacts, else None."""
-    with cat.session(read_only=True):  # one open of the catalog file for both lookups
-        found = cat.artifact(spec.score_key)
-        model = cat.artifact(spec.candidate.artifact_key) if found is not None and spec.train is not None else None
-    if found is None or (spec.train is not None and model is None):
-        return None
+    """The scored candidate when its model is registered and its selection figure stored, else None."""
+    model_dir = spec.candidate.model_dir
     if spec.train is not None:
-        spec = dataclasses.replace(spec, candidate=dataclasses.replace(spec.candidate, model_dir=model["path"]))
-    return _scored(spec, json.loads(Path(found["path"]).read_text()))
+        with cat.session(read_only=True):
+            model = cat.artifact(spec.candidate.artifact_key)
+        if model is None:
+            return None
+        model_dir = model["path"]
+    found = _scored(spec, model_dir, compute=False)
+    return None if found is None else found[0]
 
 
-def run_candidates(specs: Sequence[CandidateSpec], *, scorer: Scorer | None, fan_out: FanOut = sequential,
+def run_candidates(specs: Sequence[CandidateSpec], *, fan_out: FanOut = sequential,
                    root: str | os.PathLike | None = None) -> list[Candidate]:
     """Score (and train) a step's candidates; in spec order (see :func:`start_candidates`)."""
-    return start_candidates(specs, scorer=scorer, fan_out=fan_out, root=root)()
+    return start_candidates(specs, fan_out=fan_out, root=root)()
 
 
 class PendingCandidates:
@@ -379,20 +332,16 @@ class PendingCandidates:
         return self._finish()
 
 
-def start_candidates(specs: Sequence[CandidateSpec], *, scorer: Scorer | None, fan_out: FanOut = sequential,
+def start_candidates(specs: Sequence[CandidateSpec], *, fan_out: FanOut = sequential,
                      root: str | os.PathLike | None = None) -> PendingCandidates:
     """A step's candidates in two halves: the calls start now where ``fan_out`` can run them beside
     this process (:func:`~defsentflow.fanout.submit`); the returned :class:`PendingCandidates` waits
     for them, registers their records and returns the candidates. Candidates the catalog already
     holds are read back without a call."""
     cat = Catalog(root)
-    specs = [_keyed(s, scorer) for s in specs]
     out: list[Candidate | None] = [_registered(cat, s) for s in specs]
     todo = [i for i, c in enumerate(out) if c is None]
-    if todo and scorer is None:
-        raise ValueError("PST needs a selection scorer: pass PstSteps(scorer=...), e.g. "
-                         "defsentflow.evaluation.selection.selection_score")
-    wait = submit(fan_out, run_candidate, [(specs[i], scorer) for i in todo]) if todo else None
+    wait = submit(fan_out, run_candidate, [(specs[i],) for i in todo]) if todo else None
 
     def finish() -> list[Candidate]:
         if wait is not None:

@@ -54,7 +54,6 @@ from defsentflow.model.ids import run_alias
 from defsentflow.storage import Catalog, check_identifier, data_root, hash_config, hash_path, write_json
 from defsentflow.storage.paths import relative_tree, resolved_tree, root_place
 from defsentflow.training.candidate import (
-    Scorer,
     plan_base_candidate,
     plan_candidate,
     run_candidate,
@@ -75,6 +74,7 @@ from defsentflow.training.pst_records import (
     StepPlan,
     StepResult,
 )
+from defsentflow.training.selection import selection_input_file
 from defsentflow.training.step_plan import (
     base_candidates,
     choose_best,
@@ -129,14 +129,12 @@ class PstSteps:
 
     ``fan_out(fn, calls) -> results in submission order`` runs a step's candidates (one
     :func:`~defsentflow.training.candidate.run_candidate` call each; default a plain loop, the
-    flows pass one that submits to a Dask cluster). ``scorer(request) -> (value, rows)`` is the
-    selection scorer (training imports no evaluation code: the caller passes
-    :func:`defsentflow.evaluation.selection.selection_score` or a stand-in); ``threads`` is the
-    torch thread count each candidate runs with (None: the process's).
+    flows pass one that submits to a Dask cluster); each candidate calls the one figure path for its
+    selection figure itself (:mod:`defsentflow.training.selection`); ``threads`` is the torch
+    thread count each candidate runs with (None: the process's).
     """
 
     build_matrix: Callable[..., MatrixRef] = build_entry_matrix
-    scorer: Scorer | None = None
     fan_out: FanOut = sequential
     step: Callable[..., StepResult] = call
     threads: int | None = None
@@ -160,7 +158,7 @@ def start_step0(section: PstSection, data: TrainingData, selection: SelectionPla
     t0 = time.perf_counter()
     specs = [plan_base_candidate(section, data, selection, c, root=root, run_id=run_id, threads=steps.threads)
              for c in base_candidates(section, root=root, run_id=run_id)]
-    wait = start_candidates(specs, scorer=steps.scorer, fan_out=steps.fan_out, root=root)
+    wait = start_candidates(specs, fan_out=steps.fan_out, root=root)
 
     def finish() -> StepResult:
         cands = wait()
@@ -197,7 +195,7 @@ def run_step(section: PstSection, data: TrainingData, plan: StepPlan, selection:
                             matrix=matrices[(g.entry_encoding, ica)], start=plan.start, start_id=plan.start_id,
                             root=root, run_id=run_id, threads=steps.threads, lr_searched=bool(plan.lrs))
              for g in plan.grid for lr in plan.rates for ica in variants for seed in plan.seeds]
-    cands = run_candidates(specs, scorer=steps.scorer, fan_out=steps.fan_out, root=root)
+    cands = run_candidates(specs, fan_out=steps.fan_out, root=root)
     best, figure, means = choose_step(cands, section.selection_rule)
     result = StepResult(step=plan.step, candidates=tuple(cands), best=best, key=key,
                         seconds=time.perf_counter() - t0, lr=best.lr if plan.lrs else plan.lr,
@@ -316,7 +314,7 @@ def run_pst(section: PstSection, *, run_id: str, root: str | os.PathLike | None 
     with cat.recorded_run("pst", run_id, config=section.model_dump(mode="json"), config_hash=hash_config(section)) as run:
         data = load_training_data(section.dictionary, section.max_train_entries,
                                   splits=splits_for(section.train_entries), root=root)
-        selection = selection_plan(section, data, getattr(steps.scorer, "input_file", None))
+        selection = selection_plan(section, data, selection_input_file)
         history: list[StepResult] = []
         stop_note = ""
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from defsentflow.training.pst_config import GridPoint
 
-__all__ = ["Candidate", "DefSentResult", "MatrixRef", "PstResult", "ScoreRequest", "SelectionPlan", "StepPlan",
+__all__ = ["Candidate", "DefSentResult", "MatrixRef", "PstResult", "SelectionPlan", "StepPlan",
            "StepResult"]
 
 
@@ -154,30 +154,6 @@ class StepPlan(_Record):
         d["seeds"] = tuple(d["seeds"])
         d["lrs"] = tuple(d.get("lrs") or ())
         return cls(**d)
-
-
-@dataclass(frozen=True)
-class ScoreRequest:
-    """What a selection scorer is asked: score ``candidate`` (its ``model_dir``) on ``metric``.
-
-    PST's training code never imports evaluation code: the scorer is passed in
-    (``PstSteps.scorer``, e.g. :func:`defsentflow.evaluation.selection.selection_score`) and called
-    on the worker with this request, which carries every input it needs by reference (no catalog
-    access, no table: the worker reads the dictionary folder itself).
-    """
-
-    candidate: Candidate
-    metric: str                 # "stsb-dev" | "revdict-mrr"
-    pooling: str
-    data_dir: str | None = None
-    max_length: int = 64
-    autocast: str = "none"
-    device: str = "auto"
-    revdict_mode: str = "head"
-    max_queries: int | None = None
-    batch_size: int = 128
-    dictionary: str | None = None   # revdict-mrr: the dictionary artifact's folder, relative to ``root``
-    root: str | None = None
 
 
 @dataclass(frozen=True)

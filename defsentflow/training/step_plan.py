@@ -41,9 +41,9 @@ def selection_plan(section: PstSection, data: TrainingData,
     """STS-B dev when asked for and available; otherwise reverse-dictionary dev MRR, with the reason.
 
     ``input_file(metric, data_dir)``: the file the selection metric's evaluator reads under
-    ``data_dir`` (None: absent), as the task registry declares it (the scorer's
-    :meth:`~defsentflow.evaluation.selection.SelectionScorer.input_file`; training imports no
-    evaluation code). Without it no STS file is known and the reverse dictionary selects.
+    ``data_dir`` (None: absent), as the task registry declares it
+    (:func:`defsentflow.training.selection.selection_input_file`). Without it no STS file is known
+    and the reverse dictionary selects.
     """
     revdict_hash = f"{data.dictionary_hash}:{section.selection_revdict_mode}:{section.selection_max_queries}"
     revdict = SelectionPlan(metric="revdict-mrr", data_dir=None, data_hash=revdict_hash)

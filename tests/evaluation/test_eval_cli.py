@@ -5,13 +5,17 @@ from __future__ import annotations
 import pytest
 
 from defsentflow.cli import main
-from defsentflow.evaluation.suite import (
-    EvalConfig,
-    EvaluateSection,
-    evaluation_inputs_hash,
-    evaluation_key,
-    known_model,
-)
+from defsentflow.evaluation.figures import figure_key
+from defsentflow.evaluation.kinds import kind_of
+from defsentflow.evaluation.suite import EvalConfig, EvaluateSection, known_model
+
+
+def _inputs(cfg: EvalConfig) -> list[str]:
+    return [kind_of(t).inputs(t, cfg) for t in cfg.tasks]
+
+
+def _key(cfg: EvalConfig, task: str = "revdict") -> str:
+    return figure_key("model-hash", kind_of(task), task, cfg, "mean", kind_of(task).inputs(task, cfg))
 
 
 def test_config_validates_tasks_and_revdict_needs_a_dictionary(sts_data_dir):
@@ -28,11 +32,11 @@ def test_config_validates_tasks_and_revdict_needs_a_dictionary(sts_data_dir):
 
 def test_inputs_hash_follows_the_data_files(sts_data_dir):
     cfg = EvalConfig(tasks=("sts13", "sickr"), data_dir=str(sts_data_dir))
-    before = evaluation_inputs_hash(cfg)
-    assert evaluation_inputs_hash(cfg) == before
+    before = _inputs(cfg)
+    assert _inputs(cfg) == before
     gs = sts_data_dir / "sts" / "STS13-en-test" / "STS.gs.FNWN.txt"
     gs.write_text("0.125\n" + gs.read_text().split("\n", 1)[1])
-    assert evaluation_inputs_hash(cfg) != before
+    assert _inputs(cfg) != before
 
 
 def test_eval_command_prints_records_and_feeds_the_leaderboard(home, tiny_bert_dir, sts_data_dir, capsys):
@@ -88,9 +92,9 @@ def test_revdict_candidates_reach_the_evaluation_and_its_cache_key(monkeypatch, 
     assert seen["runs"] == [("dev", "unseen"), ("test", "unseen")]
     other = EvalConfig(tasks=("revdict",), dictionary="toy", data_dir=str(tmp_path))
     # the same inputs (the dictionary), other settings: another evaluation
-    assert evaluation_inputs_hash(cfg) == evaluation_inputs_hash(other)
-    assert evaluation_key(cfg, "minilm") != evaluation_key(other, "minilm")
-    assert evaluation_key(other, "minilm") == evaluation_key(other.model_copy(update={"device": "cpu"}), "minilm")
+    assert _inputs(cfg) == _inputs(other)
+    assert _key(cfg) != _key(other)
+    assert _key(other) == _key(other.model_copy(update={"device": "cpu"}))
     with pytest.raises(ValueError, match="revdict_candidates\n  Input should be 'all' or 'split'"):
         EvalConfig(tasks=("revdict",), dictionary="toy", revdict_candidates="test")
     assert EvaluateSection(model="m", revdict_candidates="split").revdict_candidates == "split"

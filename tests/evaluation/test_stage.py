@@ -10,6 +10,7 @@ import pytest
 
 import defsentflow.evaluation.stage as stage
 from defsentflow.evaluation.config import EvaluateSection
+from defsentflow.evaluation.kinds.sts import StsKind
 from defsentflow.storage import Catalog
 
 
@@ -23,7 +24,7 @@ def test_an_identical_evaluation_is_reused_and_filed_under_the_new_id(home, tiny
         pytest.fail("an identical evaluation was computed again")
 
     with monkeypatch.context() as m:
-        m.setattr(stage, "run_evaluation", must_not_run)
+        m.setattr(StsKind, "run", must_not_run)
         # another id and device change no figure: the finished evaluation is filed again
         again = stage.run_evaluate(section.model_copy(update={"model_id": "second", "device": "auto"}), run_id="eval-2")
     assert again["cached"] and again["rows"] == first["rows"] and again["recorded"] == first["recorded"]
@@ -44,7 +45,9 @@ def test_changed_stored_rows_or_data_are_evaluated_again(home, tiny_bert_dir, st
                               pooling="mean", model_id="first")
     first = stage.run_evaluate(section, run_id="e1")
     cat = Catalog()
-    (art,) = cat.query("SELECT artifact_key, path FROM artifacts WHERE kind = 'evaluation'")
+    arts = cat.query("SELECT artifact_key, path FROM artifacts WHERE kind = 'evaluation' ORDER BY path")
+    assert len(arts) == 2  # one figure each: sts12, stsb-dev
+    art = arts[0]
     # the stored rows changed on disk: not trusted, evaluated again
     stored = json.loads(open(art["path"]).read())
     stored["rows"][0]["value"] = 0.999

@@ -1,4 +1,4 @@
-"""The task registry's evaluators: the suite loops over them, every dictionary task gets the
+"""The task kinds: the figure path loops over them, every dictionary task gets the
 evaluation's pooling, max length and tie rule (issue 37), each runs the protocols it serves."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import defsentflow.evaluation.revdict as revdict
 import defsentflow.evaluation.wordpred as wordpred
 from defsentflow.evaluation.config import EvalConfig
+from defsentflow.evaluation.kinds import KINDS, kinds_for
 from defsentflow.evaluation.suite import run_evaluation
-from defsentflow.evaluation.tasks import EVALUATORS
 
 
 def test_the_suite_hands_each_evaluator_the_evaluation_s_settings(monkeypatch, tmp_path):
@@ -25,7 +25,7 @@ def test_the_suite_hands_each_evaluator_the_evaluation_s_settings(monkeypatch, t
     monkeypatch.setattr(wordpred, "evaluate_wordpred", fake_wordpred)
     cfg = EvalConfig(tasks=("revdict", "wordpred"), dictionary="toy", pooling="cls", max_length=77, ties="mid",
                      revdict_protocols=("unseen", "all-definitions", "multi-definition"), data_dir=str(tmp_path))
-    assert [e.name for e in EVALUATORS if e.tasks(cfg)] == ["revdict", "wordpred"]
+    assert [k.name for k in kinds_for(cfg)] == ["revdict", "wordpred"]
     result = run_evaluation("minilm", cfg)
     (rd,) = calls["revdict"]
     assert (rd["pooling"], rd["max_length"], rd["ties"]) == ("cls", 77, "mid")
@@ -36,4 +36,4 @@ def test_the_suite_hands_each_evaluator_the_evaluation_s_settings(monkeypatch, t
     assert all((c["pooling"], c["max_length"], c["ties"]) == ("cls", 77, "mid") for c in calls["wordpred"])
     assert set(result.seconds) == {"revdict", "wordpred"} and len(result.rows) == 4 + 6
     # no STS task requested: the STS evaluator is skipped, the data folder never read
-    assert not EVALUATORS[0].tasks(cfg)
+    assert not KINDS["sts"].tasks(cfg)

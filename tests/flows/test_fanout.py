@@ -17,7 +17,6 @@ import cloudpickle
 import pytest
 
 from defsentflow.compute import ComputeSection
-from defsentflow.evaluation.selection import selection_score
 from defsentflow.fanout import WORKER_ENV
 from defsentflow.storage import Catalog
 from defsentflow.training.pst import PstSteps, run_pst
@@ -25,7 +24,7 @@ from tests.dictionary_tables import register_table
 from tests.training.test_pst_schedule import dictionary, section, toy_dictionary  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.xdist_group("netns")  # one process: one netns cluster (a session fixture) for both files
-SEQUENTIAL = PstSteps(scorer=selection_score)  # the library's default: every call at compute's default threads
+SEQUENTIAL = PstSteps()  # the library's default: every call at compute's default threads
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the other host runs this file's functions by value
 
 
@@ -59,7 +58,7 @@ def _fanned() -> PstSteps:
 
     fan_out = fan_out_from_env("pst-candidate")
     assert isinstance(fan_out, DaskFanOut)  # the command's cluster, found through the environment
-    return PstSteps(scorer=selection_score, fan_out=fan_out)
+    return PstSteps(fan_out=fan_out)
 
 
 def _run(sec, home: Path, steps: PstSteps, monkeypatch, run_id: str = "same"):

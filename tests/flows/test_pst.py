@@ -6,18 +6,11 @@ from __future__ import annotations
 import uuid
 
 from defsentflow.storage import Catalog
+from defsentflow.training.pst import PstSteps
 from tests.dictionary_tables import register_table
 from tests.training.test_pst_schedule import section, toy_dictionary
 
-
-def _scored_steps():
-    from defsentflow.evaluation.selection import selection_score
-    from defsentflow.training.pst import PstSteps
-
-    return PstSteps(scorer=selection_score)
-
-
-SCORED = _scored_steps()  # the real selection scorer (PST's training code is handed it)
+SCORED = PstSteps()  # PST scores each candidate by the evaluation's figure path itself
 
 
 def _task_states(flow_run_id) -> dict[str, set[str]]:

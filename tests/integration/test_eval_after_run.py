@@ -50,5 +50,5 @@ def test_a_later_eval_with_other_settings_adds_columns_and_changes_none(tiny_fin
     assert 0 < selected["revdict_test_unseen_cosine_mrr"] <= 1
     capsys.readouterr()
     assert main(cmd) == 0   # the same evaluation again: reused, not recomputed
-    assert "reused a finished identical evaluation" in capsys.readouterr().out
+    assert "reused the stored figures" in capsys.readouterr().out
     assert _board(home) == after

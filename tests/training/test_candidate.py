@@ -48,7 +48,7 @@ def test_a_candidate_spec_carries_references_not_the_training_set(tiny_bert_dir,
     assert data.definitions[0] not in pickle.dumps(spec).decode("latin-1")
     assert spec.train.data.load(home).train_hash == data.train_hash  # what the worker reads back is what was planned
     assert spec.train.entry_matrix == f"pst/entry_matrices/{matrix.key}"  # root-relative
-    assert spec.request.dictionary is not None and not spec.request.dictionary.startswith("/")
+    assert spec.dictionary is not None and not spec.dictionary.startswith("/")
 
 
 @pytest.fixture()

@@ -5,6 +5,7 @@ candidate) so each test knows which candidate must win."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -49,11 +50,21 @@ def section(tiny_bert_dir, **kw) -> PstSection:
     return PstSection(**base)
 
 
-def scored_by(fn):
-    """A PST executor whose selection score is ``fn(candidate)`` (no evaluation runs)."""
-    def score(request):
-        return float(fn(request.candidate)), []
-    return PstSteps(scorer=score)
+@pytest.fixture()
+def scored_by(monkeypatch):
+    """``scored_by(fn)``: a PST executor whose selection score is ``fn(candidate)``, put where PST
+    calls the figure path after each candidate (no evaluation runs, nothing is stored)."""
+    import defsentflow.training.candidate as candidate
+
+    def install(fn):
+        def score(spec, model_dir, *, compute, device=None):
+            if not compute:
+                return None
+            return dataclasses.replace(spec.candidate, model_dir=model_dir, metric=spec.metric,
+                                       score=float(fn(spec.candidate)), score_note=spec.note), []
+        monkeypatch.setattr(candidate, "_scored", score)
+        return PstSteps()
+    return install
 
 
 @pytest.fixture()
@@ -72,7 +83,7 @@ def trained(monkeypatch):
     return calls
 
 
-def test_the_ica_step_trains_the_plain_and_the_ica_matrix_side_by_side(tiny_bert_dir, home, wide, trained):
+def test_the_ica_step_trains_the_plain_and_the_ica_matrix_side_by_side(tiny_bert_dir, home, wide, trained, scored_by):
     steps = scored_by(lambda c: {0: 0.1, 1: 0.2}.get(c.step, 0.3 + (0.2 if c.ica else 0.0) + 0.01 * (c.seed or 0)))
     res = run_pst(section(tiny_bert_dir, steps=2, ica_step=2, seeds=[0, 1]), run_id="ica", steps=steps)
     step2 = res.steps[2]
@@ -92,7 +103,7 @@ def test_the_ica_step_trains_the_plain_and_the_ica_matrix_side_by_side(tiny_bert
     assert read_model_record(res.winner.model_dir).entry_matrix_dir(res.winner.model_dir) == Path(ica.path)
 
 
-def test_auto_never_stops_before_the_ica_step(tiny_bert_dir, home, wide):
+def test_auto_never_stops_before_the_ica_step(tiny_bert_dir, home, wide, scored_by):
     steps = scored_by(lambda c: {0: 0.1, 1: 0.5, 2: 0.3}.get(c.step, 0.6 if c.ica else 0.4))
     stopped = run_pst(section(tiny_bert_dir, steps="auto", max_steps=3), run_id="auto-a", steps=steps)
     assert [s.step for s in stopped.steps] == [0, 1, 2] and stopped.stop_note.startswith("auto: stopped after step 2")
@@ -101,7 +112,7 @@ def test_auto_never_stops_before_the_ica_step(tiny_bert_dir, home, wide):
     assert went_on.winner.step == 3 and went_on.winner.ica
 
 
-def test_a_worse_step_builds_the_next_entries_only_when_it_is_a_transition(tiny_bert_dir, home, wide):
+def test_a_worse_step_builds_the_next_entries_only_when_it_is_a_transition(tiny_bert_dir, home, wide, scored_by):
     steps = scored_by(lambda c: {0: 0.1, 1: 0.5, 2: 0.3}.get(c.step, 0.4))
     plain = run_pst(section(tiny_bert_dir, steps=3), run_id="tr-a", steps=steps)
     assert plain.steps[3].entry_matrices[0].encoder == plain.steps[1].best.model_dir  # step 2 made it worse
@@ -112,7 +123,7 @@ def test_a_worse_step_builds_the_next_entries_only_when_it_is_a_transition(tiny_
 
 
 def test_separate_training_starts_every_step_from_the_base_model_continuing_does_not(
-        tiny_bert_dir, home, wide, trained):
+        tiny_bert_dir, home, wide, trained, scored_by):
     steps = scored_by(lambda c: 0.1 * c.step)
     sep = run_pst(section(tiny_bert_dir, steps=2), run_id="sep", steps=steps)
     assert [t["base"] for t in trained] == [str(tiny_bert_dir)] * 2
@@ -123,7 +134,8 @@ def test_separate_training_starts_every_step_from_the_base_model_continuing_does
     assert cont.steps[2].best.artifact_key != sep.steps[2].best.artifact_key
 
 
-def test_mean_over_seeds_picks_the_combination_with_the_best_mean_then_its_best_seed(tiny_bert_dir, home, wide):
+def test_mean_over_seeds_picks_the_combination_with_the_best_mean_then_its_best_seed(tiny_bert_dir, home, wide,
+                                                                                    scored_by):
     table = {("cls", 0): 0.9, ("cls", 1): 0.1, ("cls", 2): 0.1, ("mean", 0): 0.5, ("mean", 1): 0.6, ("mean", 2): 0.5}
     steps = scored_by(lambda c: 0.0 if c.step == 0 else table[(c.pooling, c.seed)])
     grid = [GridPoint(pooling="cls", entry_encoding="amp"), GridPoint(pooling="mean", entry_encoding="amp")]
@@ -142,7 +154,7 @@ def test_mean_over_seeds_picks_the_combination_with_the_best_mean_then_its_best_
 
 
 def test_step_1_searches_its_learning_rate_on_the_selection_figure_later_steps_keep_theirs(
-        tiny_bert_dir, home, wide, trained):
+        tiny_bert_dir, home, wide, trained, scored_by):
     """DefSent+ Appendix A: a raw PLM's step-1 rate is searched in a grid and chosen on dev (with the
     combination, by the mean over seeds); later steps train at their own rate (lr_per_step)."""
     rate_score = {5e-5: 0.2, 4e-5: 0.6, 3e-5: 0.4}
@@ -160,7 +172,7 @@ def test_step_1_searches_its_learning_rate_on_the_selection_figure_later_steps_k
         section(tiny_bert_dir, step1_lr_grid=[5e-5, 5e-5])
 
 
-def test_training_entries_train_split_or_all(tiny_bert_dir, home, wide, trained):
+def test_training_entries_train_split_or_all(tiny_bert_dir, home, wide, trained, scored_by):
     steps = scored_by(lambda c: 0.1 * c.step)
     split = run_pst(section(tiny_bert_dir, steps=1), run_id="split", steps=steps)
     every = run_pst(section(tiny_bert_dir, steps=1, train_entries="all"), run_id="all", steps=steps)
@@ -174,11 +186,15 @@ def test_training_entries_train_split_or_all(tiny_bert_dir, home, wide, trained)
         section(tiny_bert_dir, train_entries="all", selection="revdict-mrr")
 
 
-def test_training_imports_no_scorer_the_flows_pass_the_real_one():
-    from defsentflow.evaluation.selection import selection_score
+def test_pst_calls_the_figure_path_itself_and_runs_as_its_docstring_says():
+    """No scorer is handed in (issue 54): the library's run_pst scores with the evaluation's figure path."""
+    import inspect
+
+    import defsentflow.training.pst as pst
     from defsentflow.tasks.training import PST_TASKS
 
-    assert PstSteps().scorer is None and PST_TASKS.scorer is selection_score
+    assert not hasattr(PstSteps(), "scorer") and not hasattr(PST_TASKS, "scorer")
+    assert "run_pst(PstSection(" in inspect.getdoc(pst)
 
 
 def test_final_last_returns_the_last_step_best_dev_the_best_step():

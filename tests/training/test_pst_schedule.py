@@ -11,18 +11,11 @@ import pytest
 
 from defsentflow.model.record import read_model_record
 from defsentflow.storage import Catalog
+from defsentflow.training.pst import PstSteps
 from defsentflow.training.pst_config import GridPoint, PstSection
 from tests.dictionary_tables import register_table
 
-
-def _scored_steps():
-    from defsentflow.evaluation.selection import selection_score
-    from defsentflow.training.pst import PstSteps
-
-    return PstSteps(scorer=selection_score)
-
-
-SCORED = _scored_steps()  # the real selection scorer (PST's training code is handed it)
+SCORED = PstSteps()  # PST scores each candidate by the evaluation's figure path itself
 
 
 def toy_dictionary(marker: str = "") -> pa.Table:
@@ -206,15 +199,15 @@ def test_auto_stops_when_the_metric_stops_improving(tiny_bert_dir, home, diction
 
 
 def test_falls_back_to_revdict_without_sts_data(tiny_bert_dir, home, dictionary, tmp_path):
-    from defsentflow.evaluation.selection import selection_score
     from defsentflow.training.pst import load_training_data, selection_plan
+    from defsentflow.training.selection import selection_input_file
 
     s = section(tiny_bert_dir, selection="stsb-dev", data_dir=str(tmp_path / "missing"))
-    plan = selection_plan(s, load_training_data("toy"), selection_score.input_file)
+    plan = selection_plan(s, load_training_data("toy"), selection_input_file)
     assert plan.metric == "revdict-mrr" and "not found" in plan.note
     (tmp_path / "empty").mkdir()
     s = section(tiny_bert_dir, selection="stsb-dev", data_dir=str(tmp_path / "empty"))
-    plan = selection_plan(s, load_training_data("toy"), selection_score.input_file)
+    plan = selection_plan(s, load_training_data("toy"), selection_input_file)
     assert plan.metric == "revdict-mrr" and "no STS-B dev set" in plan.note
     # the file the registry declares (sts/STSBenchmark/sts-dev.csv), found by the STS readers' rule
     from defsentflow.storage import hash_path
@@ -223,7 +216,7 @@ def test_falls_back_to_revdict_without_sts_data(tiny_bert_dir, home, dictionary,
     dev.parent.mkdir(parents=True)
     dev.write_text("genre\tfile\tyear\t0\t5.0\ta cat\ta cat\n")
     plan = selection_plan(section(tiny_bert_dir, selection="stsb-dev", data_dir=str(tmp_path / "data")),
-                          load_training_data("toy"), selection_score.input_file)
+                          load_training_data("toy"), selection_input_file)
     assert plan.metric == "stsb-dev" and plan.data_hash == hash_path(dev) and plan.note is None
 
 
