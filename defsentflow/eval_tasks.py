@@ -3,7 +3,7 @@
 Each task is declared once, as mteb declares a task with its ``TaskMetadata``: its name, kind, the
 splits it reads, its main metric (the leaderboard's figure), the query protocols and candidate
 sets it serves, its files and whether it is one of the seven tasks of the STS average. The
-evaluation config, the STS readers, the runnable tasks (:mod:`defsentflow.evaluation.tasks`), the
+evaluation config, the STS readers, the task kinds (:mod:`defsentflow.evaluation.kinds`), the
 leaderboard and the CLI read this table, and so does the catalog: :func:`registry_ddl` renders it
 (and the naming macros) as SQL that the catalog applies with its DDL files, so the SQL views read
 the STS average's members and each family's main metric from here, never from a copy.

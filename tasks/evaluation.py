@@ -1,10 +1,10 @@
 """Prefect wrappers of the evaluation stage's pieces: tasks, no decisions.
 
 The order is the library's (:func:`defsentflow.evaluation.stage.run_evaluate`); the ``evaluate``
-flow hands it :data:`EVALUATE_TASKS`. Reuse is the library's too: a finished identical evaluation
-(same content key: the model's files, the settings, the data's files, the code version; never the
-id the scores are filed under) is read back instead of run (:mod:`defsentflow.evaluation.reuse`),
-the same under ``defsentflow eval``, a flow and a deployment. Recording is a separate task, so a
+flow hands it :data:`EVALUATE_TASKS`. Reuse is the library's too: a stored figure (same key:
+the model's files, the task's settings, the pooling, the data's files, the code version; never the
+id the scores are filed under) is read back instead of computed (:mod:`defsentflow.evaluation.figures`),
+the same under ``defsentflow eval``, a flow, a deployment and PST's selection. Recording is a separate task, so a
 reused evaluation still files its scores under the current run.
 """
 
