@@ -120,9 +120,9 @@ def main() -> int:
     os.environ.setdefault("PREFECT_HOME", str(base / "prefect"))
     from defsentflow.compute import ComputeSection
     from defsentflow.fanout import Sequential
-    from defsentflow.flows.runtime import local_api
     from defsentflow.tasks.cluster import api_host, compute_cluster
     from defsentflow.tasks.fanout import DaskFanOut
+    from defsentflow.tasks.server import local_api
     from defsentflow.training.pst import PstSteps
     from tests.netns import netns_cluster, netns_unavailable
 

@@ -19,7 +19,7 @@ import time
 STARTER = r"""
 import json, time, urllib.request
 t0 = time.monotonic()
-from defsentflow.flows.runtime import local_api
+from defsentflow.tasks.server import local_api
 with local_api() as url:
     ask = urllib.request.Request(url + "/flow_runs/filter", data=b"{}", headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(ask, timeout=30) as answer:

@@ -1,6 +1,6 @@
 """A command's temporary Prefect server on a fresh Prefect home (a new data root): the database
 migrated by the server itself (Prefect's way, and defsentflow's until 2026-11-28) against a copy of
-the migrated template the first server left in the cache (flows/runtime.py).
+the migrated template the first server left in the cache (tasks/server.py).
 
     python bench/server_start.py [REPEATS]     # default 3; about 15 s a repeat on 2 cores
 
@@ -27,7 +27,7 @@ def _children_cpu() -> float:
 
 def start(home: Path) -> tuple[float, float]:
     """(seconds until it answered, the server's CPU seconds) of one temporary server on ``home``."""
-    from defsentflow.flows import runtime
+    from defsentflow.tasks import server as runtime
 
     os.environ["PREFECT_HOME"] = str(home)
     c0, t0 = _children_cpu(), time.monotonic()

@@ -7,22 +7,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from defsentflow.corpus import ingest_corpus as ingest
 from defsentflow.retrieval import build_index as build
 from defsentflow.tasks.retries import IO_RETRIES
+from defsentflow.tasks.step import step_task
 
 
-@task(name="ingest-corpus", cache_policy=NO_CACHE, **IO_RETRIES)
-def ingest_corpus(paths: list[str], name: str, fmt: str = "auto", chunk_sentences: int = 8) -> dict[str, Any]:
+def _ingest_corpus(paths: list[str], name: str, fmt: str = "auto", chunk_sentences: int = 8) -> dict[str, Any]:
     """Ingest a corpus (found by its content key when it exists)."""
     return ingest(paths, name, fmt=fmt, chunk_sentences=chunk_sentences).as_dict()
 
 
-@task(name="build-index", cache_policy=NO_CACHE, **IO_RETRIES)
-def build_index(kind: str, corpus_key: str) -> dict[str, Any]:
+def _build_index(kind: str, corpus_key: str) -> dict[str, Any]:
     """Build (or find) a sparse retrieval index over a corpus artifact's chunks."""
     art = build(kind, corpus_key)
     return {"key": art.key, "kind": art.kind, "corpus_key": art.corpus_key, "path": str(art.path), "documents": art.documents}
+
+
+ingest_corpus = step_task(_ingest_corpus, "ingest-corpus", retries=IO_RETRIES)
+build_index = step_task(_build_index, "build-index", retries=IO_RETRIES)

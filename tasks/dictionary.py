@@ -8,16 +8,14 @@ registered, not rebuilt, the same under ``defsentflow ingest``, a flow and a dep
 
 from __future__ import annotations
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from defsentflow.dictionary import build_dictionary, register_dictionary
 from defsentflow.dictionary.ingest import DictionarySteps
 from defsentflow.tasks.retries import IO_RETRIES
+from defsentflow.tasks.step import step_task
 
 __all__ = ["DICTIONARY_TASKS"]
 
 DICTIONARY_TASKS = DictionarySteps(
-    build=task(name="build-dictionary", cache_policy=NO_CACHE, **IO_RETRIES)(build_dictionary),
-    register=task(name="register-dictionary", cache_policy=NO_CACHE, **IO_RETRIES)(register_dictionary),
+    build=step_task(build_dictionary, "build-dictionary", retries=IO_RETRIES),
+    register=step_task(register_dictionary, "register-dictionary", retries=IO_RETRIES),
 )

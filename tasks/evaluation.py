@@ -10,16 +10,14 @@ reused evaluation still files its scores under the current run.
 
 from __future__ import annotations
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from defsentflow.evaluation.stage import EvaluateSteps, evaluate_step, record_step, resolve_step
 from defsentflow.tasks.retries import IO_RETRIES
+from defsentflow.tasks.step import step_task
 
 __all__ = ["EVALUATE_TASKS"]
 
 EVALUATE_TASKS = EvaluateSteps(
-    resolve=task(name="evaluate-resolve-model", cache_policy=NO_CACHE, **IO_RETRIES)(resolve_step),
-    evaluate=task(name="evaluate-model", cache_policy=NO_CACHE, **IO_RETRIES)(evaluate_step),
-    record=task(name="evaluate-record", cache_policy=NO_CACHE, **IO_RETRIES)(record_step),
+    resolve=step_task(resolve_step, "evaluate-resolve-model", retries=IO_RETRIES),
+    evaluate=step_task(evaluate_step, "evaluate-model", retries=IO_RETRIES),
+    record=step_task(record_step, "evaluate-record", retries=IO_RETRIES),
 )

@@ -28,10 +28,6 @@ from defsentflow.training.pst import PstSteps, run_step0
 __all__ = ["DEFSENT_TASKS", "PST_TASKS", "pst_tasks"]
 
 
-def _task(name: str, fn: Callable[..., Any]) -> Any:
-    return step_task(fn, name, retries=TRAIN_RETRIES)
-
-
 def _step_subflow(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """One PST step as a ``pst-step`` subflow; its only parameter is the step number (the step's
     inputs stay in process)."""
@@ -46,7 +42,7 @@ def _step_subflow(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 PST_TASKS = PstSteps(
-    build_matrix=_task("pst-entry-matrix", build_entry_matrix),
+    build_matrix=step_task(build_entry_matrix, "pst-entry-matrix", retries=TRAIN_RETRIES),
     step=_step_subflow,
 )
 
@@ -59,6 +55,6 @@ def pst_tasks() -> PstSteps:
                                threads=compute_from_env().threads_per_candidate)
 
 DEFSENT_TASKS = DefSentSteps(
-    build_matrix=_task("defsent-entry-matrix", build_entry_matrix),
-    train=_task("train-defsent", train_candidate),
+    build_matrix=step_task(build_entry_matrix, "defsent-entry-matrix", retries=TRAIN_RETRIES),
+    train=step_task(train_candidate, "train-defsent", retries=TRAIN_RETRIES),
 )

@@ -30,7 +30,7 @@ os.environ["PREFECT_HOME"] = os.path.join(_PREFECT_TMP, "home")
 os.environ["PREFECT_LOCAL_STORAGE_PATH"] = os.path.join(_PREFECT_TMP, "results")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 # What commands keep in the user's cache (the migrated Prefect database that fresh homes start from:
-# flows/runtime.py) is this session's, shared by pytest-xdist's processes; never the user's ~/.cache.
+# tasks/server.py) is this session's, shared by pytest-xdist's processes; never the user's ~/.cache.
 _RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID")
 os.environ["DEFSENTFLOW_CACHE_DIR"] = (os.path.join(tempfile.gettempdir(), f"defsentflow-cache-{_RUN}") if _RUN
                                        else os.path.join(_PREFECT_TMP, "cache"))

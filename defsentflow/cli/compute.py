@@ -96,8 +96,8 @@ def command_runtime(compute: Any, needs: Mapping[str, str] | None = None) -> Ite
     an address), then its Prefect API on an address the workers reach (``PREFECT_API_URL`` when
     set). Yields the cluster's address (None: sequential). Ctrl-C or SIGTERM cancels the command's
     queued tasks and stops its running candidates at their next checkpoint."""
-    from defsentflow.flows.runtime import local_api
     from defsentflow.tasks.cluster import api_host, cancel_command, check_api, compute_cluster
+    from defsentflow.tasks.server import local_api
 
     try:
         with _sigterm_as_interrupt(), compute_cluster(compute, needs) as address, \

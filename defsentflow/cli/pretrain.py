@@ -39,7 +39,7 @@ def _pretrain(args: argparse.Namespace) -> int:
     try:
         if args.prefect:
             from defsentflow.flows.pretrain import pretrain_flow
-            from defsentflow.flows.runtime import local_api
+            from defsentflow.tasks.server import local_api
 
             with local_api():
                 out = pretrain_flow(section.model_dump(mode="json"), run_id=run_id, stop_after_steps=args.stop_after_steps)

@@ -32,7 +32,7 @@ def run_stage(args: argparse.Namespace, *, prefix: str, flow: str, payload: dict
     run_id = run_id or args.run_id or f"{prefix}-{uuid.uuid4().hex[:8]}"
     t0 = time.perf_counter()
     if args.prefect if use_flow is None else use_flow:
-        from defsentflow.flows.runtime import local_api
+        from defsentflow.tasks.server import local_api
 
         module, name = flow.split(":")
         fn = getattr(importlib.import_module(module), name)

@@ -34,8 +34,8 @@ def cluster(request, prefect_test_harness):
     the workers route to; yields (address, client, the workers' host or None for a LocalCluster)."""
     from distributed import Client
 
-    from defsentflow.flows.runtime import local_api
     from defsentflow.tasks.cluster import api_host, check_api, compute_cluster
+    from defsentflow.tasks.server import local_api
 
     try:
         netns = request.getfixturevalue("netns_dask")

@@ -1,4 +1,4 @@
-"""A fresh Prefect home's database from the migrated template (flows/runtime.py): the file mechanics
+"""A fresh Prefect home's database from the migrated template (tasks/server.py): the file mechanics
 on plain SQLite databases. The servers themselves: tests/integration/test_cluster_netns.py (a command
 on a fresh home starts from the template: it holds the template's block types, not new ones)."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from defsentflow.flows import runtime
+from defsentflow.tasks import server as runtime
 
 
 def _db(path: Path, rows: int = 0) -> Path:

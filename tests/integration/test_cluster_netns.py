@@ -7,7 +7,7 @@ candidate stops at its next checkpoint, leaving it. The second resumes from that
 a worker mid-candidate (SIGKILL, as an out-of-memory kill would) and finishes with the figures and
 the selected weights of the session's sequential run. Each command's task runs reach its own
 temporary Prefect API, which it serves on the address the workers route to; the second's fresh
-Prefect home starts from the migrated database a first server left in the cache (flows/runtime.py)."""
+Prefect home starts from the migrated database a first server left in the cache (tasks/server.py)."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ def test_two_commands_on_the_other_hosts_workers(netns_dask, tiny_first_run, tmp
     assert len(candidates) >= 3 and set(candidates) == {"COMPLETED"}, runs  # every one reached its command's API
     # The second command's fresh Prefect home started from the migrated template the first server of
     # the session left (the template's block types, not newly made ones), which holds no run.
-    from defsentflow.flows.runtime import database_template
+    from defsentflow.tasks.server import database_template
 
     template = database_template()
     assert _block_types(tmp_path / "prefect-2" / "prefect.db") == _block_types(template) != set()

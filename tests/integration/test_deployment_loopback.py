@@ -147,7 +147,7 @@ def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, m
                 "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DEFSENTFLOW_QUIET": "1", "CWD": str(elsewhere)})
     # The server starts on a copy of the session's migrated Prefect database where there is one (the
     # harness's, tests/conftest.py: this Prefect version, its schema at the head, no run in it), as a
-    # command's fresh PREFECT_HOME starts from its template (flows/runtime.py): ~6 s of CPU not spent migrating.
+    # command's fresh PREFECT_HOME starts from its template (tasks/server.py): ~6 s of CPU not spent migrating.
     (tmp_path / "prefect").mkdir()
     if migrated_prefect_db is not None:
         shutil.copyfile(migrated_prefect_db, tmp_path / "prefect" / "prefect.db")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from tiny_pipeline_utils import catalog_rows, cli_env, cli_here, final_metrics, run_cli, stage_statuses
 
-from defsentflow.flows.runtime import SERVER_MARKER
+from defsentflow.tasks.server import SERVER_MARKER
 from tests.golden import expect_figure
 
 pytestmark = [pytest.mark.slow, pytest.mark.first(2), pytest.mark.xdist_group("tiny-run")]  # one process: the shared first run, then both tests

@@ -117,12 +117,12 @@ STUB_SERVER = textwrap.dedent("""
     http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Health).serve_forever()
 """)
 
-# A command starting its temporary server (flows.runtime.local_api) when told to go, both at once.
+# A command starting its temporary server (tasks.server.local_api) when told to go, both at once.
 STARTER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     import prefect.settings  # imported before the start line, so both reach it together
-    import defsentflow.flows.runtime as runtime
+    import defsentflow.tasks.server as runtime
     stub, go = sys.argv[1], Path(sys.argv[2])
     runtime.server_command = lambda host, port: [sys.executable, stub, str(port)]
     print("ready", flush=True)
