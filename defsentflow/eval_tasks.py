@@ -121,6 +121,7 @@ class TaskMetadata:
     protocols: tuple[str, ...] = ()   # dictionary: the query protocols it serves, the default first
     candidates: tuple[str, ...] = ()  # the candidate sets it can rank (the reverse dictionary: all, split)
     files: tuple[str, ...] = ()       # STS: relative to the data directory (a SemEval year: its folder)
+    format: Literal["semeval", "stsb", "sick"] | None = None  # STS: how its files are read (evaluation/sts_data.py)
     default: bool = False             # evaluated when no task list is given
     in_average: bool = False          # one of the seven tasks of the STS average (SentEval's 'all')
     subsets: tuple[str, ...] = field(default=())  # a SemEval year's subsets (SentEval's, STS13 without SMT)
@@ -152,11 +153,12 @@ class TaskMetadata:
 
 def _year(n: int, subsets: tuple[str, ...]) -> TaskMetadata:
     return TaskMetadata(f"sts{n}", "sts", ("test",), "spearman", files=(f"sts/STS{n}-en-test",), default=True,
-                        in_average=True, subsets=subsets)
+                        in_average=True, subsets=subsets, format="semeval")
 
 
 def _sts(name: str, split: Split, *files: str, default: bool = False, in_average: bool = False) -> TaskMetadata:
-    return TaskMetadata(name, "sts", (split,), "spearman", files=files, default=default, in_average=in_average)
+    return TaskMetadata(name, "sts", (split,), "spearman", files=files, default=default, in_average=in_average,
+                        format="sick" if name.startswith("sickr") else "stsb")
 
 
 _SICK = "sick/SICK_{}.txt"

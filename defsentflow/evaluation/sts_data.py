@@ -21,7 +21,7 @@ import csv
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import get_args
+from typing import Any, get_args
 
 import numpy as np
 
@@ -48,9 +48,8 @@ __all__ = [
 # Folder and file names, read off the one task table (defsentflow/eval_tasks.py).
 STS_YEARS: dict[str, tuple[str, tuple[str, ...]]] = {
     t.name: (t.files[0].split("/", 1)[1], t.subsets) for t in TABLE.values() if t.subsets}
-STSB_FILES = {t.name: t.files[0].rsplit("/", 1)[1] for t in TABLE.values() if t.name.startswith("stsb-")}
-SICK_FILES = {t.split: t.files[0].rsplit("/", 1)[1]
-              for t in TABLE.values() if t.name.startswith("sickr-")}
+STSB_FILES = {t.name: t.files[0].rsplit("/", 1)[1] for t in TABLE.values() if t.format == "stsb"}
+SICK_FILES = {t.split: t.files[0].rsplit("/", 1)[1] for t in TABLE.values() if t.format == "sick" and "-" in t.name}
 
 # Every task name the evaluator accepts. ``sickr`` is SICK-R test; when the test split is absent
 # (it is held back on the development machine) ``sick_split="auto"`` falls back to trial and the
@@ -230,49 +229,54 @@ def validate_tasks(tasks: str | list[str] | tuple[str, ...]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _path(data_dir: str | os.PathLike, rel: str) -> Path:
+    """A task row's file (``sts/...`` or ``sick/...``) under ``data_dir`` (or the folder of those folders)."""
+    top, rest = rel.split("/", 1)
+    return (sick_root(data_dir) if top == "sick" else sts_root(data_dir)) / rest
+
+
+def _sick_split(task: str, sick_split: SickSplit) -> str:
+    if sick_split not in get_args(SickSplit):
+        raise ValueError(f"sick_split must be one of {get_args(SickSplit)}, got {sick_split!r}")
+    return task.split("-", 1)[1] if "-" in task else sick_split
+
+
+def _meta(task: str) -> Any:
+    if task not in TABLE:
+        raise ValueError(f"unknown STS task {task!r}; valid: {', '.join(TASKS)}")
+    return TABLE[task]
+
+
 def load_task(data_dir: str | os.PathLike, task: str, *, sick_split: SickSplit = "auto") -> StsTask:
-    """Load one task by name.
+    """Load one task by name, read as its task row's ``format`` says.
 
     ``sickr`` uses ``sick_split`` (``auto``: the test split when present, else trial); the returned
     task is named after the split actually read (``sickr`` for test, ``sickr-trial`` ...), so a
     result is never filed under a split it did not come from.
     """
-    if task in STS_YEARS:
-        folder, subsets = STS_YEARS[task]
-        return load_sts_year(sts_root(data_dir) / folder, subsets, task=task)
-    if task in STSB_FILES:
-        return load_stsb(sts_root(data_dir) / "STSBenchmark" / STSB_FILES[task], task=task)
-    if task == "sickr" or task.startswith("sickr-"):
-        if sick_split not in get_args(SickSplit):
-            raise ValueError(f"sick_split must be one of {get_args(SickSplit)}, got {sick_split!r}")
-        split, path = _sick_path(data_dir, task.split("-", 1)[1] if "-" in task else sick_split)
+    meta = _meta(task)
+    if meta.format == "semeval":
+        return load_sts_year(_path(data_dir, meta.files[0]), meta.subsets, task=task)
+    if meta.format == "sick":
+        split, path = _sick_path(data_dir, _sick_split(task, sick_split))
         return load_sick(path, task="sickr" if split == "test" else f"sickr-{split}")
-    raise ValueError(f"unknown STS task {task!r}; valid: {', '.join(TASKS)}")
+    return load_stsb(_path(data_dir, meta.files[0]), task=task)
 
 
 def task_files(data_dir: str | os.PathLike, task: str, *, sick_split: SickSplit = "auto") -> list[Path]:
     """The files :func:`load_task` reads for ``task`` (for content hashing; they may not exist)."""
-    if task in STS_YEARS:
-        folder, subsets = STS_YEARS[task]
-        root = sts_root(data_dir) / folder
-        return [root / f"STS.{k}.{s}.txt" for s in subsets for k in ("input", "gs")]
-    if task in STSB_FILES:
-        return [sts_root(data_dir) / "STSBenchmark" / STSB_FILES[task]]
-    if task == "sickr" or task.startswith("sickr-"):
-        return [_sick_path(data_dir, task.split("-", 1)[1] if "-" in task else sick_split)[1]]
-    raise ValueError(f"unknown STS task {task!r}; valid: {', '.join(TASKS)}")
+    meta = _meta(task)
+    if meta.format == "semeval":
+        root = _path(data_dir, meta.files[0])
+        return [root / f"STS.{k}.{s}.txt" for s in meta.subsets for k in ("input", "gs")]
+    if meta.format == "sick":
+        return [_sick_path(data_dir, _sick_split(task, sick_split))[1]]
+    return [_path(data_dir, meta.files[0])]
 
 
 def available_tasks(data_dir: str | os.PathLike) -> list[str]:
     """Task names whose files exist under ``data_dir`` (``sickr`` only with the SICK test split)."""
-    out = []
-    root = sts_root(data_dir)
-    for name, (folder, subsets) in STS_YEARS.items():
-        if all((root / folder / f"STS.{k}.{s}.txt").is_file() for s in subsets for k in ("input", "gs")):
-            out.append(name)
-    for name, fname in STSB_FILES.items():
-        if (root / "STSBenchmark" / fname).is_file():
-            out.append(name)
+    out = [t for t, meta in TABLE.items() if meta.format != "sick" and all(f.is_file() for f in task_files(data_dir, t))]
     sick = sick_root(data_dir)
     for split in ("test", "trial", "train"):
         if (sick / SICK_FILES[split]).is_file():
