@@ -72,7 +72,7 @@ class StsEvaluator:
         return evaluate_sts(model, self.tasks(config), data_dir=config.resolved_data_dir(), pooling=pooling,
                             batch_size=config.batch_size, autocast=config.autocast, max_length=config.max_length,
                             sick_split=config.sick_split, per_subset=config.per_subset, cache=config.cache,
-                            device=config.device)
+                            device=config.device, pearson=config.pearson)
 
 
 def dictionary_runs(meta: TaskMetadata, config: EvalConfig) -> list[tuple[str, str]]:
