@@ -49,8 +49,7 @@ def spearman_rows(task: StsTask, sims: Sequence[np.ndarray], *, pooling: str | N
             rows += [{"task": f"{name}/{s.name}", "setting": "all", "metric": "spearman", "value": v,
                       "n": len(s), "pooling": pooling, "source": s.source} for s, v in zip(task.subsets, per)]
     if with_pearson:
-        rows += [{**r, "metric": "pearson", "value": 100.0 * pearson(np.concatenate(sims), np.concatenate(gold))}
-                 for r in rows[:1]]
+        rows.append({**rows[0], "metric": "pearson", "value": 100.0 * pearson(np.concatenate(sims), np.concatenate(gold))})
         if len(task.subsets) > 1:
             rows.append({**rows[1], "metric": "pearson",
                          "value": float(np.mean([100.0 * pearson(s, g) for s, g in zip(sims, gold)]))})
