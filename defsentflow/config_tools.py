@@ -33,7 +33,7 @@ __all__ = ["LIMITS", "MAX_NESTING", "MAX_YAML_ALIASES", "MAX_YAML_NODES", "Alias
 
 # -- choices shared by config sections and the library (one definition each) ---------------------
 Autocast = Literal["none", "bf16", "fp16"]  # mixed precision on CUDA; ignored on CPU
-Pooling = Literal["cls", "mean", "max", "prompt", "sbert_wk"]  # how a sentence vector is read from an encoder
+Pooling = Literal["cls", "mean", "max", "prompt", "sbert_wk", "sbert_wk_mean"]  # how a sentence vector is read from an encoder
 EvalPooling = Literal["cls", "mean", "max", "prompt"]  # a trained model's poolings (sbert_wk is a baseline)
 DictionarySplit = Literal["train", "dev", "test"]
 RevdictMode = Literal["head", "cosine", "hybrid"]  # reverse-dictionary scoring (see evaluation.revdict)

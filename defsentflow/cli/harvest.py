@@ -105,4 +105,9 @@ def _print_surrogate(result: dict, seconds: float, run_id: str) -> None:
     print(f"surrogate {result['model_id']} ({how}; {result.get('n_pairs')} pairs, {result.get('steps')} steps, "
           f"train loss {result.get('train_loss')})")
     print(f"model: {result['path']}  (SentenceTransformer(path) loads it)")
+    sup = result.get("supervised")
+    if sup:
+        how = "cached" if sup.get("cached") else f"trained in {sup.get('seconds', 0):.1f}s"
+        print(f"supervised {sup['model_id']} ({how}; {sup.get('n_pairs')} gold pairs, {sup.get('steps')} steps): "
+              f"{sup['path']}")
     print(f"run {run_id} done in {seconds:.1f}s")

@@ -8,7 +8,7 @@ from typing import get_args
 import torch
 
 from defsentflow.config_tools import Pooling
-from defsentflow.encoders.sbert_wk import sbert_wk_pool
+from defsentflow.encoders.sbert_wk import sbert_wk_mean_pool, sbert_wk_pool
 
 __all__ = ["Pooling", "POOLINGS", "PROMPT_TEMPLATE", "validate_pooling", "pool", "apply_prompt", "needs_hidden_states"]
 
@@ -42,7 +42,8 @@ def pool(last_hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str, 
 
     ``cls`` takes the first token (``<s>`` for RoBERTa); ``mean`` and ``max`` respect the
     attention mask; ``prompt`` takes the state at the mask token of the prompt template (the
-    texts must have been wrapped with :func:`apply_prompt`); ``sbert_wk`` needs all layers.
+    texts must have been wrapped with :func:`apply_prompt`); ``sbert_wk`` needs all layers;
+    ``sbert_wk_mean`` is SBERT-WK's mean baseline (the final ``[SEP]`` left out).
     """
     if pooling == "cls":
         return last_hidden[:, 0]
@@ -61,6 +62,8 @@ def pool(last_hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str, 
         # The template's mask is the last mask token in the sequence.
         idx = is_mask.shape[1] - 1 - is_mask.flip(1).to(torch.int64).argmax(1)
         return last_hidden[torch.arange(last_hidden.shape[0], device=last_hidden.device), idx]
+    if pooling == "sbert_wk_mean":
+        return sbert_wk_mean_pool(last_hidden, attention_mask)
     if pooling == "sbert_wk":
         if hidden_states is None:
             raise ValueError("sbert_wk pooling needs all hidden states (output_hidden_states=True)")

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["sbert_wk_pool", "window_layers"]
+__all__ = ["sbert_wk_mean_pool", "sbert_wk_pool", "window_layers"]
 
 _EPS = 1e-12
 
@@ -74,6 +74,24 @@ def _token_importance(states: torch.Tensor) -> torch.Tensor:
     return cos.var(dim=1, unbiased=False)
 
 
+def _without_last_token(attention_mask: torch.Tensor) -> torch.Tensor:
+    """The attention mask without each sequence's last real token (``[SEP]`` / ``</s>``), ``[CLS]`` kept;
+    a lone token stays (the reference's ``np.sum(masks, axis=1) - 1``)."""
+    real = attention_mask.to(torch.bool)
+    mask = real.clone()
+    last = real.shape[1] - 1 - real.flip(1).to(torch.int64).argmax(1)
+    several = real.sum(1) > 1
+    mask[torch.arange(real.shape[0], device=mask.device)[several], last[several]] = False
+    return mask
+
+
+def sbert_wk_mean_pool(last_hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """SBERT-WK's mean baseline (``utils.py: ave_last_hidden``): the last layer's states averaged over the
+    tokens SBERT-WK fuses, ``[CLS]`` included and the final ``[SEP]`` left out (our ``mean`` keeps both)."""
+    mask = _without_last_token(attention_mask).unsqueeze(-1).to(last_hidden.dtype)
+    return (last_hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+
+
 def sbert_wk_pool(hidden_states: Sequence[torch.Tensor], attention_mask: torch.Tensor, *,
                   layer_start: int = 4, context_window: int = 2) -> torch.Tensor:
     """SBERT-WK sentence vectors ``[B, H]`` from all hidden states.
@@ -97,13 +115,7 @@ def sbert_wk_pool(hidden_states: Sequence[torch.Tensor], attention_mask: torch.T
     start = min(layer_start, n_states - 3)
     dtype = hidden_states[-1].dtype
     b, t, h = hidden_states[-1].shape
-    real = attention_mask.to(torch.bool)
-    mask = real.clone()
-    # drop the last real token of each sequence ([SEP] / </s>), keep [CLS]; a lone token stays
-    last = t - 1 - real.flip(1).to(torch.int64).argmax(1)
-    several = real.sum(1) > 1
-    rows = torch.arange(b, device=mask.device)[several]
-    mask[rows, last[several]] = False
+    mask = _without_last_token(attention_mask)
     keep = mask.reshape(-1)
     sentence = torch.arange(b, device=mask.device).repeat_interleave(t)[keep]  # sentence of each kept token
     # float64: consecutive layers' cosines are close to 1 and the token weight is their variance,

@@ -78,6 +78,8 @@ class EvalConfig(ConfigSection):
     autocast: Autocast = "none"
     sick_split: SickSplit = "auto"
     per_subset: bool = False
+    pearson: bool = Field(False, description="STS: Pearson x 100 rows (metric pearson) beside Spearman, the figure "
+                                             "SBERT-WK's Table III reports")
     dictionary: str | None = Field(None, description="revdict / wordpred: dictionary dataset name or artifact key")
     revdict_splits: tuple[DictionarySplit, ...] = Field(
         ("dev", "test"), min_length=1,

@@ -22,7 +22,7 @@ import numpy as np
 from defsentflow.encoders import LoadedEncoder, encode_texts, load_encoder, validate_pooling
 from defsentflow.encoders.finite import require_finite
 from defsentflow.eval_tasks import AVERAGE_TASK, AVERAGE_TASKS, VARIANT_SEP, FigureSettings, with_variant
-from defsentflow.evaluation.metrics import paired_cosine, spearman
+from defsentflow.evaluation.metrics import paired_cosine, pearson, spearman
 from defsentflow.evaluation.sts_data import SickSplit, StsTask, load_task, validate_tasks
 
 __all__ = ["SEVEN_TASKS", "average_row", "evaluate_sts", "score_tasks", "spearman_rows"]
@@ -32,9 +32,10 @@ SEVEN_TASKS: tuple[str, ...] = AVERAGE_TASKS
 
 
 def spearman_rows(task: StsTask, sims: Sequence[np.ndarray], *, pooling: str | None = None,
-                  per_subset: bool = False, variant: Sequence[str] = ()) -> list[dict[str, Any]]:
+                  per_subset: bool = False, variant: Sequence[str] = (), with_pearson: bool = False) -> list[dict[str, Any]]:
     """Metric rows for one task given the cosine similarities of each subset's pairs; ``variant``:
-    the tokens of its non-canonical settings (:class:`~defsentflow.eval_tasks.FigureSettings`)."""
+    the tokens of its non-canonical settings (:class:`~defsentflow.eval_tasks.FigureSettings`);
+    ``with_pearson``: Pearson x 100 rows beside (metric ``pearson``, the figure SBERT-WK's Table III reports)."""
     gold = [s.scores for s in task.subsets]
     name = with_variant(task.name, variant)
     rows = [{"task": name, "setting": "all", "metric": "spearman",
@@ -47,11 +48,17 @@ def spearman_rows(task: StsTask, sims: Sequence[np.ndarray], *, pooling: str | N
         if per_subset:
             rows += [{"task": f"{name}/{s.name}", "setting": "all", "metric": "spearman", "value": v,
                       "n": len(s), "pooling": pooling, "source": s.source} for s, v in zip(task.subsets, per)]
+    if with_pearson:
+        rows.append({**rows[0], "metric": "pearson", "value": 100.0 * pearson(np.concatenate(sims), np.concatenate(gold))})
+        if len(task.subsets) > 1:
+            rows.append({**rows[1], "metric": "pearson",
+                         "value": float(np.mean([100.0 * pearson(s, g) for s, g in zip(sims, gold)]))})
     return rows
 
 
 def score_tasks(tasks: Sequence[StsTask], embed: Callable[[list[str]], np.ndarray], *,
-                pooling: str | None = None, per_subset: bool = False, variant: Sequence[str] = ()) -> list[dict[str, Any]]:
+                pooling: str | None = None, per_subset: bool = False, variant: Sequence[str] = (),
+                with_pearson: bool = False) -> list[dict[str, Any]]:
     """Embed every sentence of ``tasks`` with ONE call of ``embed`` and score each task."""
     texts: list[str] = []
     spans = []
@@ -72,7 +79,7 @@ def score_tasks(tasks: Sequence[StsTask], embed: Callable[[list[str]], np.ndarra
             start, n = spans[k]
             k += 1
             sims.append(paired_cosine(vecs[start:start + n], vecs[start + n:start + 2 * n]))
-        rows += spearman_rows(t, sims, pooling=pooling, per_subset=per_subset, variant=variant)
+        rows += spearman_rows(t, sims, pooling=pooling, per_subset=per_subset, variant=variant, with_pearson=with_pearson)
     return rows
 
 
@@ -102,7 +109,7 @@ def average_row(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
 def evaluate_sts(encoder: Any, tasks: Sequence[str] | str, *, data_dir: str | os.PathLike, pooling: str = "mean",
                  batch_size: int = 128, autocast: str = "none", max_length: int = 256,
                  sick_split: SickSplit = "auto", per_subset: bool = False, cache: bool | str | os.PathLike = False,
-                 device: str = "auto") -> list[dict[str, Any]]:
+                 device: str = "auto", pearson: bool = False) -> list[dict[str, Any]]:
     """Evaluate an encoder on STS tasks.
 
     Args:
@@ -117,6 +124,7 @@ def evaluate_sts(encoder: Any, tasks: Sequence[str] | str, *, data_dir: str | os
         sick_split: which SICK file ``sickr`` reads (``auto``: test if present, else trial; the
             row is then named ``sickr-trial``).
         per_subset: also return one row per subset (``task="sts12/MSRpar"``).
+        pearson: also return Pearson x 100 rows (metric ``pearson``) beside the Spearman ones.
 
     Returns:
         Metric rows ``{"task", "setting", "metric", "value", "n", "pooling", "source"}``; the
@@ -138,4 +146,4 @@ def evaluate_sts(encoder: Any, tasks: Sequence[str] | str, *, data_dir: str | os
         return vecs
 
     variant = FigureSettings(max_length=max_length, autocast=autocast).tokens("sts")
-    return score_tasks(loaded, embed, pooling=pooling, per_subset=per_subset, variant=variant)
+    return score_tasks(loaded, embed, pooling=pooling, per_subset=per_subset, variant=variant, with_pearson=pearson)

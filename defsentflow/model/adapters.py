@@ -8,6 +8,10 @@ as that dense layer was trained with GELU. A checkpoint of any family whose pool
 trained (a BERT pretrained by masked-LM alone) is in RoBERTa's position: by default
 (``untrained_pooler="mlm_dense"``) its pooler starts from the MLM head's dense layer with GELU too;
 ``"random"`` keeps random weights (with a warning), as does a checkpoint without an MLM head.
+A RoBERTa-like checkpoint further trained elsewhere (SimCSE, SNCSE) stores its own MLP as the pooler
+and no MLM head: DefSent+'s reference (``TrainEncoder.py:112-118``) replaces that pooler by the raw
+``roberta-*`` checkpoint's ``lm_head.dense`` with GELU, which ``mlm_dense_from`` names; without it the
+checkpoint's pooler is kept with tanh, the activation it was trained with (Hugging Face's pooler, SimCSE's MLP).
 
 :func:`prepare_backbone` loads a checkpoint once for training or head-mode encoding; the device
 is always passed in.
@@ -176,7 +180,8 @@ class EmbeddingDecoder(nn.Module):
 
 
 def prepare_backbone(base_model: str | os.PathLike, *, device: torch.device, word_head: bool,
-                     use_pooler: bool, untrained_pooler: UntrainedPooler = "mlm_dense") -> PreparedBackbone:
+                     use_pooler: bool, untrained_pooler: UntrainedPooler = "mlm_dense",
+                     mlm_dense_from: str | os.PathLike | None = None) -> PreparedBackbone:
     """Load ``base_model`` for training.
 
     Args:
@@ -187,6 +192,9 @@ def prepare_backbone(base_model: str | os.PathLike, *, device: torch.device, wor
             head's dense layer.
         untrained_pooler: for a checkpoint without trained pooler weights: ``mlm_dense`` (the MLM
             head's dense layer, GELU, as RoBERTa) or ``random``.
+        mlm_dense_from: the raw checkpoint whose MLM head's dense layer starts the pooler, with GELU,
+            of a checkpoint not trained here (DefSent+'s reference for SimCSE / SNCSE RoBERTa: the
+            raw ``roberta-*``); a model trained here keeps its own pooler.
     """
     if untrained_pooler not in ("mlm_dense", "random"):
         raise ValueError(f"untrained_pooler must be 'mlm_dense' or 'random', got {untrained_pooler!r}")
@@ -194,28 +202,43 @@ def prepare_backbone(base_model: str | os.PathLike, *, device: torch.device, wor
     adapter = adapter_for(enc.family)
     mlm_available = has_mlm_head(enc.path)
     trained_pooler = checkpoint_has_pooler(enc.path)
-    from_mlm = adapter.pooler_from_mlm_dense or (not trained_pooler and untrained_pooler == "mlm_dense")
-    need_mlm = word_head or (use_pooler and from_mlm)
+    recorded = model_head(enc.path).pooler_activation if trained_pooler else None
+    raw = mlm_dense_from if use_pooler and mlm_dense_from is not None and recorded is None else None
+    from_mlm = (adapter.pooler_from_mlm_dense or (not trained_pooler and untrained_pooler == "mlm_dense")
+                or raw is not None)
+    need_mlm = word_head or (use_pooler and from_mlm and raw is None)
+    from transformers import (
+        AutoModelForMaskedLM,  # lazy: transformers takes seconds to load; only code that loads a model needs it
+    )
+
     mlm_model = None
     if need_mlm and mlm_available:
-        from transformers import (
-            AutoModelForMaskedLM,  # lazy: transformers takes seconds to load; only code that loads a model needs it
-        )
-
         with model_construction():
             mlm_model = AutoModelForMaskedLM.from_pretrained(enc.path, use_safetensors=True)
+    pooler_mlm = mlm_model
+    if raw is not None:
+        with model_construction():
+            pooler_mlm = AutoModelForMaskedLM.from_pretrained(resolve_model_path(raw), use_safetensors=True)
+        if pooler_mlm.config.hidden_size != enc.hidden_size:
+            raise ValueError(f"mlm_dense_from {raw}: hidden size {pooler_mlm.config.hidden_size}, but {enc.path} "
+                             f"has {enc.hidden_size}")
     pooler_source = "checkpoint" if trained_pooler else "random"
     if use_pooler and from_mlm:
         if getattr(enc.model, "pooler", None) is None:
             raise ValueError(f"{enc.path}: the backbone has no pooler; use use_pooler=False")
-        if mlm_model is not None:
-            adapter.copy_mlm_dense_into_pooler(enc.model, mlm_model)
+        if pooler_mlm is not None:
+            adapter_for(pooler_mlm.config.model_type).copy_mlm_dense_into_pooler(enc.model, pooler_mlm)
             pooler_source = "mlm_dense"
     if use_pooler and pooler_source == "random":
         log.warning("%s has no trained pooler weights: the pooler starts from random weights", enc.path)
-    activation: PoolerActivation = "gelu" if pooler_source == "mlm_dense" else adapter.pooler_activation
-    recorded = model_head(enc.path).pooler_activation if trained_pooler else None
-    if recorded is not None and not (use_pooler and from_mlm and mlm_model is not None):
+    # a checkpoint's own pooler was trained with tanh (Hugging Face's BertPooler and RobertaPooler, SimCSE's MLP)
+    activation: PoolerActivation = {"mlm_dense": "gelu", "checkpoint": "tanh"}.get(pooler_source,
+                                                                                  adapter.pooler_activation)
+    if use_pooler and pooler_source == "checkpoint" and adapter.pooler_from_mlm_dense and recorded is None:
+        log.warning("%s: a %s checkpoint with its own pooler and no MLM head keeps that pooler with tanh; "
+                    "DefSent+'s reference replaces it by the raw model's lm_head.dense with GELU "
+                    "(mlm_dense_from: the raw checkpoint)", enc.path, enc.family)
+    if recorded is not None and not (use_pooler and from_mlm and pooler_mlm is not None):
         # a model trained here keeps the activation its pooler was trained with (continuing a
         # masked-LM-only BERT trained through GELU must not flip to BERT's tanh)
         activation = recorded  # type: ignore[assignment]

@@ -121,6 +121,28 @@ class PairsSection(ConfigSection):
         return self
 
 
+class SupervisedSection(ConfigSection):
+    """Sun et al.'s supervised row (their Table 2): the trained surrogate fine-tuned on gold-scored pairs, a
+    cosine-similarity regression (``CosineSimilarityLoss`` on score / ``score_max``), as sentence-transformers'
+    STS-B example (``training_stsbenchmark.py``: batch 16, 4 epochs, 10% warm-up, lr 2e-5)."""
+
+    file: str = Field("../shared/data/sts/STSBenchmark/sts-train.csv",
+                      description="tab-separated gold-scored pairs (STS-B train; never a dev or test split)")
+    file_columns: list[int] = Field([5, 6], description="0-based sentence columns (STS-B csv: 5, 6)")
+    score_column: int = Field(4, ge=0, le=LIMITS["list_items"], description="0-based gold-score column (STS-B csv: 4)")
+    score_max: float = Field(5.0, gt=0, description="gold scores are divided by this: onto [0, 1], the cosine scale")
+    epochs: int = Field(4, ge=1, le=LIMITS["epochs"])
+    batch_size: int = Field(16, ge=2, le=LIMITS["batch"])
+    lr: float = Field(2e-5, gt=0)
+    warmup_ratio: float = Field(0.1, ge=0.0, lt=1.0)
+
+    @model_validator(mode="after")
+    def _columns(self) -> SupervisedSection:
+        if len(set([*self.file_columns, self.score_column])) != 3 or len(self.file_columns) != 2 or min(self.file_columns) < 0:
+            raise ValueError("supervised: file_columns must be two distinct columns >= 0, apart from score_column")
+        return self
+
+
 class SurrogateSection(ConfigSection):
     base_encoder: str = "bundled:all-MiniLM-L6-v2"
     name: str = Field("surrogate", pattern=IDENTIFIER_PATTERN, description="model id prefix in the catalog")
@@ -142,6 +164,9 @@ class SurrogateSection(ConfigSection):
                                                       "as they are | onto [0, 1] | rank quantiles in [0, 1]")
     shuffle_labels: bool = Field(False, description="permute the labels among the pairs: the broken-on-purpose "
                                  "variant of the positive control (tests/integration/test_surrogate_control.py)")
+    supervised: SupervisedSection | None = Field(
+        None, description="then fine-tune the surrogate on gold-scored pairs (Sun et al., Table 2's supervised row): "
+                          "a second model, <name>-supervised; the surrogate itself is unchanged")
 
 
 class HarvestConfig(ConfigSection):

@@ -37,7 +37,7 @@ from defsentflow.scoring.harvest import PAIRS_SCHEMA, part_path
 from defsentflow.scoring.origin import OriginPoint, PairLabeller
 from defsentflow.storage import write_parquet
 
-__all__ = ["PairFile", "read_pair_file", "sample_pairs", "label_file_batch"]
+__all__ = ["PairFile", "read_pair_file", "read_scored_pairs", "sample_pairs", "label_file_batch"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,46 @@ def _clean(text: str | None, where: str) -> str:
     return text
 
 
+def _tab_rows(p: Path, columns: Sequence[int], header: bool, key: str):
+    """``(line number, fields)`` of a tab-separated file's non-empty lines, each with ``columns``."""
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        line = p.read_bytes()[:exc.start].count(b"\n") + 1
+        raise ValueError(f"{p}: line {line}: not valid UTF-8") from None
+    for n, row in enumerate(csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE), start=1):
+        if (header and n == 1) or not row or not "".join(row).strip():
+            continue
+        if len(row) <= max(columns):
+            raise ValueError(f"{p}: line {n}: {len(row)} tab-separated columns, columns "
+                             f"{', '.join(map(str, columns))} asked for ({key})")
+        yield n, row
+
+
+def read_scored_pairs(path: str | os.PathLike, *, columns: Sequence[int] = (5, 6), score_column: int = 4,
+                      header: bool = False) -> tuple[list[str], list[str], np.ndarray]:
+    """Gold-scored pairs of a tab-separated file (STS-B csv by default): first sentences, second ones, scores.
+
+    Errors name the file and the line (a score that is not a finite number included).
+    """
+    p = Path(path)
+    s1, s2, scores = [], [], []
+    for n, row in _tab_rows(p, (*columns, score_column), header, "supervised.file_columns, score_column"):
+        where = f"{p}: line {n}"
+        try:
+            score = float(row[score_column])
+        except ValueError:
+            raise ValueError(f"{where}: score {row[score_column]!r} is not a number") from None
+        if not np.isfinite(score):
+            raise ValueError(f"{where}: score {row[score_column]!r} is not finite")
+        s1.append(_clean(row[columns[0]], where))
+        s2.append(_clean(row[columns[1]], where))
+        scores.append(score)
+    if not scores:
+        raise ValueError(f"{p}: no scored sentence pairs")
+    return s1, s2, np.asarray(scores, dtype=np.float64)
+
+
 def read_pair_file(path: str | os.PathLike, *, columns: Sequence[int] = (0, 1), header: bool = False) -> PairFile:
     """Sentence pairs from a tab-separated text file (two of its columns) or a Parquet file (``s1``, ``s2``).
 
@@ -82,18 +122,8 @@ def read_pair_file(path: str | os.PathLike, *, columns: Sequence[int] = (0, 1), 
             raw.append((_clean(a, f"{p}: record {i}"), _clean(b, f"{p}: record {i}")))
     else:
         c1, c2 = columns
-        try:
-            lines = p.read_text(encoding="utf-8").splitlines()
-        except UnicodeDecodeError as exc:
-            line = p.read_bytes()[:exc.start].count(b"\n") + 1
-            raise ValueError(f"{p}: line {line}: not valid UTF-8") from None
-        for n, row in enumerate(csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE), start=1):
-            if (header and n == 1) or not row or not "".join(row).strip():
-                continue
-            if len(row) <= max(c1, c2):
-                raise ValueError(f"{p}: line {n}: {len(row)} tab-separated columns, sentence columns {c1}, {c2} "
-                                 "asked for (pairs.file_columns)")
-            raw.append((_clean(row[c1], f"{p}: line {n}"), _clean(row[c2], f"{p}: line {n}")))
+        raw = [(_clean(row[c1], f"{p}: line {n}"), _clean(row[c2], f"{p}: line {n}"))
+               for n, row in _tab_rows(p, columns, header, "pairs.file_columns")]
     if not raw:
         raise ValueError(f"{p}: no sentence pairs")
     index: dict[str, int] = {}

@@ -98,6 +98,7 @@ def train_config_for(section: PstSection | DefSentSection, *, method: str, pooli
     return paper_config(method, variant=variant, pooling=pooling, lr=lr, seed=seed, use_pooler=section.use_pooler,
                         untrained_pooler=section.untrained_pooler, max_length=section.max_length, temperature=section.temperature,
                         normalize_logits=section.normalize_logits, autocast=section.autocast,
+                        mlm_dense_from=section.mlm_dense_from,
                         negatives=section.negatives, checkpoint_every=section.checkpoint_every,
                         device=section.device, bucket_batches=1 if section.batching == "random" else 50, **overrides)
 

@@ -60,9 +60,12 @@ def sampled_negatives(v: str) -> int | None:
 
 
 def drop_full_negatives(data):
-    """``negatives: full`` is left out of dumps, so configs (and artifact keys) from before the option keep their hashes."""
+    """``negatives: full`` and an unset ``mlm_dense_from`` are left out of dumps, so configs (and artifact
+    keys) from before those options keep their hashes."""
     if isinstance(data, dict) and data.get("negatives") == "full":
         data.pop("negatives")
+    if isinstance(data, dict) and "mlm_dense_from" in data and data["mlm_dense_from"] is None:
+        data.pop("mlm_dense_from")
     return data
 
 
@@ -85,6 +88,7 @@ class TrainConfig(ConfigSection):
     pooling: TrainPooling = "mean"
     use_pooler: bool = True
     untrained_pooler: Literal["mlm_dense", "random"] = "mlm_dense"  # a checkpoint that never trained its pooler
+    mlm_dense_from: str | None = None  # the raw checkpoint whose MLM dense starts a foreign checkpoint's pooler
     lr: float = Field(2e-5, gt=0)
     batch_size: int = 32
     epochs: int = 1

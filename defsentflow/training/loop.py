@@ -39,7 +39,8 @@ from defsentflow.training.checkpoint import (
 from defsentflow.training.config import TrainConfig, sampled_negatives
 from defsentflow.training.heads import DefinitionClassifier
 
-__all__ = ["LoopOutcome", "TrainResult", "build_optimizer", "clip_gradients", "linear_schedule", "run_loop", "train_encoder"]
+__all__ = ["LoopOutcome", "TrainResult", "build_optimizer", "clip_gradients", "defsent_tokenizer", "linear_schedule",
+           "run_loop", "train_encoder"]
 
 log = logging.getLogger(__name__)
 
@@ -232,6 +233,18 @@ def _fingerprint(config: TrainConfig, base_model: str, definitions: Sequence[str
     return combine_hashes(parts)
 
 
+def defsent_tokenizer(tokenizer, path: str | os.PathLike):
+    """The tokenizer DefSent trains (and saves) with: DefSent's reference loads every tokenizer with
+    ``add_prefix_space=True`` (``experiments/configs/tokenizer/default.yaml``), so a byte-level BPE
+    (RoBERTa) reads a definition's first word with its leading space (``Ġword``), as its targets
+    (:func:`~defsentflow.training.targets.single_token_targets`); WordPiece has no such option."""
+    if getattr(tokenizer, "add_prefix_space", None) is not False or tokenizer.tokenize(" a") == tokenizer.tokenize("a"):
+        return tokenizer  # already reads a leading space, or ignores one (WordPiece, SentencePiece)
+    from transformers import AutoTokenizer  # lazy: transformers takes seconds to load
+
+    return AutoTokenizer.from_pretrained(path, add_prefix_space=True)
+
+
 def train_encoder(config: TrainConfig, base_model: str | os.PathLike, definitions: Sequence[str],
                   targets: Sequence[int], *, out_dir: str | os.PathLike, checkpoint_dir: str | os.PathLike,
                   entry_matrix: np.ndarray | None = None, stop_after_steps: int | None = None,
@@ -278,8 +291,10 @@ def train_encoder(config: TrainConfig, base_model: str | os.PathLike, definition
     base = str(base_model)
     seed_everything(config.seed)
     prepared = prepare_backbone(base, device=device, word_head=defsent, use_pooler=use_pooler,
-                                untrained_pooler=config.untrained_pooler)
+                                untrained_pooler=config.untrained_pooler, mlm_dense_from=config.mlm_dense_from)
     backbone, tokenizer = prepared.backbone, prepared.encoder.tokenizer
+    if defsent:
+        tokenizer = defsent_tokenizer(tokenizer, prepared.encoder.path)
     frozen: list[str] = []
     if defsent and getattr(backbone, "embeddings", None) is not None:
         # As the DefSent reference code: the token embeddings stay frozen with the prediction layer.

@@ -90,6 +90,10 @@ class _TrainingCommon(ConfigSection):
         "mlm_dense", description="a checkpoint whose pooler was never trained (a masked-LM-only BERT; RoBERTa): "
                                  "start the pooler from the MLM head's dense layer with GELU, as DefSent+ does for "
                                  "RoBERTa, or from random weights (warned)")
+    mlm_dense_from: str | None = Field(
+        None, description="the raw checkpoint (e.g. roberta-base) whose MLM head's dense layer, with GELU, replaces "
+                          "the pooler of a base model trained elsewhere (a SimCSE / SNCSE RoBERTa stores its MLP "
+                          "there), as DefSent+'s reference does (TrainEncoder.py: backbone_model_name)")
     batch_size: int | None = Field(None, ge=1, le=LIMITS["batch"],
                                    description="None: the paper's (DefSent 16; DefSent+ 32 on dataset variant a, "
                                                "16 on b and c)")
@@ -146,6 +150,11 @@ class PstSection(_TrainingCommon):
         description="step 1 trains every grid point at each of these rates and chooses the (pooling, entry "
                     "encoding, rate) on the selection figure, as DefSent+ does for a raw pretrained model (Appendix A: "
                     "{5e-5, 4e-5, 3e-5}); later steps use lr_per_step / lr")
+    regrid_steps: list[int] = Field(
+        default_factory=list, max_length=LIMITS["list_items"],
+        description="steps after the 1st that search grid again instead of keeping the previous step's chosen "
+                    "combination (DefSent+ Table 3: SNCSE-RoBERTa-large trains (CLS, AC) at the 1st step, "
+                    "(Mean, AC) at the 2nd)")
     ica_step: int | None = Field(
         None, ge=1, le=LIMITS["pst_steps"],
         description="at this step the ICA-transformed entry matrix is a candidate beside the plain one "
@@ -213,6 +222,15 @@ class PstSection(_TrainingCommon):
         require_distinct(v, "step1_lr_grid rates")
         return v
 
+    @field_validator("regrid_steps")
+    @classmethod
+    def _regrid_steps(cls, v: list[int]) -> list[int]:
+        require_distinct(v, "regrid_steps")
+        if any(not 2 <= k <= LIMITS["pst_steps"] for k in v):
+            raise ValueError(f"regrid_steps are step numbers from 2 to {LIMITS['pst_steps']} (step 1 always "
+                             f"searches the grid), got {v}")
+        return sorted(v)
+
     @field_validator("transition_steps")
     @classmethod
     def _transition_steps(cls, v: list[int]) -> list[int]:
@@ -235,6 +253,8 @@ class PstSection(_TrainingCommon):
             raise ValueError(f"lr ({self.lr:g}) and lr_per_step[0] ({self.lr_per_step[0]:g}) disagree; set one of them")
         if self.ica_step is not None and self.ica_step > self.total_steps:
             raise ValueError(f"ica_step {self.ica_step} is after the last step ({self.total_steps})")
+        if any(k > self.total_steps for k in self.regrid_steps):
+            raise ValueError(f"regrid_steps {self.regrid_steps} go past the last step ({self.total_steps})")
         late = [k for k in self.transition_steps if k >= self.total_steps]
         if late:
             raise ValueError(f"transition_steps {late} must be before the last step ({self.total_steps})")

@@ -24,7 +24,7 @@ from defsentflow.training.pst_config import GridPoint, PstSection
 from defsentflow.training.pst_records import Candidate, SelectionPlan, StepPlan, StepResult
 
 __all__ = ["base_candidates", "base_name_or_path", "choose_best", "choose_step", "entry_source", "group_means",
-           "plan_step", "selection_plan", "step_key"]
+           "plan_step", "selection_plan", "step_key", "step_rate"]
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ def plan_step(section: PstSection, step: int, history: Sequence[StepResult]) -> 
 
     ``history``: the finished steps, step 0 first. Step 1 builds entries with the base model and
     searches the grid (and ``step1_lr_grid``'s rates); step k > 1 builds them with :func:`entry_source`'s best encoder and keeps
-    that candidate's grid point.
+    that candidate's grid point (or searches the grid again, a step of ``regrid_steps``) at :func:`step_rate`.
     """
     ica = section.ica_step == step
     if step == 1:
@@ -159,10 +159,24 @@ def plan_step(section: PstSection, step: int, history: Sequence[StepResult]) -> 
         raise ValueError(f"step {step} needs step {step - 1}'s result")
     source = entry_source(section, history)
     best = source.best
-    grid = (GridPoint(pooling=best.pooling, entry_encoding=best.entry_encoding),)
+    grid = (tuple(section.grid) if step in section.regrid_steps
+            else (GridPoint(pooling=best.pooling, entry_encoding=best.entry_encoding),))
     start = {} if section.separate else {"start": best.model_dir, "start_id": best.artifact_key}
-    return StepPlan(step=step, lr=section.lr_for_step(step), grid=grid, seeds=tuple(section.seeds), ica=ica,
+    return StepPlan(step=step, lr=step_rate(section, step, history), grid=grid, seeds=tuple(section.seeds), ica=ica,
                     encoder=best.model_dir, encoder_id=best.artifact_key, source_step=source.step, **start)
+
+
+def step_rate(section: PstSection, step: int, history: Sequence[StepResult]) -> float:
+    """Step ``step``'s learning rate (k > 1): ``lr_per_step`` / ``lr``, never above the rate the previous step
+    chose (DefSent+ Appendix A: each step's rate is no bigger than the previous one's), which a step-1 rate
+    grid (``step1_lr_grid``) can leave below the configured one."""
+    rate = section.lr_for_step(step)
+    previous = history[-1].lr if history else None
+    if previous is not None and previous < rate:
+        log.info("step %d: learning rate %g lowered to step %d's chosen %g (Appendix A)", step, rate, step - 1,
+                 previous)
+        return previous
+    return rate
 
 
 def step_key(section: PstSection, data: TrainingData, plan: StepPlan, selection: SelectionPlan) -> str:
@@ -171,6 +185,8 @@ def step_key(section: PstSection, data: TrainingData, plan: StepPlan, selection:
                                                          "temperature", "normalize_logits", "selection_pooling"})
     if section.batching != "length":  # the default keeps earlier keys (and their cached steps) valid
         training["batching"] = section.batching
+    if section.mlm_dense_from is not None:
+        training["mlm_dense_from"] = section.mlm_dense_from
     if plan.ica:
         training["ica_fit"] = section.ica_fit.model_dump(mode="json")
     plan_fields = {k: v for k, v in plan.to_dict().items() if k not in ("encoder", "start")}  # *_id name them

@@ -28,9 +28,9 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
+import pyarrow as pa
 
 from defsentflow.encoders import (
     model_construction,
@@ -42,6 +42,8 @@ from defsentflow.encoders import (
 from defsentflow.model.ids import named_model_id
 from defsentflow.model.record import model_ref, write_model_record
 from defsentflow.progress import live
+from defsentflow.scoring.config import SurrogateSection, resolve_input_path
+from defsentflow.scoring.pair_file import read_scored_pairs
 from defsentflow.scoring.stages import run_harvest
 from defsentflow.storage import (
     Catalog,
@@ -52,13 +54,12 @@ from defsentflow.storage import (
     hash_config,
     hash_path,
     root_place,
+    write_parquet,
 )
 
-if TYPE_CHECKING:
-    from defsentflow.scoring.config import SurrogateSection
-
 __all__ = ["LABEL_SCALINGS", "SURROGATE_LOSSES", "SurrogateResult", "build_surrogate_model",
-           "load_pair_dataset", "scale_labels", "train_surrogate", "run_surrogate", "run_surrogate_config"]
+           "load_pair_dataset", "scale_labels", "train_surrogate", "run_supervised", "run_surrogate",
+           "run_surrogate_config"]
 
 log = logging.getLogger(__name__)
 
@@ -224,8 +225,47 @@ def train_surrogate(pairs_path: str | os.PathLike, out_dir: str | os.PathLike, c
 
 
 def _settings(section: SurrogateSection) -> dict:
-    """What trains the surrogate: the section without its catalog ``name``."""
-    return section.model_dump(mode="json", exclude={"name"})
+    """What trains the surrogate: the section without its catalog ``name`` (nor the supervised step after it)."""
+    return section.model_dump(mode="json", exclude={"name", "supervised"})
+
+
+def run_supervised(cfg, surrogate: dict, *, run_id: str | None = None) -> dict:
+    """Sun et al.'s supervised row (their Table 2): fine-tune the trained surrogate on ``surrogate.supervised``'s
+    gold-scored pairs (STS-B train) with ``CosineSimilarityLoss`` on score / ``score_max``, as
+    sentence-transformers' STS-B example; registered as ``<name>-supervised`` (method 'surrogate').
+
+    Args:
+        cfg: a :class:`~defsentflow.scoring.config.HarvestConfig` whose surrogate has a ``supervised`` section.
+        surrogate: :func:`run_surrogate`'s result (its ``key`` and ``path``).
+    """
+    sup, scfg = cfg.surrogate.supervised, cfg.surrogate
+    cat = Catalog(cfg.root)
+    gold_file = resolve_input_path(sup.file, "surrogate.supervised.file")
+    settings = sup.model_dump(mode="json")
+    key = combine_hashes(["surrogate-supervised", surrogate["key"], hash_path(gold_file), hash_config(settings),
+                          code_version()])
+    model_id = named_model_id(f"{scfg.name}-supervised", key)
+    final = root_place(cat.root, "surrogate_models", key)
+    art = cat.artifact(key)
+    if art is not None:
+        return {"model_id": model_id, "key": key, "path": str(final), "cached": True, **(art.get("meta") or {})}
+    s1, s2, scores = read_scored_pairs(gold_file, columns=sup.file_columns, score_column=sup.score_column)
+    pairs = write_parquet(pa.table({"s1": s1, "s2": s2, "score": (scores / sup.score_max).astype(np.float32)}),
+                          root_place(cat.root, "surrogate_checkpoints", f"{key}.gold-pairs.parquet"))
+    config = SurrogateSection.model_validate({**_settings(scfg), "name": scfg.name, "base_encoder": surrogate["path"],
+                                              "loss": "cosine", "labels": "none", "shuffle_labels": False,
+                                              "max_pairs": None, "epochs": sup.epochs, "batch_size": sup.batch_size,
+                                              "lr": sup.lr, "warmup_ratio": sup.warmup_ratio})
+    res = train_surrogate(pairs, final, config, work_dir=root_place(cat.root, "surrogate_checkpoints", key))
+    meta = {"n_pairs": res.n_pairs, "steps": res.steps, "seconds": res.seconds, "train_loss": res.train_loss,
+            "surrogate": surrogate["model_id"], "gold_file": str(gold_file)}
+    with cat.transaction() as con:
+        cat.register_artifact(key, "model", final, hash_path(final), name=model_id,
+                              input_hashes={"surrogate": surrogate["key"]}, config=settings, run_id=run_id, meta=meta,
+                              con=con)
+    cat.register_model(model_id, final, base_model=surrogate["path"], method="surrogate", pooling="mean",
+                       run_id=run_id, artifact_key=key, meta=meta)
+    return {"model_id": model_id, "key": key, "path": str(final), "cached": False, **meta}
 
 
 def run_surrogate(cfg, pairs: dict, *, run_id: str | None = None) -> dict:
@@ -243,7 +283,8 @@ def run_surrogate(cfg, pairs: dict, *, run_id: str | None = None) -> dict:
     final = root_place(cat.root, "surrogate_models", key)
     art = cat.artifact(key)
     if art is not None:
-        return {"model_id": model_id, "key": key, "path": str(final), "cached": True, **(art.get("meta") or {})}
+        out = {"model_id": model_id, "key": key, "path": str(final), "cached": True, **(art.get("meta") or {})}
+        return {**out, "supervised": run_supervised(cfg, out, run_id=run_id)} if scfg.supervised else out
     res = train_surrogate(pairs["path"], final, scfg, work_dir=root_place(cat.root, "surrogate_checkpoints", key))
     meta = {"n_pairs": res.n_pairs, "steps": res.steps, "seconds": res.seconds, "train_loss": res.train_loss,
             "resumed_from": res.resumed_from, "pairs_key": pairs["key"]}
@@ -252,7 +293,8 @@ def run_surrogate(cfg, pairs: dict, *, run_id: str | None = None) -> dict:
                               config=_settings(scfg), run_id=run_id, meta=meta, con=con)
     cat.register_model(model_id, final, base_model=scfg.base_encoder, method="surrogate", pooling="mean", run_id=run_id,
                        artifact_key=key, meta=meta)
-    return {"model_id": model_id, "key": key, "path": str(final), "cached": False, **meta}
+    out = {"model_id": model_id, "key": key, "path": str(final), "cached": False, **meta}
+    return {**out, "supervised": run_supervised(cfg, out, run_id=run_id)} if scfg.supervised else out
 
 
 def run_surrogate_config(cfg, *, run_id: str | None = None) -> dict:

@@ -88,3 +88,43 @@ def test_padding_does_not_change_a_sentence():
 def test_too_few_states_is_an_error():
     with pytest.raises(ValueError, match="at least 3 hidden states"):
         sbert_wk_pool([torch.zeros(1, 2, 4)] * 2, torch.ones(1, 2))
+
+
+def test_sbert_wk_mean_baseline_drops_the_final_sep_and_keeps_cls():
+    """SBERT-WK's mean baseline (utils.py: ave_last_hidden): the first len - 1 real tokens of the last layer."""
+    from defsentflow.encoders.pooling import pool
+
+    torch.manual_seed(0)
+    last = torch.randn(3, 5, 4)
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]])
+    out = pool(last, mask, "sbert_wk_mean")
+    expected = [last[0, :4].mean(0), last[1, :2].mean(0), last[2, :1].mean(0)]  # a lone token stays
+    torch.testing.assert_close(out, torch.stack(expected))
+    assert not torch.allclose(out[0], pool(last, mask, "mean")[0])
+
+
+def test_sts_rows_carry_pearson_beside_spearman_when_asked():
+    """SBERT-WK's Table III reports Pearson: a figure of its own name (metric pearson), the Spearman rows unchanged."""
+    from scipy.stats import pearsonr
+
+    from defsentflow.evaluation.sts import score_tasks
+    from defsentflow.evaluation.sts_data import StsSubset, StsTask
+
+    rng = np.random.default_rng(0)
+    subsets = tuple(StsSubset(name, tuple(f"{name} a{i}" for i in range(6)), tuple(f"{name} b{i}" for i in range(6)),
+                              rng.uniform(0, 5, 6), source=name) for name in ("x", "y"))
+    task = StsTask("sts12", subsets)
+    vecs = {}
+
+    def embed(texts):
+        return np.stack([vecs.setdefault(t, rng.normal(size=8)) for t in texts])
+
+    plain = score_tasks([task], embed)
+    rows = score_tasks([task], embed, with_pearson=True)
+    assert rows[:len(plain)] == plain and [(r["setting"], r["metric"]) for r in rows[len(plain):]] == [
+        ("all", "pearson"), ("mean", "pearson")]
+    a = np.stack([vecs[t] for s in subsets for t in s.sentences1])
+    b = np.stack([vecs[t] for s in subsets for t in s.sentences2])
+    cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    gold = np.concatenate([s.scores for s in subsets])
+    assert rows[len(plain)]["value"] == pytest.approx(100 * pearsonr(cos, gold)[0], abs=1e-6)

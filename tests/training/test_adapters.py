@@ -76,6 +76,44 @@ def test_head_vectors_of_an_untrained_roberta_use_the_mlm_dense(tiny_roberta_dir
     np.testing.assert_allclose(sentence_head_vectors(tiny_roberta_dir, texts, "mean", True, device="cpu"), expected, atol=1e-5)
 
 
+def test_a_simcse_style_roberta_continues_through_the_raw_models_lm_head_dense(tiny_roberta_dir, toy_pairs, tmp_path):
+    """DefSent+'s reference (TrainEncoder.py:112-118) on a SimCSE / SNCSE RoBERTa: the checkpoint's own pooler
+    (SimCSE's MLP, trained with tanh) is replaced by the raw roberta-* checkpoint's lm_head.dense with GELU
+    (issue 57). Without the raw checkpoint named, the pooler is kept with the tanh it was trained with."""
+    from transformers import AutoConfig, RobertaForMaskedLM, RobertaModel
+
+    from defsentflow.model import read_model_record
+
+    torch.manual_seed(7)  # the toy SimCSE checkpoint: a RobertaModel whose pooler holds "SimCSE's MLP", no MLM head
+    simcse = tmp_path / "unsup-simcse-roberta"
+    RobertaModel(AutoConfig.from_pretrained(tiny_roberta_dir), add_pooling_layer=True).save_pretrained(simcse)
+    for f in tiny_roberta_dir.glob("*.txt"):
+        (simcse / f.name).write_bytes(f.read_bytes())
+    for f in tiny_roberta_dir.glob("*token*.json"):
+        (simcse / f.name).write_bytes(f.read_bytes())
+    mlp = RobertaModel.from_pretrained(simcse).pooler.dense
+    raw = RobertaForMaskedLM.from_pretrained(tiny_roberta_dir).lm_head.dense  # the raw checkpoint
+    ours = prepare_backbone(simcse, device=CPU, word_head=False, use_pooler=True, mlm_dense_from=str(tiny_roberta_dir))
+    assert (ours.pooler_source, ours.pooler_activation) == ("mlm_dense", "gelu")
+    assert torch.equal(ours.pooler_dense().weight, raw.weight) and torch.equal(ours.pooler_dense().bias, raw.bias)
+    kept = prepare_backbone(simcse, device=CPU, word_head=False, use_pooler=True)
+    assert (kept.pooler_source, kept.pooler_activation) == ("checkpoint", "tanh")  # never SimCSE's MLP with GELU
+    assert torch.equal(kept.pooler_dense().weight, mlp.weight)
+    # training through the config: the saved model records GELU from the raw dense, and continuing it keeps both
+    entries, defs = [e for e, _ in toy_pairs], [d for _, d in toy_pairs]
+    em = encode_entry_matrix(simcse, entries, defs, "ac", device="cpu")
+    cfg = TrainConfig(pooling="cls", batch_size=4, lr=1e-3, device="cpu", mlm_dense_from=str(tiny_roberta_dir))
+    assert "mlm_dense_from" not in TrainConfig(device="cpu").model_dump()  # earlier artifact keys keep their hash
+    train_encoder(cfg, simcse, defs, em.rows(entries), out_dir=tmp_path / "m", checkpoint_dir=tmp_path / "ck",
+                  entry_matrix=em.matrix)
+    rec = read_model_record(tmp_path / "m")
+    assert (rec.pooler_source, rec.pooler_activation) == ("mlm_dense", "gelu")
+    again = prepare_backbone(tmp_path / "m", device=CPU, word_head=False, use_pooler=True,
+                             mlm_dense_from=str(tiny_roberta_dir))
+    assert (again.pooler_source, again.pooler_activation) == ("checkpoint", "gelu")
+    assert not torch.equal(again.pooler_dense().weight, raw.weight)  # trained, not copied again
+
+
 def test_bert_keeps_its_checkpoint_pooler(tiny_bert_dir):
     from transformers import BertModel
 

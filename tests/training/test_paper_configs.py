@@ -125,8 +125,90 @@ def test_defsent_config_and_its_sweep_are_the_papers():
     assert "Table 2" in text and "Tables 3 and 8" in text
 
 
+# DefSent Table 5 (the reference's experiments/scripts/run-<model>0.sh): the CLS learning rate per model
+DEFSENT_TABLE_5 = {"bert-base-defsent.yaml": ("bert-base-uncased", 2 ** 2.5 * 1e-6),
+                   "bert-large-defsent.yaml": ("bert-large-uncased", 2 ** 2.5 * 1e-6),
+                   "roberta-base-defsent.yaml": ("roberta-base", 2 ** 2.5 * 1e-6),
+                   "roberta-large-defsent.yaml": ("roberta-large", 2 ** 2 * 1e-6)}
+
+# DefSent+ Table 3: SimCSE and SNCSE checkpoints further trained with DefSent+, steps 1-2, and their backbone
+# (the reference's backbone_model_name: its lm_head.dense replaces a RoBERTa checkpoint's pooler, GELU).
+# SimCSE: Gao et al.'s unsupervised checkpoints on the hub; SNCSE's are a download (no hub id), a local folder.
+TABLE_3 = {
+    "unsup-simcse-bert-base-defsent-plus.yaml": ("princeton-nlp/unsup-simcse-bert-base-uncased", "bert-base-uncased"),
+    "unsup-simcse-bert-large-defsent-plus.yaml": ("princeton-nlp/unsup-simcse-bert-large-uncased", "bert-large-uncased"),
+    "unsup-simcse-roberta-base-defsent-plus.yaml": ("princeton-nlp/unsup-simcse-roberta-base", "roberta-base"),
+    "unsup-simcse-roberta-large-defsent-plus.yaml": ("princeton-nlp/unsup-simcse-roberta-large", "roberta-large"),
+    "sncse-bert-base-defsent-plus.yaml": ("models/SNCSE-bert-base-uncased", "bert-base-uncased"),
+    "sncse-bert-large-defsent-plus.yaml": ("models/SNCSE-bert-large-uncased", "bert-large-uncased"),
+    "sncse-roberta-base-defsent-plus.yaml": ("models/SNCSE-roberta-base", "roberta-base"),
+    "sncse-roberta-large-defsent-plus.yaml": ("models/SNCSE-roberta-large", "roberta-large"),
+}
+# Table 3: SNCSE-RoBERTa-large trains (CLS, AC) at the 1st step and (Mean, AC) at the 2nd: a grid at step 2
+TABLE_3_REGRID = {"sncse-roberta-large-defsent-plus.yaml": [2]}
+TABLE_3_COMMON = {"steps": 2, "seeds": list(range(10)), "selection_rule": "mean_over_seeds", "train_entries": "all",
+                  "use_pooler": True, "batch_size": None, "max_length": 150, "batching": "random", "final": "last",
+                  "selection": "stsb-dev", "ica_step": None, "transition_steps": [], "autocast": "none"}
+
+
+def _uncommented_values(path: Path, section: str) -> list[str]:
+    """Lines of ``section`` that set a value without a comment saying where it comes from."""
+    lines, inside = [], False
+    for line in path.read_text().splitlines():
+        if not line.startswith(" "):
+            inside = line.startswith(f"{section}:")
+            continue
+        key = line.strip()
+        if inside and ":" in key and not key.startswith(("#", "-", "{")) and "#" not in line:
+            lines.append(key)
+    return lines
+
+
+@pytest.mark.parametrize("name", sorted(TABLE_3))
+def test_table_3_configs_further_train_simcse_and_sncse(name):
+    from defsentflow.training.pst_records import Candidate, StepResult
+    from defsentflow.training.step_plan import plan_step
+
+    cfg = load_config(CONFIGS / name)
+    pst, text = cfg.pst, (CONFIGS / name).read_text()
+    checkpoint, backbone = TABLE_3[name]
+    assert pst.base_model == checkpoint and "Table 3" in text
+    for key, value in TABLE_3_COMMON.items():
+        assert getattr(pst, key) == value, key
+    assert {(g.pooling, g.entry_encoding) for g in pst.grid} == GRID and pst.regrid_steps == TABLE_3_REGRID.get(name, [])
+    # the reference's pooler rule: RoBERTa through the raw backbone's lm_head.dense (GELU); BERT keeps its pooler
+    assert pst.mlm_dense_from == (backbone if backbone.startswith("roberta") else None)
+    # the rates: Appendix A's step-1 search and the backbone's Table 5 step-2 rate, marked as unchecked
+    assert pst.step1_lr_grid == STEP1_LR_GRID and (pst.lr_for_step(1), pst.lr_for_step(2)) == TABLE_5[backbone][:2]
+    assert text.count("CHECK Table 5") == 2
+    chose = Candidate(step=1, seed=0, pooling="cls", entry_encoding="ac", lr=3e-5, model_id="m", model_dir="/m",
+                      artifact_key="k", use_pooler=True, score=0.5, lr_searched=True)
+    step2 = plan_step(pst, 2, [StepResult(step=0, candidates=(), best=chose), StepResult(step=1, candidates=(chose,),
+                                                                                      best=chose, lr=3e-5)])
+    assert step2.lr <= 3e-5 and len(step2.grid) == (4 if pst.regrid_steps else 1)  # Appendix A; Table 3's grid
+    assert cfg.eval.also_poolings == (("prompt",) if "simcse" in name else ())  # Table 3 tries Prompt for SimCSE
+    assert cfg.eval.seed_stats is True and cfg.dictionary.variant == "a"
+    assert _uncommented_values(CONFIGS / name, "pst") == []
+
+
+@pytest.mark.parametrize("name", sorted(DEFSENT_TABLE_5))
+def test_defsent_configs_carry_table_5s_rates(name):
+    cfg = load_config(CONFIGS / name)
+    model, lr = DEFSENT_TABLE_5[name]
+    assert cfg.defsent.base_model == model and cfg.defsent.lr == pytest.approx(lr, rel=1e-3)
+    for key, value in DEFSENT.items():
+        assert getattr(cfg.defsent, key) == value, key
+    assert list(cfg.eval.baseline_poolings) == DEFSENT_POOLINGS and set(DEFSENT_STS) <= set(cfg.eval.tasks)
+    text = (CONFIGS / name).read_text()
+    assert "Table 5" in text and "THE PAPER'S SETTING" in text
+    # RoBERTa: entries and definitions with a leading space, as the reference's add_prefix_space tokenizer
+    assert ("leading space" in text) == model.startswith("roberta")
+    if name != "bert-base-defsent.yaml":
+        assert _uncommented_values(CONFIGS / name, "defsent") == []
+
+
 def test_a_config_that_differs_from_the_paper_does_not_claim_to_be_it():
     for path in CONFIGS.glob("*.yaml"):
-        if path.name in PAPER_PLUS or path.name == "bert-base-defsent.yaml":
+        if path.name in PAPER_PLUS or path.name in DEFSENT_TABLE_5:
             continue
         assert "THE PAPER'S SETTING" not in path.read_text(), path.name

@@ -133,3 +133,33 @@ def test_ranking_losses_train(tiny_bert_dir, pairs_file, tmp_path, loss):
         SurrogateSection(loss="mse")
     with pytest.raises(ValueError, match="labels"):
         SurrogateSection(labels="zscore")
+
+
+def test_the_supervised_step_fine_tunes_on_gold_scores_divided_by_five(tiny_bert_dir, tmp_path):
+    """Sun et al.'s supervised row: the trained surrogate (here the tiny BERT stands in) fine-tuned on STS-B-format
+    gold pairs with CosineSimilarityLoss on score / 5; registered beside the surrogate, cached on a re-run."""
+    from types import SimpleNamespace
+
+    from defsentflow.scoring.config import SupervisedSection
+    from defsentflow.storage import Catalog
+    from defsentflow.training.surrogate import run_supervised
+
+    gold = tmp_path / "sts-train.csv"
+    gold.write_text("".join(f"main-captions\tMSRvid\t2012\t{i:04d}\t{5 * s:.2f}\t{a}\t{b}\n"
+                            for i, (a, b, s) in enumerate(PAIRS)))
+    sup = SupervisedSection(file=str(gold), epochs=4, batch_size=8, lr=1e-3, warmup_ratio=0.0)
+    cfg = SimpleNamespace(root=str(tmp_path / "home"), surrogate=SurrogateSection(
+        base_encoder=str(tiny_bert_dir), name="surrogate-toy", device="cpu", save_steps=1000, supervised=sup))
+    before = _mse(build_surrogate_model(str(tiny_bert_dir), device="cpu"), PAIRS)
+    res = run_supervised(cfg, {"key": "k-surrogate", "path": str(tiny_bert_dir), "model_id": "surrogate-toy-k"})
+    assert res["model_id"].startswith("surrogate-toy-supervised") and res["n_pairs"] == len(PAIRS) and res["steps"] == 4
+    from sentence_transformers import SentenceTransformer
+
+    assert _mse(SentenceTransformer(res["path"], device="cpu"), PAIRS) < before  # towards the gold scores / 5
+    assert Catalog(cfg.root).artifact(res["key"]) is not None
+    assert run_supervised(cfg, {"key": "k-surrogate", "path": str(tiny_bert_dir), "model_id": "x"})["cached"] is True
+    gold.write_text(gold.read_text() + "main-captions\tMSRvid\t2012\t9999\tn/a\ta b\tc d\n")
+    from defsentflow.scoring.pair_file import read_scored_pairs
+
+    with pytest.raises(ValueError, match=r"sts-train.csv: line 9: score 'n/a' is not a number"):
+        read_scored_pairs(gold)

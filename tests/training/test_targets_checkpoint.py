@@ -38,6 +38,26 @@ def test_byte_level_bpe_targets_read_the_word_as_inside_a_sentence():
     assert ids[:2].tolist() == [tok(f" {w}", add_special_tokens=False)["input_ids"][0] for w in ("zebra", "dog")]
 
 
+def test_defsent_reads_a_roberta_definition_with_its_leading_space(tmp_path):
+    """DefSent's reference tokenizes definitions with add_prefix_space=True too: a byte-level BPE then reads
+    a definition's first word as its target ('Ġdog'); the model is saved with that tokenizer. WordPiece is left alone."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import AutoTokenizer, BertTokenizer, RobertaTokenizerFast
+
+    from defsentflow.training.loop import defsent_tokenizer
+
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(["the zebra sat on a mat with a dog"] * 20, vocab_size=300, min_frequency=1,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    RobertaTokenizerFast(tokenizer_object=bpe._tokenizer, add_prefix_space=False).save_pretrained(tmp_path)
+    plain = AutoTokenizer.from_pretrained(tmp_path)
+    tok = defsent_tokenizer(plain, tmp_path)
+    first = tok("dog on a mat", add_special_tokens=False)["input_ids"][0]
+    assert first == single_token_targets(plain, ["dog"])[1][0] != plain("dog on a mat", add_special_tokens=False)["input_ids"][0]
+    wordpiece = BertTokenizer(vocab={w: i for i, w in enumerate(["[PAD]", "[UNK]", "dog"])})
+    assert defsent_tokenizer(wordpiece, tmp_path) is wordpiece
+
+
 def test_rng_round_trip_through_a_checkpoint(tmp_path):
     torch.manual_seed(3), np.random.seed(3), random.seed(3)
     save_checkpoint(tmp_path, {"rng": capture_rng(), "step": 1})

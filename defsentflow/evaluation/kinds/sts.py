@@ -54,7 +54,7 @@ class StsKind:
 
     def settings(self, task: str, config: Any) -> dict[str, Any]:
         return {"max_length": config.max_length, "autocast": config.autocast, "sick_split": config.sick_split,
-                "per_subset": config.per_subset}
+                "per_subset": config.per_subset, "pearson": config.pearson}
 
     def owner(self, row_task: str, tasks: tuple[str, ...]) -> str:
         base = row_task.split(VARIANT_SEP)[0].split("/")[0]  # sts12+len64, sts12/MSRpar (a subset's row)
@@ -65,7 +65,7 @@ class StsKind:
         return evaluate_sts(model, tasks, data_dir=config.resolved_data_dir(), pooling=pooling,
                             batch_size=config.batch_size, autocast=config.autocast, max_length=config.max_length,
                             sick_split=config.sick_split, per_subset=config.per_subset, cache=config.cache,
-                            device=config.device)
+                            device=config.device, pearson=config.pearson)
 
 
 KIND = StsKind()
