@@ -62,7 +62,7 @@ from defsentflow.training.keys import artifact_key, base_model_of, config_identi
 from defsentflow.training.pst_config import DefSentSection, GridPoint, PstSection
 from defsentflow.training.pst_records import Candidate, MatrixRef, ScoreRequest, SelectionPlan
 from defsentflow.training.step_plan import base_name_or_path
-from defsentflow.training.targets import single_token_targets
+from defsentflow.training.targets import single_token_entries
 
 __all__ = ["CandidateSpec", "ModelSlot", "Scorer", "TrainSpec", "model_slot", "plan_base_candidate",
            "PendingCandidates", "plan_candidate", "plan_training", "run_candidate", "run_candidates", "start_candidates",
@@ -180,12 +180,7 @@ def _own_rng() -> Any:
 
 def _single_token_pairs(base: str, data: TrainingData) -> tuple[list[str], list[int]]:
     """DefSent's training pairs: definitions of single-token entries, targets = vocabulary ids."""
-    from transformers import (
-        AutoTokenizer,  # lazy: transformers takes seconds to load; only code that loads a model needs it
-    )
-
-    tokenizer = AutoTokenizer.from_pretrained(base)
-    mask, ids = single_token_targets(tokenizer, data.entries)
+    mask, ids = single_token_entries(base, data.entries)
     keep = [i for i, t in enumerate(data.targets) if mask[t]]
     if not keep:
         raise ValueError(f"no training entry of {data.dictionary!r} is a single token of {base}'s vocabulary")
