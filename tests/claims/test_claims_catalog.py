@@ -145,6 +145,9 @@ def test_claims_view_and_report_table(filled, tmp_path):
     assert "departs from the paper in" in departures_line(latest)
     assert table[0][8] == f"{first[0]['p_holm']:.3f}" and first[0]["p_holm"] >= first[0]["p"]
     assert first[0]["effect"] == pytest.approx(2.8) and first[0]["ci_low"] > 0
+    # a contradicted row prints the opposite test's p that decided it, marked (issue 57)
+    down = {**first[0], "verdict": "contradicted on this control", "p": 0.004, "p_holm": 0.042}
+    assert claims_table([down])[1][0][7:9] == ("0.004 (effect < 0)", "0.042 (effect < 0)")
     assert plot_claims(latest, tmp_path / "claims.png").stat().st_size > 1000
 
 
