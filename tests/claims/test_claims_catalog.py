@@ -67,11 +67,15 @@ def filled(home):
                                       {"task": "wordpred-alldefs", "setting": "mlm_head", "metric": "mrr@10",
                                        "value": 0.10 + 0.01 * s, "pooling": "mean"},
                                       {"task": "wordpred-alldefs", "setting": "mlm_head", "metric": "chance_mrr@10",
-                                       "value": 0.001, "pooling": "mean"}])
+                                       "value": 0.001, "pooling": "mean"},
+                                      {"task": "wordpred-alldefs", "setting": "mlm_head", "metric": "mrr",
+                                       "value": 0.2, "pooling": "mean"}])
         cat.record_stage(ds, "pretrain", "completed", cache_key="key-raw")
     cat.register_model("raw", "/models/pretrain/rawdir", method="pretrain", artifact_key="key-raw")
     cat.record_metrics("base:rawdir", [{"task": "wordpred-alldefs", "setting": "mlm_head", "metric": "mrr@10",
                                         "value": 0.05, "pooling": "mean"},
+                                       {"task": "wordpred-alldefs", "setting": "mlm_head", "metric": "mrr",
+                                        "value": 0.08, "pooling": "mean"},
                                        {"task": "wordpred", "setting": "mlm_head", "metric": "mrr@10",   # unseen: not read
                                         "value": 0.5, "pooling": "mean"}])
     return claims, plan, runs, cat
@@ -100,6 +104,9 @@ def test_each_claim_reads_its_arms_figures(filled):
     assert len(iso.series) == 3 and len(iso.pairs) == 2   # ordered: judged on every step
     word = rows["defsent_raises_wordpred"]
     assert word.series[0].values == {s: 0.05 for s in SEEDS} and word.verdict == "holds"  # all-definitions
+    # full-rank MRR beside MRR@10: what DefSent's untrained Table 2 rows compare on (issue 57)
+    assert "full-rank MRR (the figure DefSent's untrained Table 2 rows compare on): raw 0.080 ± 0.000 vs DefSent " \
+        "0.200 ± 0.000" in word.note
     # the p of the claims tested is Holm-adjusted over them; each verdict reads the adjusted p
     tested = [r for r in rows.values() if r.p is not None]
     assert all(r.p_holm >= r.p for r in tested) and max(r.p_holm for r in tested) <= 1.0
