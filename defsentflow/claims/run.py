@@ -131,7 +131,13 @@ def measure_claims(claims: ClaimsConfig, plan: ArmPlan, runs: dict[str, str], ca
 
 
 def _steps_note(note: str | None, j: Judgement) -> str | None:
-    """An ordered claim's note names each step's test (the row's figures are its deciding step's)."""
+    """An ordered claim's note names each step's test (the row's figures are its deciding step's); a
+    claim not supported whose step falls names the opposite test's adjusted p, which kept it from
+    "contradicted" (the row prints the test of "effect > 0")."""
+    if j.verdict == "not supported" and len(j.pairs) == 1 and (j.pairs[0].effect or 0.0) < 0:
+        x = j.pairs[0]
+        against = f"the opposite test (effect < 0): p {x.p_down:.3f}, p (Holm) {x.p_down_holm:.3f}"
+        return f"{note}; {against}" if note else against
     if len(j.pairs) < 2 or not j.tested:
         return note
     def one(x: PairTest) -> str:

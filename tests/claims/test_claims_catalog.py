@@ -100,6 +100,8 @@ def test_each_claim_reads_its_arms_figures(filled):
     ica = rows["ica_candidate_helps"]
     assert [s.values for s in ica.series] == [{0: 51.0, 1: 52.0, 2: 53.0}, {0: 50.0, 1: 51.5, 2: 53.0}]
     assert ica.verdict == "not supported" and ica.diff_mean == pytest.approx(-0.5)
+    assert f"the opposite test (effect < 0): p {ica.pairs[0].p_down:.3f}, p (Holm) {ica.pairs[0].p_down_holm:.3f}" \
+        in ica.note   # what kept it from contradicted, beside the row's test of effect > 0
     assert iso.series[-1].values == {s: 0.30 + s * 0.01 for s in SEEDS}  # the plain matrix, not the ICA one
     assert len(iso.series) == 3 and len(iso.pairs) == 2   # ordered: judged on every step
     word = rows["defsent_raises_wordpred"]
