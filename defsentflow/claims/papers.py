@@ -35,8 +35,9 @@ CLAIMS: dict[str, ClaimText] = {
         "the S of PST: each step trains a fresh copy of the original model (DefSent+ Sec. PST)",
         f"{_STS}; best of steps 2..N, continuing (separate: false) vs separate"),
     "more_entries_help": ClaimText(
-        "more dictionary entries help",
-        "dataset c < b < a, the smaller dictionary below the larger (DefSent+)",
+        "more entries of one dictionary help (random entry subsets, not the paper's datasets)",
+        "dataset c < b < a, the smaller dictionary below the larger (DefSent+; three datasets, batch 16 / 16 / 32); "
+        "here three random entry subsets of one dictionary at one batch size, which tests only the size",
         f"{_STS}; PST step 1 on max_train_entries per arm"),
     "ica_candidate_helps": ClaimText(
         "the ICA candidate at step 3 beats the plain one",
@@ -101,9 +102,22 @@ def departures(base: dict, spec: object) -> list[str]:
     entries = pst.get("max_train_entries")
     out.append("WordNet (OEWN) instead of the Oxford dictionary" + (f", {entries:,} training entries" if entries else "")
                + ("" if pst.get("train_entries") == "all" else " of its train split (the paper trains on every entry)"))
+    if pst.get("batching", "length") == "length":
+        out.append("batches grouped by length (shuffled, then length-sorted within chunks of 50 batches; the "
+                   "reference samples batches at random: batching: random)")
+    pooling = (base.get("eval") or {}).get("pooling", "mean")
+    out.append(f"STS measured with {pooling} pooling only (the papers report each model's best pooling)")
     ds = getattr(spec, "defsent", None) or {}
     claims = list(getattr(spec, "claims", []) or [])
+    if "more_entries_help" in claims:
+        sizes = " / ".join(f"{n:,}" for n in getattr(spec, "entries", []))
+        out.append(f"'more entries' on random entry subsets of one dictionary ({sizes}) at one batch size "
+                   f"({pst.get('batch_size') or 32}), not the paper's datasets c < b < a (batch 16 / 16 / 32)")
     if ds and any(c in claims for c in ("defsent_plus_beats_defsent", "defsent_raises_wordpred")):
+        if entries:
+            out.append(f"DefSent's arm on {entries:,} single-token entries (its head predicts only those; the cap is "
+                       f"taken after that filter), DefSent+'s on {entries:,} entries of any length: the two train on "
+                       "different entries and numbers of definitions")
         if ds.get("lr") is not None:
             out.append(f"DefSent at lr {ds['lr']:g} (the paper: {PAPER_DEFSENT['lr']})")
         if ds.get("max_length", 512) != PAPER_DEFSENT["max_length"]:

@@ -41,7 +41,7 @@ class ClaimRow:
     position: int
     series: tuple[Series, ...]
     holds: bool | None
-    clear: bool | None          # the stated test rejected "no improvement" (p < alpha); None: not tested
+    clear: bool | None          # the deciding test's unadjusted p < alpha (a contradicted claim's: effect < 0); None: not tested
     verdict: str
     diff_mean: float | None     # = effect
     diff_sd: float | None
@@ -51,8 +51,8 @@ class ClaimRow:
     seconds: float | None
     ci_low: float | None = None   # two-sided 90% t interval of the effect (claims.judge)
     ci_high: float | None = None
-    p: float | None = None        # one-sided paired t-test
-    p_holm: float | None = None   # p adjusted (Holm) over the family: every pair of every claim tested
+    p: float | None = None        # the deciding one-sided paired t-test (a contradicted claim's: effect < 0)
+    p_holm: float | None = None   # p adjusted (Holm) over the family: both directions of every pair tested
     pairs: tuple[PairTest, ...] = ()   # every adjacent pair's test (an ordered claim has several)
     scope: str = "on this control"
     departures: tuple[str, ...] = ()   # how the control departs from the paper (claims.papers.departures)
@@ -131,11 +131,19 @@ def measure_claims(claims: ClaimsConfig, plan: ArmPlan, runs: dict[str, str], ca
 
 
 def _steps_note(note: str | None, j: Judgement) -> str | None:
-    """An ordered claim's note names each step's test (the row's figures are its deciding step's)."""
+    """An ordered claim's note names each step's test (the row's figures are its deciding step's); a
+    claim not supported whose step falls names the opposite test's adjusted p, which kept it from
+    "contradicted" (the row prints the test of "effect > 0")."""
+    if j.verdict == "not supported" and len(j.pairs) == 1 and (j.pairs[0].effect or 0.0) < 0:
+        x = j.pairs[0]
+        against = f"the opposite test (effect < 0): p {x.p_down:.3f}, p (Holm) {x.p_down_holm:.3f}"
+        return f"{note}; {against}" if note else against
     if len(j.pairs) < 2 or not j.tested:
         return note
     def one(x: PairTest) -> str:
-        ph = "" if x.p_holm is None else f", p (Holm) {x.p_holm:.3f}"
+        down = x.verdict() == "contradicted"
+        q = x.p_down_holm if down else x.p_holm
+        ph = "" if q is None else f", p (Holm{', effect < 0' if down else ''}) {q:.3f}"
         return f"{x.lower} -> {x.higher}: {x.effect:+.{digits(x.effect)}f}{ph}, {x.verdict()}"
     steps = "steps: " + "; ".join(one(x) for x in j.pairs)
     return f"{note}; {steps}" if note else steps

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["single_token_targets", "entry_targets"]
+__all__ = ["single_token_entries", "single_token_targets", "entry_targets"]
 
 
 def single_token_targets(tokenizer, entries: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -34,6 +34,15 @@ def single_token_targets(tokenizer, entries: Sequence[str]) -> tuple[np.ndarray,
         if len(t) == 1 and t[0] != unk:
             ids[i] = t[0]
     return ids >= 0, ids
+
+
+def single_token_entries(model: str, entries: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`single_token_targets` with the tokenizer of ``model`` (a folder or a name)."""
+    from transformers import (
+        AutoTokenizer,  # lazy: transformers takes seconds to load; only code that loads a model needs it
+    )
+
+    return single_token_targets(AutoTokenizer.from_pretrained(model), entries)
 
 
 def entry_targets(row_of: dict[str, int], entries: Sequence[str]) -> np.ndarray:

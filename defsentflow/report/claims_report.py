@@ -2,9 +2,12 @@
 
 ``claims_table`` gives the columns the CLI prints and the report writes: the claim, the paper's
 figure or direction, the measured figure (mean ± sd over seeds per arm), the stated test's
-``effect`` (mean paired difference, last minus first arm), ``ci_low`` / ``ci_high`` (its two-sided
-90% t interval: the lower end is the one-sided 95% bound), ``p`` (one-sided paired t-test) and
-``p_holm`` (Holm-adjusted over the claims of the run), the ``verdict`` (:mod:`defsentflow.claims.judge`) and the time of the runs it reads. ``plot_claims`` draws one panel per measured claim:
+``effect`` (the deciding pair's mean paired difference, later minus earlier arm), ``ci_low`` /
+``ci_high`` (its two-sided 90% t interval: the lower end is the one-sided 95% bound), ``p`` (the
+deciding one-sided paired t-test) and ``p (Holm)`` (that p adjusted in the run's one family of both
+directions of every tested pair: the figure that decided the verdict; a contradicted row's are the
+opposite test's, marked "effect < 0"), the ``verdict`` (:mod:`defsentflow.claims.judge`) and the time
+of the runs it reads. ``plot_claims`` draws one panel per measured claim:
 each seed's figure per arm, with the arm's mean and sd. ``claims_section`` is the run report's
 "Claims" section, present for a claims run (``defsentflow report <claims run id>``).
 """
@@ -27,13 +30,15 @@ CLAIM_COLUMNS = ("claim", "paper", "measured (mean ± sd over seeds)", "n", "eff
 CLAIMS_TEST = ("Each claim is tested on every adjacent pair of its arms (an ordered claim such as c < b < a on c -> b "
                "and b -> a). Per pair: effect, the mean over seeds of the paired difference (the later arm minus the "
                "earlier); ci_low, ci_high, its two-sided 90% t interval (not adjusted); p, the one-sided paired t-test "
-               "of effect > 0 (n - 1 degrees of freedom). The family: every pair of every claim that can be tested "
-               "here (a claim that cannot, by its checks, adds none); p (Holm): p adjusted by Holm's method over that "
-               "family, and the opposite test (effect < 0) adjusted the same way. Verdict: holds (every pair's "
-               "Holm-adjusted p < 0.05), contradicted (some pair's Holm-adjusted opposite p < 0.05), not supported "
-               "(neither; the row shows the deciding pair, the note every step), or cannot be tested here (too few "
+               "of effect > 0 (n - 1 degrees of freedom), and the opposite test (effect < 0). The family: both "
+               "directions of every pair of every claim that can be tested here (a claim that cannot, by its checks, "
+               "adds none), adjusted by Holm's method as one family, so the chance of any wrong holds or "
+               "contradicted stays at most 0.05. Verdict: holds (every pair's adjusted p < 0.05), contradicted (some "
+               "pair's adjusted opposite p < 0.05), not supported (neither), or cannot be tested here (too few "
                "seeds, an arm at its metric's floor, not above chance or not above the untrained encoder on its own "
-               "metric, or a control that cannot test the claim, with the reason). Every verdict is about the "
+               "metric, or a control that cannot test the claim, with the reason). The row shows the test that decided "
+               "it: p and p (Holm) of the weakest pair, or of a contradicted claim's most contradicted pair (marked "
+               "effect < 0); the note lists every step. Every verdict is about the "
                "control it was measured on, never the paper's setting: its scope is printed with it.")
 
 
@@ -62,8 +67,11 @@ def _fig(row: Mapping[str, Any], key: str) -> str:
     return f"{v:+.{n}f}"
 
 
-def _p(v: Any) -> str:
-    return "" if v is None else f"{v:.3f}" if v >= 0.001 else "<0.001"
+def _p(v: Any, against: bool = False) -> str:
+    """A p value; ``against``: the opposite test's (effect < 0), which decided a contradicted row."""
+    if v is None:
+        return ""
+    return (f"{v:.3f}" if v >= 0.001 else "<0.001") + (" (effect < 0)" if against else "")
 
 
 def claims_table(rows: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
@@ -74,8 +82,9 @@ def claims_table(rows: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, ...], li
         if r.get("note"):
             measured = f"{measured} ({r['note']})" if measured else r["note"]
         minutes = None if r.get("seconds") is None else round(float(r["seconds"]) / 60.0, 1)
+        against = str(r.get("verdict") or "").startswith("contradicted")
         out.append((r["statement"], r["paper"], measured, r.get("n"), _fig(r, "effect" if "effect" in r else "diff_mean"),
-                    _fig(r, "ci_low"), _fig(r, "ci_high"), _p(r.get("p")), _p(r.get("p_holm")), r.get("verdict"),
+                    _fig(r, "ci_low"), _fig(r, "ci_high"), _p(r.get("p"), against), _p(r.get("p_holm"), against), r.get("verdict"),
                     minutes))
     return CLAIM_COLUMNS, out
 

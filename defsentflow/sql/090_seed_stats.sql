@@ -38,7 +38,11 @@ WITH latest AS (      -- each seed model's newest headline figures (its family's
     WHERE in_sts_average(l.task) AND l.metric = 'spearman' AND l.setting = 'all'
     GROUP BY g.run_id, g.step, g.ica, g.step_label, g.seed, l.pooling, task_variant(l.task)
 )
+-- The average over seeds is empty unless every seed has all seven tasks (issue 57: a seed missing one used
+-- to leave the other seeds' mean under n = 3); its count (metric n) is the fewest tasks any seed has.
 SELECT run_id, step, ica, step_label, pooling, task, setting, metric,
-       avg(value) AS mean, stddev_samp(value) AS sd, count(*) AS n, list(seed ORDER BY seed) AS seeds
+       CASE WHEN metric = 'n' THEN min(value) WHEN count(value) = count(*) THEN avg(value) END AS mean,
+       CASE WHEN count(value) = count(*) THEN stddev_samp(value) END AS sd, count(*) AS n,
+       list(seed ORDER BY seed) AS seeds
 FROM per_seed
 GROUP BY run_id, step, ica, step_label, pooling, task, setting, metric;

@@ -52,7 +52,7 @@ from defsentflow.fanout import (
 from defsentflow.model.entry_matrix import EntryMatrix
 from defsentflow.model.ids import ModelSlot, model_slot
 from defsentflow.model.record import model_ref, read_model_record
-from defsentflow.model.targets import single_token_targets
+from defsentflow.model.targets import single_token_entries, single_token_targets
 from defsentflow.storage import Catalog, data_root, hash_path
 from defsentflow.storage.locks import artifact_lock
 from defsentflow.storage.paths import from_root, to_root
@@ -155,12 +155,7 @@ def _own_rng() -> Any:
 
 def _single_token_pairs(base: str, data: TrainingData) -> tuple[list[str], list[int]]:
     """DefSent's training pairs: definitions of single-token entries, targets = vocabulary ids."""
-    from transformers import (
-        AutoTokenizer,  # lazy: transformers takes seconds to load; only code that loads a model needs it
-    )
-
-    tokenizer = AutoTokenizer.from_pretrained(base)
-    mask, ids = single_token_targets(tokenizer, data.entries)
+    mask, ids = single_token_entries(base, data.entries)
     keep = [i for i, t in enumerate(data.targets) if mask[t]]
     if not keep:
         raise ValueError(f"no training entry of {data.dictionary!r} is a single token of {base}'s vocabulary")

@@ -52,6 +52,7 @@ class TrainingData:
     variant: str | None = None
     source: str | None = None             # the dictionary artifact's folder (None: a table passed in)
     max_train_entries: int | None = None
+    single_token_of: str | None = None    # DefSent: only entries that are one token of this model's vocabulary
 
     @property
     def definition_entries(self) -> list[str]:
@@ -64,7 +65,7 @@ class TrainingData:
             raise ValueError("training data read from a table has no folder to refer to; ingest the dictionary")
         return TrainingDataRef(dictionary=self.dictionary, folder=to_root(data_root(root), self.source),
                                max_train_entries=self.max_train_entries, splits=self.splits,
-                               train_hash=self.train_hash, variant=self.variant)
+                               train_hash=self.train_hash, variant=self.variant, single_token_of=self.single_token_of)
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ class TrainingDataRef:
     splits: tuple[str, ...]
     train_hash: str
     variant: str | None = None
+    single_token_of: str | None = None    # the model whose single-token entries only (DefSent), before the cap
 
     def load(self, root: str | os.PathLike) -> TrainingData:
         """The definitions, read from the dictionary folder under ``root``; the content key must match.
@@ -91,7 +93,8 @@ class TrainingDataRef:
 @functools.lru_cache(maxsize=4)  # a worker runs many candidates of one step: read the dictionary once
 def _read_cached(folder: str, ref: TrainingDataRef) -> TrainingData:
     table = pq.read_table(Path(folder) / "definitions.parquet", columns=["entry", "definition", "split"])
-    data = _from_table(table, ref.dictionary, ref.max_train_entries, ref.splits, variant=ref.variant, source=folder)
+    data = _from_table(table, ref.dictionary, ref.max_train_entries, ref.splits, variant=ref.variant, source=folder,
+                       single_token_of=ref.single_token_of)
     if data.train_hash != ref.train_hash:
         raise ValueError(f"dictionary {ref.dictionary!r} at {folder} changed since its candidates were planned "
                          f"(training content {data.train_hash[:12]}, expected {ref.train_hash[:12]})")
@@ -99,11 +102,14 @@ def _read_cached(folder: str, ref: TrainingDataRef) -> TrainingData:
 
 
 def load_training_data(dictionary: str | pa.Table, max_train_entries: int | None = None, *,
-                       splits: tuple[str, ...] = TRAIN_SPLIT, root: str | os.PathLike | None = None) -> TrainingData:
+                       splits: tuple[str, ...] = TRAIN_SPLIT, root: str | os.PathLike | None = None,
+                       single_token_of: str | None = None) -> TrainingData:
     """The definitions of the dictionary's ``splits``, optionally a deterministic subset of their entries.
 
     The subset keeps the entries with the smallest hash of their text, so it is the same on every
-    machine and grows stably with ``max_train_entries``.
+    machine and grows stably with ``max_train_entries``. ``single_token_of`` (DefSent: a model's
+    folder or name) keeps only the entries that are one token of its vocabulary, *before* the subset,
+    so ``max_train_entries`` counts entries DefSent can train on.
     """
     source = None
     if isinstance(dictionary, str):
@@ -111,11 +117,12 @@ def load_training_data(dictionary: str | pa.Table, max_train_entries: int | None
     table = tables.load_dictionary_table(dictionary, root=root)
     name = dictionary if isinstance(dictionary, str) else "<table>"
     variant = tables.dictionary_variant(dictionary, root=root)
-    return _from_table(table, name, max_train_entries, tuple(splits), variant=variant, source=source)
+    return _from_table(table, name, max_train_entries, tuple(splits), variant=variant, source=source,
+                       single_token_of=single_token_of)
 
 
 def _from_table(table: pa.Table, dictionary: str, max_train_entries: int | None, splits: tuple[str, ...], *,
-                variant: str | None, source: str | None) -> TrainingData:
+                variant: str | None, source: str | None, single_token_of: str | None = None) -> TrainingData:
     missing = [c for c in ("entry", "definition", "split") if c not in table.column_names]
     if missing:
         raise ValueError(f"dictionary {dictionary} lacks columns {missing}")
@@ -125,6 +132,10 @@ def _from_table(table: pa.Table, dictionary: str, max_train_entries: int | None,
     wanted = set(splits)
     train = [i for i, s in enumerate(split) if s in wanted]
     entries = sorted({entry[i] for i in train})
+    if single_token_of is not None:
+        from defsentflow.model.targets import single_token_entries  # lazy: loads a tokenizer
+
+        entries = [e for e, one in zip(entries, single_token_entries(single_token_of, entries)[0]) if one]
     if max_train_entries is not None and len(entries) > max_train_entries:
         entries = sorted(sorted(entries, key=lambda e: hash_text(f"pst-subset\x1f{e}"))[:max_train_entries])
     index = {e: k for k, e in enumerate(entries)}
@@ -137,4 +148,5 @@ def _from_table(table: pa.Table, dictionary: str, max_train_entries: int | None,
                                  hash_text(targets.tobytes().hex())])
     return TrainingData(dictionary=dictionary, dictionary_hash=tables.dictionary_content_hash(table),
                         train_hash=train_hash, entries=entries, definitions=defs, targets=targets, table=table,
-                        splits=tuple(splits), variant=variant, source=source, max_train_entries=max_train_entries)
+                        splits=tuple(splits), variant=variant, source=source, max_train_entries=max_train_entries,
+                        single_token_of=single_token_of)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from defsentflow.encoders import resolve_model_path
 from defsentflow.model.record import read_model_record
 from defsentflow.storage import Catalog, data_root, hash_config
 from defsentflow.training.candidate import TrainSpec, plan_training, train_candidate
@@ -35,7 +36,7 @@ def run_defsent(section: DefSentSection, *, run_id: str | None, root: str | os.P
     """Train one DefSent (word prediction) or DefSent+ (entry prediction) model; cached by content key.
 
     DefSent keeps only training definitions whose entry is a single vocabulary token (the frozen
-    word-prediction layer can only predict those). With a ``run_id`` the run is recorded, with a
+    word-prediction layer can only predict those), before ``max_train_entries`` takes its subset. With a ``run_id`` the run is recorded, with a
     ``train-defsent`` stage row keyed by the model's artifact key (a reused model included), which
     ties the model to the run for ``best-model``; with None nothing is written but the model.
     """
@@ -43,8 +44,10 @@ def run_defsent(section: DefSentSection, *, run_id: str | None, root: str | os.P
     cat = Catalog(root)
     with cat.recorded_run(f"train-{section.method.replace('_', '-')}", run_id, config=section.model_dump(mode="json"),
                           config_hash=hash_config(section)) as run:
+        # DefSent's cap counts the entries it can predict (one vocabulary token), as DefSent+'s counts its own
+        only = resolve_model_path(base_model_of(section)[0]) if section.method == "defsent" else None
         data = load_training_data(section.dictionary, section.max_train_entries,
-                                  splits=splits_for(section.train_entries), root=root)
+                                  splits=splits_for(section.train_entries), root=root, single_token_of=only)
         matrix = None
         if section.method == "defsent_plus":
             matrix = steps.build_matrix(section, data, encoder=base_name_or_path(section),

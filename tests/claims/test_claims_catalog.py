@@ -67,11 +67,15 @@ def filled(home):
                                       {"task": "wordpred-alldefs", "setting": "mlm_head", "metric": "mrr@10",
                                        "value": 0.10 + 0.01 * s, "pooling": "mean"},
                                       {"task": "wordpred-alldefs", "setting": "mlm_head", "metric": "chance_mrr@10",
-                                       "value": 0.001, "pooling": "mean"}])
+                                       "value": 0.001, "pooling": "mean"},
+                                      {"task": "wordpred-alldefs", "setting": "mlm_head", "metric": "mrr",
+                                       "value": 0.2, "pooling": "mean"}])
         cat.record_stage(ds, "pretrain", "completed", cache_key="key-raw")
     cat.register_model("raw", "/models/pretrain/rawdir", method="pretrain", artifact_key="key-raw")
     cat.record_metrics("base:rawdir", [{"task": "wordpred-alldefs", "setting": "mlm_head", "metric": "mrr@10",
                                         "value": 0.05, "pooling": "mean"},
+                                       {"task": "wordpred-alldefs", "setting": "mlm_head", "metric": "mrr",
+                                        "value": 0.08, "pooling": "mean"},
                                        {"task": "wordpred", "setting": "mlm_head", "metric": "mrr@10",   # unseen: not read
                                         "value": 0.5, "pooling": "mean"}])
     return claims, plan, runs, cat
@@ -96,10 +100,15 @@ def test_each_claim_reads_its_arms_figures(filled):
     ica = rows["ica_candidate_helps"]
     assert [s.values for s in ica.series] == [{0: 51.0, 1: 52.0, 2: 53.0}, {0: 50.0, 1: 51.5, 2: 53.0}]
     assert ica.verdict == "not supported" and ica.diff_mean == pytest.approx(-0.5)
+    assert f"the opposite test (effect < 0): p {ica.pairs[0].p_down:.3f}, p (Holm) {ica.pairs[0].p_down_holm:.3f}" \
+        in ica.note   # what kept it from contradicted, beside the row's test of effect > 0
     assert iso.series[-1].values == {s: 0.30 + s * 0.01 for s in SEEDS}  # the plain matrix, not the ICA one
     assert len(iso.series) == 3 and len(iso.pairs) == 2   # ordered: judged on every step
     word = rows["defsent_raises_wordpred"]
     assert word.series[0].values == {s: 0.05 for s in SEEDS} and word.verdict == "holds"  # all-definitions
+    # full-rank MRR beside MRR@10: what DefSent's untrained Table 2 rows compare on (issue 57)
+    assert "full-rank MRR (the figure DefSent's untrained Table 2 rows compare on): raw 0.080 ± 0.000 vs DefSent " \
+        "0.200 ± 0.000" in word.note
     # the p of the claims tested is Holm-adjusted over them; each verdict reads the adjusted p
     tested = [r for r in rows.values() if r.p is not None]
     assert all(r.p_holm >= r.p for r in tested) and max(r.p_holm for r in tested) <= 1.0
@@ -145,6 +154,9 @@ def test_claims_view_and_report_table(filled, tmp_path):
     assert "departs from the paper in" in departures_line(latest)
     assert table[0][8] == f"{first[0]['p_holm']:.3f}" and first[0]["p_holm"] >= first[0]["p"]
     assert first[0]["effect"] == pytest.approx(2.8) and first[0]["ci_low"] > 0
+    # a contradicted row prints the opposite test's p that decided it, marked (issue 57)
+    down = {**first[0], "verdict": "contradicted on this control", "p": 0.004, "p_holm": 0.042}
+    assert claims_table([down])[1][0][7:9] == ("0.004 (effect < 0)", "0.042 (effect < 0)")
     assert plot_claims(latest, tmp_path / "claims.png").stat().st_size > 1000
 
 

@@ -79,15 +79,56 @@ def test_holm_adjusts_over_the_claims_tested_together():
     assert holm([0.03, 0.01, 0.04, 0.02]) == pytest.approx([0.06, 0.04, 0.06, 0.06])
     assert holm([None, 0.5]) == [None, 0.5] and holm([]) == []
     assert holm([0.4, 0.5]) == [0.8, 0.8] and holm([0.9, 0.8]) == [1.0, 1.0]
-    # a p of 0.02 holds alone, not beside three others (Holm: 0.02 x 4 = 0.08); the untested one is left out
-    strong = judge([Series("a", {0: 10.0, 1: 10.0, 2: 10.0}), Series("b", {0: 11.0, 1: 12.9, 2: 12.6})])
-    assert 0.01 < strong.p < 0.05 and strong.verdict == "holds"
+    # alone, a claim is a family of 2 (both directions): p 0.017 holds (x 2); beside three others it is one of
+    # 8 hypotheses (x 8 = 0.14): not supported; the untested one is left out
+    strong = judge([Series("a", {0: 10.0, 1: 10.0, 2: 10.0}), Series("b", {0: 11.0, 1: 12.0, 2: 11.6})])
+    assert 0.01 < strong.p < 0.025 and strong.p_holm == pytest.approx(2 * strong.p) and strong.verdict == "holds"
     untested = judge([Series("a", {0: 1.0}), Series("b", {0: 2.0})])
     family = judge_family([strong, strong, strong, strong, untested])
-    assert [j.p_holm for j in family[:4]] == [pytest.approx(min(1.0, 4 * strong.p))] * 4
+    assert [j.p_holm for j in family[:4]] == [pytest.approx(min(1.0, 8 * strong.p))] * 4
     assert all(j.verdict == "not supported" for j in family[:4])
     assert family[4].verdict.startswith("cannot be tested here") and family[4].p_holm is None
     assert judge_family([strong])[0].verdict == "holds"
+
+
+def test_the_rule_keeps_its_family_wise_error_where_holm_per_direction_did_not():
+    """No-effect families shaped like claims-raw-ci's (five two-arm claims, two ordered three-arm claims
+    sharing their middle arm: 9 pairs, 3 seeds), 50,000 of them with a fixed seed: the share of families
+    with any wrong verdict (a holds or a contradicted) is at most alpha under the rule (one Holm family of
+    both directions: 0.0494, with a standard error of 0.001; Holm's bound is alpha itself, and independent
+    pairs would reach 1 - (1 - alpha / 9)^9 = 0.0489), and far above it (0.0956) under the rule before
+    issue 57 (Holm on each direction apart). Every family with a rejection passed Holm's first step (its
+    smallest p below alpha / 18), an event whose chance is at most alpha by Bonferroni."""
+    import numpy as np
+    from scipy import stats
+
+    from defsentflow.claims.judge import ALPHA, holm_array, holm_both_directions, judge_family
+
+    rng = np.random.default_rng(57)
+    families, seeds = 50_000, 3
+    arms = rng.standard_normal((families, 16, seeds))       # every arm the same in expectation: no effect
+    lower = [0, 2, 4, 6, 8, 10, 11, 13, 14]
+    higher = [1, 3, 5, 7, 9, 11, 12, 14, 15]
+    diffs = arms[:, higher] - arms[:, lower]
+    t = diffs.mean(-1) / (diffs.std(-1, ddof=1) / np.sqrt(seeds))
+    up = 0.5 - t / (2 * np.sqrt(2 + t * t))       # Student's t with 2 degrees of freedom, in closed form
+    down = 1.0 - up
+    assert up[0, :3] == pytest.approx(stats.t.sf(t[0, :3], seeds - 1))
+    new_up, new_down = holm_both_directions(up, down)
+    wrong = ((new_up < ALPHA) | (new_down < ALPHA)).any(-1)
+    wrong_before = ((holm_array(up) < ALPHA) | (holm_array(down) < ALPHA)).any(-1)
+    se = math.sqrt(ALPHA * (1 - ALPHA) / families)          # 0.00097
+    assert wrong.mean() <= ALPHA and wrong_before.mean() > ALPHA + 10 * se, (wrong.mean(), wrong_before.mean())
+    assert (np.minimum(up, down)[wrong].min(-1) < ALPHA / 18).all()
+    # the verdicts judge_family gives read the same adjustment: a family the old rule got wrong, judged here
+    f = int(np.flatnonzero(wrong_before & ~wrong)[0])
+    series = [Series(f"arm {k}", dict(enumerate(arms[f, k].tolist()))) for k in range(16)]
+    claims = [judge([series[2 * c], series[2 * c + 1]]) for c in range(5)]
+    claims += [judge(series[10:13]), judge(series[13:16])]
+    got = [x for j in judge_family(claims) for x in j.pairs]
+    assert [x.p_holm for x in got] == pytest.approx(new_up[f].tolist())
+    assert [x.p_down_holm for x in got] == pytest.approx(new_down[f].tolist())
+    assert all(x.verdict() == "not supported" for x in got)
 
 
 def test_chance_mrr_is_the_harmonic_number_over_n():
@@ -123,17 +164,19 @@ def test_an_ordered_claim_is_judged_on_every_step_not_its_ends():
     assert weak.verdict == "not supported" and weak.p == pytest.approx(weak.pairs[1].p)
 
 
-def test_contradicted_is_holm_adjusted_like_holds():
+def test_contradicted_is_holm_adjusted_like_holds_and_shows_the_p_that_decided_it():
     from defsentflow.claims.judge import judge_family
 
     a = Series("a", {0: 10.0, 1: 10.0, 2: 10.0})
-    down = Series("b", {0: 9.0, 1: 7.1, 2: 7.4})   # the mirror of the "strong" case below: p_down about 0.02
+    down = Series("b", {0: 9.0, 1: 8.0, 2: 8.4})   # the mirror of the "strong" case above: p_down about 0.017
     alone = judge([a, down])
-    assert 0.01 < alone.pairs[0].p_down < 0.05 and alone.verdict == "contradicted"
+    assert 0.01 < alone.pairs[0].p_down < 0.025 and alone.verdict == "contradicted"
+    # the row shows the opposite test that decided it, not the 0.98 of "effect > 0" (issue 57)
+    assert alone.against and alone.p == alone.pairs[0].p_down and alone.p_holm == pytest.approx(2 * alone.p)
     family = judge_family([alone] * 4)
-    assert [j.pairs[0].p_down_holm for j in family] == [pytest.approx(4 * alone.pairs[0].p_down)] * 4
-    assert all(j.verdict == "not supported" for j in family)
-    # the pairs of an ordered claim are members of the family one by one: here 2 + 1 = 3 tests
+    assert [j.pairs[0].p_down_holm for j in family] == [pytest.approx(8 * alone.pairs[0].p_down)] * 4
+    assert all(j.verdict == "not supported" and not j.against for j in family)
+    # the pairs of an ordered claim are members of the family one by one, each in both directions: 2 x 3 tests
     from defsentflow.claims.judge import holm
 
     c = Series("c", {0: 1.0, 1: 1.1, 2: 1.3})
@@ -141,8 +184,10 @@ def test_contradicted_is_holm_adjusted_like_holds():
     top = Series("a", {0: 5.2, 1: 5.3, 2: 5.9})
     three = judge([c, b, top])
     fam = judge_family([three, alone])
-    expected = holm([three.pairs[0].p, three.pairs[1].p, alone.pairs[0].p])
-    assert [x.p_holm for x in fam[0].pairs] + [fam[1].pairs[0].p_holm] == pytest.approx(expected)
+    expected = holm([three.pairs[0].p, three.pairs[1].p, alone.pairs[0].p,
+                     three.pairs[0].p_down, three.pairs[1].p_down, alone.pairs[0].p_down])
+    assert [x.p_holm for x in fam[0].pairs] + [fam[1].pairs[0].p_holm] == pytest.approx(expected[:3])
+    assert [x.p_down_holm for x in fam[0].pairs] + [fam[1].pairs[0].p_down_holm] == pytest.approx(expected[3:])
     assert fam[0].p_holm == pytest.approx(max(expected[:2]))   # the row: its weakest step
 
 

@@ -230,3 +230,28 @@ def test_defsents_untrained_rows_with_cls_mean_and_max_on_every_task(tmp_path):
     assert [p["model_id"] for p in plan].count("base:bert-base-uncased+mean") == 1  # not again for also_poolings
     for p in plan:
         EvaluateSection.model_validate(p)
+
+
+def test_a_seed_missing_a_task_leaves_the_average_empty_and_its_cells_say_which_seeds(home):
+    """Issue 57: seed 2 lacks SICK-R at the 1st step, so no Avg. of three seeds exists there (it showed the
+    other two seeds' mean under n = 3); a task two of three seeds have says which two."""
+    from defsentflow.report.run_report import markdown_table
+    from defsentflow.report.seed_stats import seed_stats_section
+
+    cat = Catalog()
+    models = _pst_run(cat)
+    seven = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb-test", "sickr")
+    _file(cat, [(model, {"task": t, "setting": "all", "metric": "spearman", "pooling": "cls",
+                         "value": 70.0 + seed + 0.1 * k})
+                for step, ica, seed, model in models for k, t in enumerate(seven + ("stsb-dev",))
+                if not (step == 1 and seed == 2 and t in ("sickr", "stsb-dev"))])
+    query = lambda sql, **p: cat.query(sql, {"run_id": "r", **p})  # noqa: E731
+    got = {(r["step_label"], r["task"], r["metric"]): r for r in seed_stats_rows(query)}
+    assert got[("1st", "sts7", "spearman")]["mean"] is None and got[("1st", "sts7", "n")]["mean"] == 6.0
+    assert got[("2nd", "sts7", "spearman")]["mean"] == pytest.approx(71.3) and got[("2nd", "sts7", "n")]["mean"] == 7.0
+    table = "\n".join(seed_stats_section(query, markdown_table))
+    assert "Avg. (6 of 7 tasks)" in table
+    first = next(line for line in table.splitlines() if line.startswith("| 1st"))
+    assert "(seeds 0, 1)" in first and first.count("(seeds 0, 1)") == 2   # sickr and stsb-dev
+    second = next(line for line in table.splitlines() if line.startswith("| 2nd"))
+    assert "71.30 ± 1.00" in second and "(seeds" not in second

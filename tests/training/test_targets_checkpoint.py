@@ -69,3 +69,21 @@ def test_rng_round_trip_through_a_checkpoint(tmp_path):
     assert torch.equal(got[0], expected[0]) and np.array_equal(got[1], expected[1]) and got[2] == expected[2]
     assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]
     assert load_checkpoint(tmp_path / "none") is None
+
+
+def test_defsent_caps_its_entries_after_the_single_token_filter(tiny_bert_dir):
+    """DefSent's max_train_entries counts entries it can predict: the cap is taken among single-token entries
+    (capped first, two of these three would be lost to the filter, issue 57)."""
+    import pyarrow as pa
+
+    from defsentflow.training.data import _from_table
+
+    words = ["dog", "small dog", "zebra", "cat", "big cat", "house"]
+    table = pa.table({"entry": words, "definition": [f"a gloss of {w}" for w in words], "split": ["train"] * 6})
+    kept = _from_table(table, "toy", 2, ("train",), variant=None, source=None, single_token_of=tiny_bert_dir)
+    assert len(kept.entries) == 2 and set(kept.entries) <= {"dog", "cat", "house"}
+    assert kept.single_token_of == tiny_bert_dir
+    every = _from_table(table, "toy", None, ("train",), variant=None, source=None, single_token_of=tiny_bert_dir)
+    assert every.entries == ["cat", "dog", "house"]
+    plain = _from_table(table, "toy", None, ("train",), variant=None, source=None)
+    assert len(plain.entries) == 6 and plain.train_hash != every.train_hash
