@@ -263,13 +263,12 @@ def new_alias_problem(cat: Catalog, alias: str) -> str | None:
         ran = con.execute("SELECT 1 FROM runs WHERE json_extract_string(config, '$.name') = ? LIMIT 1",
                           [config]).fetchone() or any(a.split("@", 1)[0] == config for a in known)
     near = [a for a in known if _osa(a, alias) == 1]
+    why = [*([f"its config {config!r} never ran"] if not ran else []),
+           *([f"it is one edit from {', '.join(near)}"] if near else [])]
+    if not why:
+        return None
     close = near or difflib.get_close_matches(alias, known, n=1)
-    mean = f"; did you mean {' or '.join(close)}?" if close else ""
-    if near:
-        return f"{alias} would be a new alias one edit from {', '.join(near)}{mean}"
-    if not ran:
-        return f"{alias} would be a new alias of a config that never ran ({config!r}){mean}"
-    return None
+    return f"{alias} would be a new alias, and {' and '.join(why)}" + (f"; did you mean {' or '.join(close)}?" if close else "")
 
 
 def retire(cat: Catalog, alias: str) -> AliasChange:

@@ -213,9 +213,11 @@ def compare(cat: Catalog, model_id: str, alias: str) -> Promotion:
 
 
 def _config_figure(con: Any, config_name: str) -> str | None:
+    """The selection figure of the config's newest completed run, else the one its champion was promoted by."""
     row = con.execute("SELECT p.selection_column FROM runs AS r JOIN pst_runs AS p USING (run_id) WHERE r.flow = 'pipeline' "
                       "AND r.status = 'completed' AND json_extract_string(r.config, '$.name') = ? "
                       "ORDER BY r.ended_at DESC LIMIT 1", [config_name]).fetchone()
+    row = row or con.execute("SELECT figure FROM alias_holders WHERE alias = ?", [champion_alias(config_name)]).fetchone()
     return row[0] if row else None
 
 

@@ -63,8 +63,8 @@ _TABLE = """{% macro table(columns, rows, numeric=()) -%}
 {%- endmacro %}"""
 
 _HITS = """{% macro hits_table(served, hits, id) -%}
-<div class="hits"><p class="muted">{{ served.label }}, {{ served.mode }} mode: ranked by the score ({{ served.mode }}
-mode); the cosine is the matched definition's, shown beside it, and does not rank</p>
+<div class="hits"><p class="muted">{{ served.label }}: ranked by score ({{ served.mode }} mode); the cosine is the
+matched definition's, shown beside it, not what ranks</p>
 <div class="wide"><table id="{{ id }}"><thead><tr><th>rank</th><th>entry</th><th title="what ranks the entries">score (ranks)</th>
 <th title="the entry's definition nearest to the query">matched definition</th><th title="its cosine to the query; it does not rank">cosine</th></tr></thead><tbody>
 {% for h in hits %}<tr><td class="num">{{ loop.index }}</td><td class="entry">{{ h.entry }}</td><td class="num">{{ "%.4f"|format(h.score) }}</td>

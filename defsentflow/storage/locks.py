@@ -43,7 +43,7 @@ LOCK_NOTICE_S = 1.0
 """A wait for the catalog longer than this is said on stderr (short waits are other runs' transactions)."""
 LOCK_TIMEOUT_ENV = "DEFSENTFLOW_LOCK_TIMEOUT"
 """The longest a catalog open waits for another process, in seconds (``defsentflow --lock-timeout``); default 120."""
-_WAITED = [0.0]  # seconds this process spent opening the catalog file, waits included (the run summary names them)
+_WAITED = [0.0]  # seconds this process waited for the catalog file another process held (the run summary names them)
 
 
 def lock_timeout_s(default: float = 120.0) -> float:
@@ -69,7 +69,7 @@ def lock_holder(exc: BaseException) -> str:
             command = fh.read(300).replace(b"\0", b" ").decode(errors="replace").strip()
     except OSError:
         command = found[1]
-    return f"PID {found[2]} ({command[:160]})"
+    return f"PID {found[2]} ({' '.join(command.split())[:160]})"
 
 
 LOCK_ADVICE = ("close the program holding it, e.g. a `duckdb` shell; `defsentflow sql \"...\"` reads it and lets go "
@@ -219,22 +219,23 @@ def connect_waiting(connect: Callable[[], T], root: Path, *, writer: bool, timeo
     deadline = started + timeout
     if not writer and give_way and not give_way_to_writer(root, deadline):
         raise CatalogLockedError(f"{what}: a writer waited for the catalog for {timeout:.0f}s")
-    delay, waiting, said = 0.05, False, False
+    delay, waiting, said, blocked = 0.05, False, False, False
     with contextlib.ExitStack() as turn:
         while True:
             try:
                 con = connect()
-                _WAITED[0] += time.monotonic() - started
+                _WAITED[0] += time.monotonic() - started if blocked else 0.0
                 if said:
                     log.warning("catalog %s: free again after %.0f s of waiting", what, time.monotonic() - started)
                 return con
             except Exception as exc:
                 if not locked(exc):
                     raise
+                blocked = True
                 if time.monotonic() > deadline:
                     _WAITED[0] += time.monotonic() - started
-                    raise CatalogLockedError(f"{what}: held by {lock_holder(exc)} for all of the {timeout:g} s wait "
-                                             f"({LOCK_ADVICE}; --lock-timeout SECONDS waits longer)") from exc
+                    raise CatalogLockedError(f"{what}: locked by another process for {timeout:g} s: {lock_holder(exc)} "
+                                             f"holds it ({LOCK_ADVICE}; --lock-timeout SECONDS waits longer)") from exc
             if not said and time.monotonic() - started >= LOCK_NOTICE_S:
                 said = True
                 log.warning(lock_wait_message(what, timeout))
