@@ -65,7 +65,7 @@ _TABLE = """{% macro table(columns, rows, numeric=()) -%}
 _HITS = """{% macro hits_table(served, hits, id) -%}
 <div class="hits"><p class="muted">{{ served.label }}: ranked by score ({{ served.mode }} mode); the cosine is the
 matched definition's, shown beside it, not what ranks</p>
-<div class="wide"><table id="{{ id }}"><thead><tr><th>rank</th><th>entry</th><th title="what ranks the entries">score (ranks)</th>
+<div class="wide"><table id="{{ id }}"><thead><tr><th>rank</th><th>entry</th><th title="what ranks the entries">score</th>
 <th title="the entry's definition nearest to the query">matched definition</th><th title="its cosine to the query; it does not rank">cosine</th></tr></thead><tbody>
 {% for h in hits %}<tr><td class="num">{{ loop.index }}</td><td class="entry">{{ h.entry }}</td><td class="num">{{ "%.4f"|format(h.score) }}</td>
 <td class="definition">{{ h.definition or "" }}</td><td class="num">{% if h.definition_score is not none %}{{ "%.3f"|format(h.definition_score) }}{% endif %}</td></tr>{% endfor %}
@@ -115,7 +115,7 @@ mean reciprocal rank (0 to 1). A heading without a metric is STS's Spearman; hov
 <td>{{ r.model_id }}{% for a in r.holds %}<br><strong class="holder">{{ a }}</strong>{% endfor %}</td><td>{{ r.pooling or "" }}</td><td>{{ r.method or "" }}</td>
 <td>{% if r.run_id %}<a class="run" href="{{ r.run_href }}">{{ r.run_id }}</a>{% endif %}</td>
 {% for g in groups %}{% for c in g.columns %}<td class="num {{ g.name }}">{{ r.get(c.name)|cell }}</td>{% endfor %}{% endfor %}
-<td>{{ r.aliases|reject("equalto", r.model_id)|join(", ") }}</td></tr>{% endfor %}</tbody>
+<td>{{ r.aliases|reject("equalto", r.model_id)|reject("in", r.holds)|join(", ") }}</td></tr>{% endfor %}</tbody>
 </table></div>{% else %}<p>No evaluation results yet.</p>{% endif %}
 {% endblock %}"""
 

@@ -119,7 +119,7 @@ def test_the_page_offers_each_alias_and_answers_from_its_model(two_served, monke
         assert '<optgroup label="Aliases">' in page.text and \
             '<option value="demo@champion" selected>demo@champion: model-a since' in page.text
         assert page.text.index('value="demo@champion"') < page.text.index('value="model-a"')
-        assert '<div class="hits"><p class="muted">model-a (' in page.text and "score (ranks)" in page.text
+        assert '<div class="hits"><p class="muted">model-a (' in page.text and "ranked by score" in page.text
         picked = client.get("/revdict", params={"q": "a dog", "model": "demo@champion", "k": 2})
         assert picked.status_code == 200 and '<option value="demo@champion" selected>' in picked.text
         assert '<div class="hits"><p class="muted">model-a (' in picked.text  # answered by the alias's model
