@@ -67,6 +67,7 @@ FLAG_LIMITS: dict[str, tuple[str, float]] = {
     "--max-wait-ms": ("wait_ms", 0),
     "--timeout": ("seconds", 0.001),
     "--query-timeout": ("seconds", 0.001),
+    "--lock-timeout": ("seconds", 0.1),
     "--port": ("port", 0),
     "--limit": ("rows", 1),
 }

@@ -347,6 +347,7 @@ def run_pipeline(config_path: str | os.PathLike, *, steps: PipelineSteps, only_i
         summary = _stages(config, steps, run_id)
         # the promotion gate: the run's model becomes <name>@champion only when it wins on dev
         summary["promotion"] = gate_run(cat, config, run_id, summary["selected"]).to_dict()
+        summary["report"] = steps.report(run_id) if config["report"] else None  # after the gate: it says the decision
         summary["seconds"] = round(time.perf_counter() - t0, 1)
         # the note names files of the root relative to it (a copied root reads its own)
         run.note = json.dumps(relative_tree(cat.root, summary), default=str)[:4000]
@@ -389,7 +390,6 @@ def _stages(config: dict[str, Any], steps: PipelineSteps, run_id: str) -> dict[s
         steps.index(selected["model_dir"], config["dictionary"]["name"])
         if section["base_model"] != selected["model_dir"]:  # the untrained encoder, beside it on /revdict
             steps.index(section["base_model"], config["dictionary"]["name"])
-    report = steps.report(run_id) if config["report"] else None
     return {"run_id": run_id, "status": "completed",
             "dictionary": dictionary.key,
-            "selected": selected, "averages": {s["model_id"]: s["average"] for s in scores}, "report": report}
+            "selected": selected, "averages": {s["model_id"]: s["average"] for s in scores}}

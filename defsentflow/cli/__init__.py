@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--home", help="data root (a config's home: wins; else --home, $DEFSENTFLOW_HOME, else the "
                                        "checkout's storage/ or ~/.local/share/defsentflow; see README 'Data root')")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--lock-timeout", type=float, metavar="SECONDS",
+                        help="how long a command waits for the catalog while another process (a `duckdb` shell) holds "
+                             "it, then ends with one error line naming the holder (default 120; $DEFSENTFLOW_LOCK_TIMEOUT)")
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in _GROUPS:
@@ -96,7 +99,7 @@ _READERS = {"sql", "verify", "runs", "datasets", "leaderboard", "best-model", "s
 
 def writes_data_root(args: argparse.Namespace) -> bool:
     """Whether the parsed command may write the data root."""
-    if args.command in _READERS and not getattr(args, "cache", False):
+    if args.command in _READERS and not getattr(args, "cache", False) and not getattr(args, "retire", None):
         return False
     if args.command == "eval" and getattr(args, "no_record", False):
         return False
@@ -127,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["DEFSENTFLOW_QUIET"] = "1"
     try:
         check_flag_limits(args)
+        if args.lock_timeout is not None:  # every catalog open of this command (and of the workers it starts)
+            os.environ["DEFSENTFLOW_LOCK_TIMEOUT"] = repr(args.lock_timeout)
         if writes_data_root(args):
             from defsentflow.cli.home import config_home, use_data_root
 
@@ -137,6 +142,12 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())  # so the flush at exit does not fail again
         return 1
     except (UserError, OSError, ValueError) as exc:  # bad paths, files, models, configs: no traceback
+        return _fail(exc)
+    except RuntimeError as exc:  # the catalog held by another process past --lock-timeout: one line too
+        from defsentflow.storage.locks import CatalogLockedError
+
+        if not isinstance(exc, CatalogLockedError):
+            raise
         return _fail(exc)
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (defsentflow.cli.compute): the command's work is cancelled
         print("defsentflow: interrupted: queued tasks cancelled, running candidates stop at their next checkpoint; "

@@ -94,6 +94,9 @@ def board_lines(board: Any, *, width: int = WIDTH, wide: bool = False) -> list[s
     lines = _render(rows, ident, shown, labels)
     if len(poolings) == 1 and None not in poolings:
         notes.insert(0, f"pooling: {next(iter(poolings))}")
+    holders = sorted({f"{a} = {r['model_id']}" for r in rows for a in r.get("holds", ())})
+    if holders:
+        notes.insert(0, "aliases: " + ", ".join(holders))
     hidden = len(columns) - len(shown)
     more = f"{hidden} more figure{'s' if hidden > 1 else ''}; " if hidden else ""
     lines += ["", *(["; ".join(notes)] if notes else []),

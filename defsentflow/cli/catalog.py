@@ -79,6 +79,7 @@ def close_interrupted_runs() -> None:
 
 def _runs(args: argparse.Namespace) -> int:
     from defsentflow.cli import UserError, check_count
+    from defsentflow.registry import shown_decision
     from defsentflow.storage import Catalog
     from defsentflow.storage.runs import shown
 
@@ -92,7 +93,8 @@ def _runs(args: argparse.Namespace) -> int:
                                         "ORDER BY started_at DESC LIMIT ?", [args.limit])]
     print_table(["run", "flow", "name", "status", "started", "seconds", "champion", "reason"],
                 [(r["run_id"], r["flow"], r["name"], r["status"], str(r["started_at"])[:19], r["seconds"],
-                  r.get("promotion"), r["reason"]) for r in rows])
+                  shown_decision(r.get("promotion"), r.get("promotion_why")), r["reason"] or r.get("promotion_note"))
+                 for r in rows])
     return 0
 
 

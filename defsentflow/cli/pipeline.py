@@ -107,6 +107,9 @@ def _failed_stage(run_id: str) -> str | None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from defsentflow.storage.locks import waited_s
+
+    started, waited = time.monotonic(), waited_s()  # the summary's time: the command's, waits for the catalog named
     cfg, config = _prepare_env(args.config, args.set)  # first: a bad config fails before torch is imported
     from defsentflow.cli import UserError
     from defsentflow.cli.compute import command_runtime, compute_for
@@ -141,11 +144,11 @@ def _run(args: argparse.Namespace) -> int:
             stage = _failed_stage(run_id) or log.failed_task
             cause = " ".join(str(exc).split()) or type(exc).__name__
             where = f"stage {stage}: " if stage else ""
-            message = (f"run {run_id} failed after {elapsed(time.monotonic() - log.started)}: {where}"
+            message = (f"run {run_id} failed after {elapsed(time.monotonic() - started)}: {where}"
                        f"{type(exc).__name__}: {cause}; full log: {path}")
             logging.getLogger("defsentflow.run").error(message, exc_info=exc, extra={"terminal": False})
             raise UserError(message) from exc
-        for line in summary_lines(result, seconds=time.monotonic() - log.started, log_path=path):
+        for line in summary_lines(result, seconds=time.monotonic() - started, log_path=path, waited=waited_s() - waited):
             log.info(line)
     return 0
 

@@ -177,7 +177,8 @@ def model_index(name: str, metrics: list[dict[str, Any]], dictionary: str | None
                       else "Word prediction"} if dictionary_task
                      else {"type": "sentence-similarity", "name": "Semantic Textual Similarity"}),
             "dataset": {"name": f"{dictionary or 'dictionary'} ({protocol})" if dictionary_task else protocol,
-                        "type": f"defsentflow/{dictionary or 'dictionary'}" if dictionary_task else task.split("-")[0],
+                        # a local dataset, named without a slash: never mistaken for a Hub dataset id
+                        "type": f"local-{dictionary or 'dictionary'}" if dictionary_task else task.split("-")[0],
                         "split": hf_split},
             "metrics": []})
         label = "Spearman x100" if m["metric"] == "spearman" else str(m["metric"]).upper()
@@ -270,8 +271,10 @@ def model_card(facts: dict[str, Any], *, pooling: str, max_seq_length: int, norm
         "pipeline_tag": "sentence-similarity",  # no `datasets:`: it names Hub datasets, and the dictionary is none
         "license": licence or "other", **({} if licence else {"license_name": "see-the-licences-section"}),
         "language": ["en"], "model-index": model_index(str(facts["model_id"]), facts["metrics"], dictionary)})
-    title = facts["model_id"]
-    lines = [header, f"# {title}", "",
+    what = {"defsent": "DefSent", "defsent_plus": "DefSent+", "pst": "DefSent+ (PST)"}.get(method, method)
+    title = (f"{what} sentence encoder from {base_name(base) or 'its base model'}" + (f" on `{dictionary}`" if dictionary else "")
+             if trained else f"{base_name(base)}, as defsentflow evaluates it")
+    lines = [header, f"# {title}", "", f"defsentflow model id: `{facts['model_id']}`", "",
              (f"A sentence encoder trained by defsentflow with **{method}** from `{base_name(base) or 'its base model'}`: "
               "definition sentences are mapped to the vectors of the words they define." if meta or row else
               f"`{base_name(base)}` exported by defsentflow as it is (not trained here), with the pooling and length "

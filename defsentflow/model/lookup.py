@@ -24,6 +24,7 @@ from typing import Literal
 from defsentflow.encoders.loading import BUNDLED_ALIASES, portable_model_name, resolve_model_path
 from defsentflow.model.ids import base_model_id
 from defsentflow.storage.catalog import Catalog, CatalogError
+from defsentflow.storage.identifiers import ALIAS_PATTERN
 from defsentflow.storage.model_ids import content_id_problem, recorded_content_hash
 
 __all__ = ["ModelRef", "UnknownModelError", "find_model", "hub_offline"]
@@ -140,6 +141,9 @@ def _find(text: str, cat: Catalog | None) -> ModelRef:
         return ModelRef(text, _id_of_folder(cat, str(folder)) or text, str(folder), "folder")
     if not looks_local and _HUB_ID.match(text) and (_in_hub_cache(text) or not hub_offline()):
         return ModelRef(text, base_model_id(text), text, "hub")
+    if re.fullmatch(ALIAS_PATTERN, text):  # written as an alias (CONFIG@LABEL): say which aliases there are
+        known = [r["alias"] for r in _query(cat, "SELECT alias FROM alias_holders ORDER BY alias", [])]
+        raise UnknownModelError(f"no alias {text!r}; aliases: {', '.join(known) or 'none'}")
     newest = [r["model_id"] for r in _query(cat, "SELECT model_id FROM models WHERE path IS NOT NULL "
                                                  "ORDER BY created_at DESC LIMIT 5", [])]
     what = ("model not found (no such folder)" if looks_local else

@@ -13,9 +13,14 @@ from defsentflow.registry.aliases import (
     holder,
     holders,
     is_alias,
+    new_alias_problem,
+    no_alias,
     record_change,
+    retire,
     rollback,
+    rollback_preview,
     rollback_target,
+    standing,
 )
 from defsentflow.registry.gate import (
     DECISIONS,
@@ -28,8 +33,10 @@ from defsentflow.registry.gate import (
     markdown,
     promote,
     record_unchanged,
+    shown_decision,
 )
 
 __all__ = ["CHAMPION", "DECISIONS", "AliasChange", "PromoteSection", "Promotion", "champion_alias", "compare", "decide",
-           "demoted", "figure_value", "gate_run", "history", "holder", "holders", "is_alias", "markdown", "promote",
-           "record_change", "record_unchanged", "rollback", "rollback_target"]
+           "demoted", "figure_value", "gate_run", "history", "holder", "holders", "is_alias", "markdown", "new_alias_problem",
+           "no_alias", "promote", "record_change", "record_unchanged", "retire", "rollback", "rollback_preview", "rollback_target",
+           "shown_decision", "standing"]

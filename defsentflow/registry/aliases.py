@@ -8,6 +8,12 @@ alias (:func:`~defsentflow.model.lookup.find_model` reads the holder through ``m
 ``defsentflow serve`` resolves one at request time. Each change is mirrored to the alias's row record
 (``records/aliases/``), so ``catalog rebuild`` restores every alias and its history.
 
+An alias is created by the gate's first promotion for its config, or by ``defsentflow promote
+--alias NAME --new``: a new name whose config never ran, or that is one edit from an alias that
+exists (``demo@champoin``), is refused without ``--new`` (:func:`new_alias_problem`, "did you mean
+...?"). ``defsentflow aliases --retire NAME`` retires one: a ``retire`` row (the history stays, and
+``catalog rebuild`` restores it); a retired alias names nothing, and a later promotion starts it anew.
+
 A rollback undoes the newest promotion still standing: the history is replayed as a stack (a
 promotion pushes its model, a rollback pops), so two rollbacks after three promotions lead back to
 the first model, never back and forth between the last two.
@@ -21,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 import getpass
 import os
 import socket
@@ -31,12 +38,13 @@ from defsentflow.storage.catalog import Catalog
 from defsentflow.storage.identifiers import check_alias, check_identifier
 
 __all__ = ["CHAMPION", "Action", "AliasChange", "champion_alias", "changes_on", "demoted", "history", "holder", "holders",
-           "is_alias", "record_change", "rollback", "rollback_target", "who"]
+           "is_alias", "new_alias_problem", "no_alias", "record_change", "retire", "rollback", "rollback_preview",
+           "rollback_target", "standing", "who"]
 
 CHAMPION = "champion"
 """The label the promotion gate keeps: ``<config name>@champion``."""
 
-Action = Literal["gate", "promote", "rollback"]
+Action = Literal["gate", "promote", "rollback", "retire"]
 _COLUMNS = ("alias", "seq", "model_id", "from_model", "action", "who", "run_id", "figure", "value", "from_value",
             "note", "changed_at")
 
@@ -108,17 +116,25 @@ def holders(cat: Catalog) -> list[AliasChange]:
         return _changes(con, "WHERE (alias, seq) IN (SELECT (alias, changes) FROM alias_holders)")
 
 
+def standing(changes: list[AliasChange]) -> AliasChange | None:
+    """The newest of an alias's ``changes`` while it stands (its ``model_id`` is the model it names),
+    None: it has none, or it was retired since."""
+    return changes[-1] if changes and changes[-1].action != "retire" else None
+
+
 def holder(cat: Catalog, alias: str) -> AliasChange | None:
-    """The newest change of ``alias`` (its ``model_id`` is the model it names), or None: no such alias."""
-    changes = history(cat, alias)
-    return changes[-1] if changes else None
+    """The newest change of ``alias`` (its ``model_id`` is the model it names), or None: no such alias
+    (or a retired one)."""
+    return standing(history(cat, alias))
 
 
 def _stack(changes: list[AliasChange]) -> list[str]:
-    """The models promoted and not rolled back, oldest first (the holder last)."""
+    """The models promoted and not rolled back since the alias was last retired, oldest first (the holder last)."""
     stack: list[str] = []
     for c in changes:
-        if c.action == "rollback":
+        if c.action == "retire":
+            stack.clear()
+        elif c.action == "rollback":
             if stack:
                 stack.pop()
         else:
@@ -164,12 +180,35 @@ def record_change(cat: Catalog, alias: str, model_id: str, *, action: Action, ru
         return change
     if not con.execute("SELECT 1 FROM models WHERE model_id = ?", [model_id]).fetchone():
         raise ValueError(f"{model_id!r} is no model of the catalog ({cat.path}): an alias names a model by its id")
-    last = con.execute("SELECT seq, model_id FROM alias_changes WHERE alias = ? ORDER BY seq DESC LIMIT 1",
+    last = con.execute("SELECT seq, model_id, action FROM alias_changes WHERE alias = ? ORDER BY seq DESC LIMIT 1",
                        [alias]).fetchone()
-    seq, before = (last[0] + 1, last[1]) if last else (1, None)
+    seq = last[0] + 1 if last else 1
+    before = last[1] if last and last[2] != "retire" else None  # a retired alias starts anew
     con.execute(f"INSERT INTO alias_changes ({', '.join(_COLUMNS[:-1])}) VALUES ({', '.join('?' * (len(_COLUMNS) - 1))})",
                 [alias, seq, model_id, before, action, who(), run_id, figure, value, from_value, note])
     return _changes(con, "WHERE alias = ? AND seq = ?", [alias, seq])[0]
+
+
+def _rollback_plan(con: Any, alias: str, figure_of: Any) -> tuple[str, AliasChange, list[float | None]]:
+    changes = changes_on(con, alias)
+    current = standing(changes)
+    if current is None:
+        raise ValueError(no_alias(con, alias))
+    target = rollback_target(changes)
+    if target is None:
+        raise ValueError(f"{alias} has no earlier model to roll back to: it names {current.model_id}, "
+                         "its first promotion still standing (`defsentflow aliases` shows the history)")
+    fig = current.figure
+    return target, current, [figure_of(con, m, fig) if figure_of and fig else None for m in (target, current.model_id)]
+
+
+def rollback_preview(cat: Catalog, alias: str, *, figure_of: Any = None) -> AliasChange:
+    """What :func:`rollback` would record (``seq`` 0: not recorded), read-only: to show both figures first."""
+    check_alias(alias)
+    with cat.connect(read_only=True) as con:
+        target, current, values = _rollback_plan(con, alias, figure_of)
+    return AliasChange(alias, 0, target, current.model_id, "rollback", who(), figure=current.figure, value=values[0],
+                       from_value=values[1])
 
 
 def rollback(cat: Catalog, alias: str, *, figure_of: Any = None) -> AliasChange:
@@ -182,16 +221,68 @@ def rollback(cat: Catalog, alias: str, *, figure_of: Any = None) -> AliasChange:
     """
     check_alias(alias)
     with cat.transaction() as con:
-        changes = changes_on(con, alias)
-        if not changes:
-            raise ValueError(f"no alias {alias!r} in {cat.path} (`defsentflow aliases` lists them)")
-        target, current = rollback_target(changes), changes[-1]
-        if target is None:
-            raise ValueError(f"{alias} has no earlier model to roll back to: it names {current.model_id}, "
-                             "its first promotion still standing (`defsentflow aliases` shows the history)")
-        fig = current.figure
-        values = [figure_of(con, m, fig) if figure_of and fig else None for m in (target, current.model_id)]
-        change = record_change(cat, alias, target, action="rollback", figure=fig, value=values[0],
+        target, current, values = _rollback_plan(con, alias, figure_of)
+        change = record_change(cat, alias, target, action="rollback", figure=current.figure, value=values[0],
                                from_value=values[1], note=f"rolled back from {current.model_id}", con=con)
+    cat.keep_rows("alias", [alias])
+    return change
+
+
+def _osa(a: str, b: str) -> int:
+    """The edit distance of ``a`` and ``b`` with a swap of two neighbours one edit (``champoin``)."""
+    d = [[i + j if not i * j else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[-1][-1]
+
+
+def _standing_aliases(con: Any) -> list[str]:
+    return [r[0] for r in con.execute("SELECT alias FROM alias_holders ORDER BY alias").fetchall()]
+
+
+def no_alias(con: Any, alias: str) -> str:
+    """The one line for a name that is no alias: ``no alias 'x'; aliases: ...`` (with "did you mean")."""
+    known = _standing_aliases(con)
+    close = difflib.get_close_matches(alias, known, n=1)
+    return (f"no alias {alias!r}" + (f" (did you mean {close[0]}?)" if close else "")
+            + f"; aliases: {', '.join(known) or 'none'}")
+
+
+def new_alias_problem(cat: Catalog, alias: str) -> str | None:
+    """Why creating ``alias`` looks like a typo (None: it exists, or it is plausibly new): its config never
+    ran a pipeline and names no alias, or it is one edit from an alias that exists ("did you mean ...?")."""
+    check_alias(alias)
+    with cat.connect(read_only=True) as con:
+        if standing(changes_on(con, alias)) is not None:
+            return None
+        known = _standing_aliases(con)
+        config = alias.split("@", 1)[0]
+        ran = con.execute("SELECT 1 FROM runs WHERE json_extract_string(config, '$.name') = ? LIMIT 1",
+                          [config]).fetchone() or any(a.split("@", 1)[0] == config for a in known)
+    near = [a for a in known if _osa(a, alias) == 1]
+    why = [*([f"its config {config!r} never ran"] if not ran else []),
+           *([f"it is one edit from {', '.join(near)}"] if near else [])]
+    if not why:
+        return None
+    close = near or difflib.get_close_matches(alias, known, n=1)
+    return f"{alias} would be a new alias, and {' and '.join(why)}" + (f"; did you mean {' or '.join(close)}?" if close else "")
+
+
+def retire(cat: Catalog, alias: str) -> AliasChange:
+    """Retire ``alias``: a ``retire`` row (nothing is deleted); it names nothing from now on.
+
+    Raises:
+        ValueError: no such alias (or retired already).
+    """
+    check_alias(alias)
+    with cat.transaction() as con:
+        current = standing(changes_on(con, alias))
+        if current is None:
+            raise ValueError(no_alias(con, alias))
+        change = record_change(cat, alias, current.model_id, action="retire", note=f"retired; it named {current.model_id}",
+                               con=con)
     cat.keep_rows("alias", [alias])
     return change

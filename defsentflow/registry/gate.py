@@ -6,7 +6,8 @@ setting that changes the value in it). By default that is the run's own selectio
 ``pst_runs.selection_column``; a run without PST: STS-B dev), or ``promote.metric``. Both figures are
 read from the catalog (``model_scores``), so the champion is judged by a figure of the same name or
 not at all: a champion without a figure of that name (the protocol changed) is **not comparable**
-and stays. The new model must beat it by more than ``promote.min_delta``; a tie keeps the champion.
+and stays. The new model must beat it as reported (:mod:`defsentflow.ties`: figures equal to 4
+significant digits tie) and by more than ``promote.min_delta``; a tie keeps the champion.
 The first run of a config sets it. A model a rollback took the alias away from is never promoted
 again by the gate (a person decided; ``defsentflow promote`` can).
 
@@ -30,11 +31,12 @@ from pydantic import Field, field_validator
 
 from defsentflow.config_tools import ConfigSection
 from defsentflow.eval_tasks import SELECTION_METRICS
-from defsentflow.registry.aliases import AliasChange, champion_alias, changes_on, demoted, record_change
+from defsentflow.registry.aliases import AliasChange, champion_alias, changes_on, demoted, record_change, standing
 from defsentflow.storage.catalog import Catalog
+from defsentflow.ties import beats, tied
 
 __all__ = ["DECISIONS", "Decision", "PromoteSection", "Promotion", "compare", "decide", "figure_value", "gate_run",
-           "markdown", "promote", "record_unchanged", "run_figure"]
+           "markdown", "promote", "record_unchanged", "run_figure", "shown_decision"]
 
 Decision = Literal["promoted", "kept", "not-comparable", "unchanged"]
 DECISIONS: tuple[str, ...] = get_args(Decision)
@@ -53,7 +55,8 @@ class PromoteSection(ConfigSection):
                                                  "leaderboard column, e.g. stsb_dev_spearman); default: the run's own "
                                                  "selection figure")
     min_delta: float = Field(0.0, ge=0.0, le=1e6, allow_inf_nan=False,
-                             description="the new figure must exceed the champion's by more than this; ties keep it")
+                             description="the new figure must exceed the champion's by more than this (and differ "
+                                         "at the 4 significant digits figures are reported at); ties keep it")
 
     @field_validator("metric")
     @classmethod
@@ -77,6 +80,7 @@ class Promotion:
     champion_value: float | None
     min_delta: float
     reason: str
+    why: str = ""                    # the reason in a word or three: worse, tied, rolled back, ...
 
     def line(self) -> str:
         """The decision in one line (the run summary's, the Prefect state's message)."""
@@ -95,30 +99,38 @@ def decide(alias: str, model_id: str, value: float | None, champion: AliasChange
     """The gate's rule (see the module doc), on figures already read."""
     held = champion.model_id if champion else None
 
-    def out(decision: str, reason: str) -> Promotion:
-        return Promotion(decision, alias, model_id, held, figure, value, champion_value, min_delta, reason)
+    def out(decision: str, why: str, reason: str) -> Promotion:
+        return Promotion(decision, alias, model_id, held, figure, value, champion_value, min_delta, reason, why)
 
     name = figure or "no figure"
     if champion is None:
-        return out("promoted", f"{model_id} is {alias}'s first model ({name} {_fmt(value)})")
+        return out("promoted", "first model", f"{model_id} is {alias}'s first model ({name} {_fmt(value)})")
     if model_id == held:
-        return out("kept", f"{model_id} is {alias} already ({name} {_fmt(value)})")
+        return out("kept", "re-run of the champion", f"{model_id} is {alias} already ({name} {_fmt(value)})")
     if rolled_back and model_id in rolled_back:
         back = rolled_back[model_id]
-        return out("kept", f"{model_id} was rolled back from {alias} ({str(back.changed_at)[:19]}, by {back.who}); the gate "
-                           f"leaves {held} there (`defsentflow promote {model_id} --alias {alias}` promotes it by hand)")
+        return out("kept", "rolled back", f"{model_id} was rolled back from {alias} ({str(back.changed_at)[:19]}, by "
+                                          f"{back.who}); the gate leaves {held} there (`defsentflow promote {model_id} "
+                                          f"--alias {alias}` promotes it by hand)")
     if figure is None or value is None:
-        return out("not-comparable", f"{held} stays {alias}: the catalog holds no {name} of {model_id}")
+        return out("not-comparable", "no figure", f"{held} stays {alias}: the catalog holds no {name} of {model_id}")
     if champion_value is None:
         since = f" (it was promoted by {champion.figure})" if champion.figure and champion.figure != figure else ""
-        return out("not-comparable", f"{held} stays {alias}: it has no {figure} figure{since}, the protocol of this run; "
-                                     f"measure it (`defsentflow eval {alias} ...`) or promote by hand")
-    if value > champion_value + min_delta:
-        return out("promoted", f"{model_id} replaces {held} as {alias}: {figure} {_fmt(value)} > {_fmt(champion_value)}"
-                               + (f" + {min_delta:g}" if min_delta else ""))
-    verb = "ties" if value == champion_value else "is below" if value < champion_value else "is within min_delta of"
-    return out("kept", f"{held} stays {alias}: {model_id}'s {figure} {_fmt(value)} {verb} its {_fmt(champion_value)}"
-                       + (f" (+ {min_delta:g} needed)" if min_delta else ""))
+        return out("not-comparable", "no figure", f"{held} stays {alias}: it has no {figure} figure{since}, the protocol "
+                                                  f"of this run; measure it (`defsentflow eval {alias} ...`) or promote by hand")
+    if beats(value, champion_value) and value > champion_value + min_delta:
+        return out("promoted", "better", f"{model_id} replaces {held} as {alias}: {figure} {_fmt(value)} > "
+                                         f"{_fmt(champion_value)}" + (f" + {min_delta:g}" if min_delta else ""))
+    why = "tied" if tied(value, champion_value) else "worse" if value < champion_value else "within min_delta"
+    verb = {"tied": "ties", "worse": "is below", "within min_delta": "is within min_delta of"}[why]
+    return out("kept", why, f"{held} stays {alias}: {model_id}'s {figure} {_fmt(value)} {verb} its {_fmt(champion_value)}"
+                            + (" (a tie at the reported precision keeps the champion)" if why == "tied" else "")
+                            + (f" (+ {min_delta:g} needed)" if min_delta else ""))
+
+
+def shown_decision(decision: str | None, why: str | None) -> str | None:
+    """A decision as listings show it: ``kept: worse``, ``promoted: better`` (None: the run had none)."""
+    return f"{decision}: {why}" if decision and why else decision
 
 
 def figure_value(con: Any, model_id: str, figure: str | None) -> float | None:
@@ -144,8 +156,8 @@ def run_figure(con: Any, run_id: str, section: PromoteSection) -> str:
 
 
 def _record(con: Any, run_id: str, promotion: Promotion) -> None:
-    con.execute("UPDATE runs SET promotion = ?, promotion_note = ? WHERE run_id = ?",
-                [promotion.decision, promotion.reason, run_id])
+    con.execute("UPDATE runs SET promotion = ?, promotion_note = ?, promotion_why = ? WHERE run_id = ?",
+                [promotion.decision, promotion.reason, promotion.why or None, run_id])
 
 
 def gate_run(cat: Catalog, config: Mapping[str, Any], run_id: str, selected: Mapping[str, Any]) -> Promotion:
@@ -155,7 +167,7 @@ def gate_run(cat: Catalog, config: Mapping[str, Any], run_id: str, selected: Map
     alias = champion_alias(config["name"])
     with cat.transaction() as con:
         changes = changes_on(con, alias)
-        champion = changes[-1] if changes else None
+        champion = standing(changes)
         figure = run_figure(con, run_id, section)
         value = figure_value(con, selected["model_id"], figure)
         held = figure_value(con, champion.model_id, figure) if champion else None
@@ -165,7 +177,7 @@ def gate_run(cat: Catalog, config: Mapping[str, Any], run_id: str, selected: Map
                                                                 [selected["model_id"]]).fetchone():
             promotion = Promotion("not-comparable", alias, selected["model_id"], promotion.champion, figure, value, held,
                                   section.min_delta, f"{selected['model_id']} is not filed in the catalog: an alias "
-                                  f"names catalog models only; {alias} stays {promotion.champion or 'unset'}")
+                                  f"names catalog models only; {alias} stays {promotion.champion or 'unset'}", "not filed")
         if promotion.decision == "promoted":
             record_change(cat, alias, selected["model_id"], action="gate", run_id=run_id, figure=figure, value=value,
                           from_value=held, note=promotion.reason, con=con)
@@ -179,10 +191,10 @@ def record_unchanged(cat: Catalog, config: Mapping[str, Any], run_id: str, previ
     """An ``only_if_changed`` run that found nothing new: ``unchanged``, the champion as it was."""
     alias = champion_alias(config["name"])
     with cat.transaction() as con:
-        changes = changes_on(con, alias)
-        held = changes[-1].model_id if changes else None
+        champion = standing(changes_on(con, alias))
+        held = champion.model_id if champion else None
         promotion = Promotion("unchanged", alias, None, held, None, None, None, 0.0,
-                              f"inputs unchanged since run {previous}: {alias} stays {held or 'unset'}")
+                              f"inputs unchanged since run {previous}: {alias} stays {held or 'unset'}", "inputs unchanged")
         _record(con, run_id, promotion)
     return promotion
 
@@ -193,8 +205,7 @@ def compare(cat: Catalog, model_id: str, alias: str) -> Promotion:
     run). ``decision`` is ``promoted`` when the model is better (or the alias is new), else ``kept``
     (not better) or ``not-comparable`` (a figure is missing): what ``defsentflow promote`` confirms."""
     with cat.connect(read_only=True) as con:
-        changes = changes_on(con, alias)
-        champion = changes[-1] if changes else None
+        champion = standing(changes_on(con, alias))
         figure = champion.figure if champion else _config_figure(con, alias.split("@", 1)[0])
         value = figure_value(con, model_id, figure)
         held = figure_value(con, champion.model_id, figure) if champion else None
@@ -202,9 +213,11 @@ def compare(cat: Catalog, model_id: str, alias: str) -> Promotion:
 
 
 def _config_figure(con: Any, config_name: str) -> str | None:
+    """The selection figure of the config's newest completed run, else the one its champion was promoted by."""
     row = con.execute("SELECT p.selection_column FROM runs AS r JOIN pst_runs AS p USING (run_id) WHERE r.flow = 'pipeline' "
                       "AND r.status = 'completed' AND json_extract_string(r.config, '$.name') = ? "
                       "ORDER BY r.ended_at DESC LIMIT 1", [config_name]).fetchone()
+    row = row or con.execute("SELECT figure FROM alias_holders WHERE alias = ?", [champion_alias(config_name)]).fetchone()
     return row[0] if row else None
 
 

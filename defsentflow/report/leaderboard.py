@@ -191,6 +191,7 @@ def load_leaderboard(catalog: Any, *, run_id: str | None = None) -> Leaderboard:
         if r["model_id"] in gone:
             continue  # its folder is gone: no model to rank (said in the note below)
         r["aliases"] = sorted([r["model_id"], *(a for a in (r.pop("also_known_as") or "").split(", ") if a)])
+        r["holds"] = [a for a in r["aliases"] if "@" in a]  # the aliases (demo@champion) that name this model now
         if not any(r.get(c) is not None for c in columns):
             continue  # a model with no figure (placeholder rows of the view)
         rows.append({k: (float(v) if (k in columns or k.endswith("_sd")) and v is not None and not k.endswith("_n")

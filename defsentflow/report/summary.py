@@ -18,6 +18,7 @@ from defsentflow.model.ids import base_model_id
 from defsentflow.report.leaderboard import Leaderboard, format_delta, format_number
 from defsentflow.report.markup import md_code, md_text
 from defsentflow.report.plots import plot_scores
+from defsentflow.ties import tied
 
 __all__ = ["RunFacts", "run_facts", "summary_section", "trained_sentence", "why_sentence"]
 
@@ -120,8 +121,11 @@ def why_sentence(pst: dict[str, Any], steps: Sequence[dict[str, Any]]) -> str | 
     others = [f"{name(k)} ({format_number(v)})" for k, v in sorted(scores.items()) if k != win and v is not None]
     rivals = ", ".join(others[:-1]) + (" and " if len(others) > 1 else "") + (others[-1] if others else "")
     if win == 0:
+        ties = [f"step {k}" for k, v in sorted(scores.items()) if k and tied(v, scores[0])]
+        tie = (f"; {' and '.join(ties)} tied it at the reported precision, and a tie keeps the earlier model"
+               if ties else "")
         return (f"No trained step beat the untrained encoder on {words} ({format_number(scores[0])}"
-                + (f"; {rivals}" if rivals else "") + "), so the untrained encoder was kept.")
+                + (f"; {rivals}" if rivals else "") + f"{tie}), so the untrained encoder was kept.")
     return (f"Step {win} scored best on {words} ({format_number(scores[win])})"
             + (f", ahead of {rivals}" if rivals else "") + ".")
 
@@ -132,7 +136,8 @@ def trained_sentence(facts: RunFacts) -> str:
     section = c.get("pst") or (c if "grid" in c and "steps" in c else None)
     if section:
         grid = md_text(", ".join(f"{g.get('pooling')}/{g.get('entry_encoding')}" for g in section.get("grid") or []))
-        parts = [f"{section.get('steps')} steps", f"grid {grid}" if grid else None,
+        steps = section.get("steps")
+        parts = [f"{steps} step{'' if steps == 1 else 's'}", f"grid {grid}" if grid else None,
                  f"lr {format_number(section.get('lr'))}" if section.get("lr") is not None else None,
                  f"temperature {section['temperature']:g}" if section.get("temperature") else None,
                  f"batch {section.get('batch_size')}" if section.get("batch_size") else None,
@@ -186,6 +191,10 @@ def summary_section(facts: RunFacts, board: Leaderboard, image: Callable[[str], 
               f"code {md_text(run.get('code_version'))})", ""]
     if facts.error:
         lines += [f"**Error:** {md_text(facts.error)}", ""]
+    if run.get("promotion"):  # the gate's decision (registry.gate): its sentence holds both figures
+        alias = f"{md_code(name + '@champion')} " if name else ""
+        why = f" ({run['promotion_why']})" if run.get("promotion_why") else ""
+        lines += [f"**Champion:** {alias}{md_text(run['promotion'] + why)}: {md_text(run.get('promotion_note') or '')}", ""]
     lines += [f"**Trained:** {trained_sentence(facts)}", ""]
     pst = facts.pst or {}
     if facts.selected_ids:

@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel
 
 from defsentflow.encoders.finite import NonFiniteError
@@ -97,7 +97,8 @@ class RevdictAnswer(BaseModel):
     it straight to JSON bytes)."""
 
     query: str
-    model: str
+    model: str                      # the model that answered (an alias's holder at this request)
+    alias: str | None = None        # the alias asked for, when ``model=`` was one (demo@champion)
     mode: str
     dictionary: str | None
     n_entries: int
@@ -212,7 +213,8 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
                           k: int = Query(10, ge=1, le=MAX_K),
                           mode: str | None = Query(None, pattern="^(auto|head|cosine|hybrid)$")) -> RevdictAnswer:
         served, hits = await revdict(q, model, k, mode)
-        return RevdictAnswer(query=q, model=served.model_id, mode=served.mode, dictionary=served.dictionary,
+        return RevdictAnswer(query=q, model=served.model_id, alias=model if is_alias(model) else None, mode=served.mode,
+                             dictionary=served.dictionary,
                              n_entries=served.n_entries,
                              results=[RevdictHit(rank=i + 1, entry=h.entry, score=h.score, definition=h.definition,
                                                  definition_score=h.definition_score) for i, h in enumerate(hits)])
@@ -285,6 +287,8 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
         example = q is None and bool(indexes)
         if example:  # the page opens with a look-up, not an empty box
             q = EXAMPLE_QUERY
+        # no model asked for: the one the Model box shows first (an alias's holder, else the first index)
+        model = model or (aliases[0]["alias"] if aliases else indexes[0].model_id if indexes else None)
         ctx: dict[str, Any] = {"indexes": indexes, "aliases": aliases, "q": q, "model": model, "k": k, "hits": None,
                                "error": None,
                                "served": None, "max_query": MAX_QUERY_CHARS, "max_k": MAX_K, "example": example,
@@ -303,7 +307,7 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
                     ctx["q"] = q[:MAX_QUERY_CHARS]  # the page does not send the whole rejected input back
                 else:
                     try:
-                        ctx["served"], ctx["hits"] = await revdict(q, model or indexes[0].model_id, kk, None)
+                        ctx["served"], ctx["hits"] = await revdict(q, model, kk, None)
                         if beside:
                             ctx["beside_served"], ctx["beside_hits"] = await revdict(q, beside, kk, None)
                     except HTTPException as exc:
@@ -333,11 +337,18 @@ def create_app(root: str | os.PathLike | None = None, *, max_batch: int = 32, ma
     def page_runs() -> HTMLResponse:
         return HTMLResponse(render("runs.html", here="/runs", title="Runs", runs=catalog.runs()))
 
+    @app.get("/runs/{run_id}/report", include_in_schema=False)
+    def report_page(run_id: str) -> RedirectResponse:
+        return RedirectResponse(f"/runs/{quote(run_id)}/report/report.html")
+
     @app.get("/runs/{run_id}/report/{name:path}", include_in_schema=False)
-    def report_file(run_id: str, name: str) -> FileResponse:
+    def report_file(run_id: str, name: str) -> Response:
         found = catalog.report_file(run_id, name)
         if found is None:
             raise HTTPException(404, f"no report file {short(name)!r} for run {short(run_id)!r}")
+        if name == "report.html":  # served: a way back to the app above the report
+            back = f'<p><a href="/runs#run-{quote(run_id)}">&larr; Runs</a> &middot; <a href="/revdict">Reverse dictionary</a></p>'
+            return HTMLResponse(found[0].read_text(encoding="utf-8").replace("<body>", "<body>\n" + back, 1))
         return FileResponse(found[0], media_type=found[1])
 
     @app.get("/sweeps", response_class=HTMLResponse, include_in_schema=False)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from defsentflow.encoders.loading import resolve_model_path
+from defsentflow.registry.gate import shown_decision
 from defsentflow.storage import Catalog
 from defsentflow.storage.identifiers import ALIAS_PATTERN
 from defsentflow.storage.paths import OutsideRootError, from_root, inside_root
@@ -31,7 +32,7 @@ _ID = re.compile(ID_PATTERN)
 # What the API's model= takes: a model id, or an alias (CONFIG@LABEL, storage.identifiers.ALIAS_PATTERN).
 MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:+\-]{0,199}$|" + ALIAS_PATTERN
 _RUN_FIELDS = ("run_id", "flow", "status", "reason", "started_at", "ended_at", "name", "seconds", "selected_model",
-               "selection_metric", "selection_score", "has_report")
+               "selection_metric", "selection_score", "has_report", "champion", "promotion_note")
 _REPORT_SUFFIXES = {".html": "text/html", ".md": "text/markdown", ".png": "image/png"}
 
 
@@ -198,6 +199,7 @@ class ServeCatalog:
         for r in rows:
             r = shown(r)  # a run whose process is gone: interrupted; a failed one: its reason
             r["has_report"] = bool(r.pop("report_dir", None))
+            r["champion"] = shown_decision(r.get("promotion"), r.get("promotion_why"))  # kept: worse, promoted: better
             out.append({k: r.get(k) for k in _RUN_FIELDS})
         return out
 

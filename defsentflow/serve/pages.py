@@ -63,9 +63,10 @@ _TABLE = """{% macro table(columns, rows, numeric=()) -%}
 {%- endmacro %}"""
 
 _HITS = """{% macro hits_table(served, hits, id) -%}
-<div class="hits"><p class="muted">{{ served.label }}, {{ served.mode }} mode</p>
-<div class="wide"><table id="{{ id }}"><thead><tr><th>rank</th><th>entry</th><th>score</th>
-<th title="the entry's definition nearest to the query">matched definition</th><th title="its cosine to the query">cosine</th></tr></thead><tbody>
+<div class="hits"><p class="muted">{{ served.label }}: ranked by score ({{ served.mode }} mode); the cosine is the
+matched definition's, shown beside it, not what ranks</p>
+<div class="wide"><table id="{{ id }}"><thead><tr><th>rank</th><th>entry</th><th title="what ranks the entries">score</th>
+<th title="the entry's definition nearest to the query">matched definition</th><th title="its cosine to the query; it does not rank">cosine</th></tr></thead><tbody>
 {% for h in hits %}<tr><td class="num">{{ loop.index }}</td><td class="entry">{{ h.entry }}</td><td class="num">{{ "%.4f"|format(h.score) }}</td>
 <td class="definition">{{ h.definition or "" }}</td><td class="num">{% if h.definition_score is not none %}{{ "%.3f"|format(h.definition_score) }}{% endif %}</td></tr>{% endfor %}
 </tbody></table></div></div>
@@ -103,27 +104,29 @@ places closest, each with the one of its definitions nearest to yours. Pick a se
 {% endblock %}"""
 
 _LEADERBOARD = """{% extends "base.html" %}{% block content %}
-{% if rows %}<p class="muted">One row per model (its other ids in the last column); {{ note }}. Figures are named
+{% if rows %}<p class="muted">One row per model (the aliases that name it, in bold, under its id; its other ids in the
+last column); {{ note }}. Figures are named
 task, protocol, mode, metric under their split; STS: Spearman x 100 ('all' setting); <code>mrr</code>: reverse-dictionary
 mean reciprocal rank (0 to 1). A heading without a metric is STS's Spearman; hover a heading for the figure's full name.</p>
 <div class="wide"><table id="leaderboard" class="board">
 <thead><tr><th colspan="{{ ident|length }}"></th>{% for g in groups %}<th colspan="{{ g.columns|length }}" class="group {{ g.name }}">{{ g.name }}</th>{% endfor %}<th></th></tr>
 <tr>{% for c in ident %}<th>{{ c }}</th>{% endfor %}{% for g in groups %}{% for c in g.columns %}<th class="{{ g.name }}" title="{{ c.name }}">{{ c.short }}</th>{% endfor %}{% endfor %}<th>also known as</th></tr></thead>
 <tbody>{% for r in rows %}<tr>
-<td>{{ r.model_id }}</td><td>{{ r.pooling or "" }}</td><td>{{ r.method or "" }}</td>
+<td>{{ r.model_id }}{% for a in r.holds %}<br><strong class="holder">{{ a }}</strong>{% endfor %}</td><td>{{ r.pooling or "" }}</td><td>{{ r.method or "" }}</td>
 <td>{% if r.run_id %}<a class="run" href="{{ r.run_href }}">{{ r.run_id }}</a>{% endif %}</td>
 {% for g in groups %}{% for c in g.columns %}<td class="num {{ g.name }}">{{ r.get(c.name)|cell }}</td>{% endfor %}{% endfor %}
-<td>{{ r.aliases|reject("equalto", r.model_id)|join(", ") }}</td></tr>{% endfor %}</tbody>
+<td>{{ r.aliases|reject("equalto", r.model_id)|reject("in", r.holds)|join(", ") }}</td></tr>{% endfor %}</tbody>
 </table></div>{% else %}<p>No evaluation results yet.</p>{% endif %}
 {% endblock %}"""
 
 _RUNS = """{% extends "base.html" %}{% from "table.html" import table %}{% block content %}
 {% if runs %}<div class="wide"><table>
 <thead><tr><th>run</th><th>name</th><th>flow</th><th>status</th><th>started</th><th>seconds</th><th>selected model</th>
-<th>selection</th><th>report</th></tr></thead><tbody>
+<th>selection</th><th>champion</th><th>report</th></tr></thead><tbody>
 {% for r in runs %}<tr id="run-{{ r.run_id }}"><td>{{ r.run_id }}</td><td>{{ r.name or "" }}</td><td>{{ r.flow }}</td><td>{{ r.status }}{% if r.reason %}<br><span class="muted">{{ r.reason }}</span>{% endif %}</td>
 <td>{{ r.started_at|cell }}</td><td class="num">{{ r.seconds|cell }}</td><td>{{ r.selected_model or "" }}</td>
 <td>{{ r.selection_metric or "" }} {{ r.selection_score|cell }}</td>
+<td>{{ r.champion or "" }}{% if r.promotion_note %}<br><span class="muted">{{ r.promotion_note }}</span>{% endif %}</td>
 <td>{% if r.has_report %}<a href="/runs/{{ r.run_id|urlencode }}/report/report.html">report</a>{% endif %}</td></tr>{% endfor %}
 </tbody></table></div>{% else %}<p>No runs yet.</p>{% endif %}
 {% endblock %}"""

@@ -102,12 +102,12 @@ class Catalog:
 
     _ddl_applied: set[str] = set()
 
-    def __init__(self, root: str | os.PathLike | None = None, *, lock_timeout: float = 120.0, create: bool = True,
+    def __init__(self, root: str | os.PathLike | None = None, *, lock_timeout: float | None = None, create: bool = True,
                  reader: bool = False, query_timeout: float | None = None):
         self.reader = reader
         self.root = data_root(root, create=create and not reader)
         self.path = self.root / "catalog.duckdb"
-        self.lock_timeout = lock_timeout
+        self.lock_timeout = locks.lock_timeout_s() if lock_timeout is None else lock_timeout  # --lock-timeout
         self.query_timeout = query_timeout
 
     # -- connections ---------------------------------------------------------------------

@@ -3,7 +3,9 @@ beside a writer (``locks/catalog-writers.lock``: writers hold it shared while a 
 open, ``catalog rebuild`` holds it alone for its whole run), and reads never starve a writer
 (``locks/catalog-turn.lock``: a writer that finds the catalog held takes it alone while it waits; a
 read gives way to it before opening, so reads that overlap one another end and the writer gets in);
-and what a command says while another process holds the DuckDB catalog (:func:`lock_wait_message`)."""
+and what a command says while another process holds the DuckDB catalog (:func:`lock_wait_message`),
+for how long it waits (:func:`lock_timeout_s`: ``--lock-timeout``, ``$DEFSENTFLOW_LOCK_TIMEOUT``) and
+who held it when the wait ran out (:func:`lock_holder`)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import fcntl
 import logging
 import os
 import random
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,8 +22,9 @@ from typing import IO, TypeVar
 
 from defsentflow.storage.paths import OutsideRootError, data_root, root_place
 
-__all__ = ["CatalogLockedError", "LOCK_ADVICE", "LOCK_NOTICE_S", "TURN_LOCK", "WRITER_LOCK", "artifact_lock", "connect_waiting",
-           "give_way_to_writer", "lock_wait_message", "writer_shared", "writer_turn", "writers_excluded"]
+__all__ = ["CatalogLockedError", "LOCK_ADVICE", "LOCK_NOTICE_S", "LOCK_TIMEOUT_ENV", "TURN_LOCK", "WRITER_LOCK", "artifact_lock",
+           "connect_waiting", "give_way_to_writer", "lock_holder", "lock_timeout_s", "lock_wait_message", "waited_s",
+           "writer_shared", "writer_turn", "writers_excluded"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -37,6 +41,37 @@ class CatalogLockedError(RuntimeError):
 
 LOCK_NOTICE_S = 1.0
 """A wait for the catalog longer than this is said on stderr (short waits are other runs' transactions)."""
+LOCK_TIMEOUT_ENV = "DEFSENTFLOW_LOCK_TIMEOUT"
+"""The longest a catalog open waits for another process, in seconds (``defsentflow --lock-timeout``); default 120."""
+_WAITED = [0.0]  # seconds this process waited for the catalog file another process held (the run summary names them)
+
+
+def lock_timeout_s(default: float = 120.0) -> float:
+    """The catalog's lock wait limit: ``$DEFSENTFLOW_LOCK_TIMEOUT`` (set by ``--lock-timeout``), else ``default``."""
+    try:
+        return float(os.environ.get(LOCK_TIMEOUT_ENV) or default)
+    except ValueError:
+        return default
+
+
+def waited_s() -> float:
+    """Seconds this process has waited for the catalog file so far (subtract an earlier reading)."""
+    return _WAITED[0]
+
+
+def lock_holder(exc: BaseException) -> str:
+    """Who holds the file, from DuckDB's lock error: ``PID 123 (duckdb shell.db)``, else ``another process``."""
+    found = re.search(r"held in (.*?) \(PID (\d+)\)", str(exc))
+    if not found:
+        return "another process"
+    try:
+        with open(f"/proc/{found[2]}/cmdline", "rb") as fh:
+            command = fh.read(300).replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        command = found[1]
+    return f"PID {found[2]} ({' '.join(command.split())[:160]})"
+
+
 LOCK_ADVICE = ("close the program holding it, e.g. a `duckdb` shell; `defsentflow sql \"...\"` reads it and lets go "
                "after each query")
 
@@ -184,19 +219,23 @@ def connect_waiting(connect: Callable[[], T], root: Path, *, writer: bool, timeo
     deadline = started + timeout
     if not writer and give_way and not give_way_to_writer(root, deadline):
         raise CatalogLockedError(f"{what}: a writer waited for the catalog for {timeout:.0f}s")
-    delay, waiting, said = 0.05, False, False
+    delay, waiting, said, blocked = 0.05, False, False, False
     with contextlib.ExitStack() as turn:
         while True:
             try:
                 con = connect()
+                _WAITED[0] += time.monotonic() - started if blocked else 0.0
                 if said:
                     log.warning("catalog %s: free again after %.0f s of waiting", what, time.monotonic() - started)
                 return con
             except Exception as exc:
                 if not locked(exc):
                     raise
+                blocked = True
                 if time.monotonic() > deadline:
-                    raise CatalogLockedError(f"{what}: locked by another process for {timeout:g} s ({LOCK_ADVICE})") from exc
+                    _WAITED[0] += time.monotonic() - started
+                    raise CatalogLockedError(f"{what}: locked by another process for {timeout:g} s: {lock_holder(exc)} "
+                                             f"holds it ({LOCK_ADVICE}; --lock-timeout SECONDS waits longer)") from exc
             if not said and time.monotonic() - started >= LOCK_NOTICE_S:
                 said = True
                 log.warning(lock_wait_message(what, timeout))

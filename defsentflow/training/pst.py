@@ -53,6 +53,7 @@ from defsentflow.fanout import FanOut, runs_beside, sequential
 from defsentflow.model.ids import run_alias
 from defsentflow.storage import Catalog, check_identifier, data_root, hash_config, hash_path, write_json
 from defsentflow.storage.paths import relative_tree, resolved_tree, root_place
+from defsentflow.ties import beats
 from defsentflow.training.candidate import (
     plan_base_candidate,
     plan_candidate,
@@ -233,13 +234,13 @@ def _fmt(x: float | None) -> str:
 
 
 def choose_winner(history: Sequence[StepResult], final: str = "best_dev") -> tuple[Candidate, str]:
-    """The chosen candidate of the step with the best figure (step 0 included; ties go to the
-    earlier step), and why. The figure is the step's best score, or its chosen combination's mean
+    """The chosen candidate of the step with the best figure (step 0 included; figures equal to
+    the 4 significant digits they are reported at tie, and a tie goes to the earlier step), and why. The figure is the step's best score, or its chosen combination's mean
     over seeds under ``mean_over_seeds``. ``final="last"``: the last step's chosen candidate
     whatever the figures (the papers' final encoder), the best step still named in the reason."""
     top = history[0]
     for s in history[1:]:
-        if s.figure is not None and (top.figure is None or s.figure > top.figure):
+        if beats(s.figure, top.figure):  # a tie as reported goes to the earlier step (defsentflow.ties)
             top = s
     by_mean = history[-1].rule == "mean_over_seeds"
     per_step = ", ".join(f"step {s.step}: {_fmt(s.figure)}" for s in history)

@@ -65,3 +65,40 @@ def test_a_command_waiting_for_a_read_only_shell_says_what_how_long_and_what_to_
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def test_a_wait_past_the_lock_limit_is_one_error_line_naming_the_holder(home):
+    """`defsentflow --lock-timeout 1 run demo` while a real read-only DuckDB connection holds the catalog:
+    rc 2 and one `defsentflow: error:` line naming the holding process, no traceback (in process: the
+    subject is the wait and its message, not the process boundary, which the test above crosses)."""
+    from tests.integration.tiny_pipeline_utils import cli_here
+
+    Catalog().start_run("x", run_id="r0")
+    shell = subprocess.Popen([sys.executable, "-c", (
+        "import duckdb, sys\n"
+        f"con = duckdb.connect({str(home / 'catalog.duckdb')!r}, read_only=True)\n"
+        "print('open', flush=True)\n"
+        "sys.stdin.readline()\n")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert shell.stdout.readline().strip() == "open"
+        t0 = time.monotonic()
+        res = cli_here(["--lock-timeout", "1", "run", str(REPO / "configs" / "demo.yaml")], home)
+        took = time.monotonic() - t0
+    finally:
+        shell.kill()
+        shell.wait()
+    errors = [line for line in res.stderr.splitlines() if line.startswith("defsentflow: error:")]
+    assert res.returncode == 2 and len(errors) == 1 and "Traceback" not in res.stderr, res.stderr
+    assert f"for 1 s: PID {shell.pid} (" in errors[0] and "holds it" in errors[0] and "--lock-timeout" in errors[0], errors
+    assert took < 30, took
+
+
+def test_the_summary_says_the_command_s_time_and_the_wait(home):
+    """The closing block's time is the command's wall time with the catalog wait named; a run that ran no
+    stage prints no empty stage line."""
+    from defsentflow.run_summary import summary_lines
+
+    Catalog().start_run("pipeline", run_id="demo-1")
+    lines = summary_lines({"run_id": "demo-1", "status": "unchanged"}, seconds=83, waited=47, log_path=home / "x.log")
+    assert "run:      demo-1 (unchanged) in 1 min 23 s (47 s of it waiting for the catalog)" in lines
+    assert not any(line.startswith("stages:") for line in lines) and "\n\n\n" not in "\n".join(lines), lines

@@ -82,3 +82,34 @@ def test_promote_takes_models_of_the_catalog_only(two_models):
     (tmp / "loose").mkdir()
     rc, _, err = _cli("promote", str(tmp / "loose"), "--alias", "demo@champion", "--yes")
     assert rc == 2 and "not one of the catalog" in err
+
+
+def test_a_typo_in_an_alias_is_refused_and_a_retired_alias_is_gone(two_models, monkeypatch, tmp_path):
+    """`promote --alias demo@champoin` (one edit from demo@champion) and `dmeo@champion` (a config that
+    never ran) are refused with "did you mean"; with --new the alias is made, a command taking a model
+    names the aliases for one that is not, and `aliases --retire` takes it out of every list."""
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    for typo, why in (("demo@champoin", "it is one edit from demo@champion"),
+                      ("dmeo@champion", "its config 'dmeo' never ran")):
+        rc, _, err = _cli("promote", "good", "--alias", typo)
+        assert rc == 2 and why in err and "did you mean demo@champion?" in err and "--new" in err, err
+    assert "demo@champoin" not in _cli("aliases")[1]
+    words = tmp_path / "s.txt"
+    words.write_text("a dog\n")
+    rc, _, err = _cli("encode", "demo@champoin", "--input", str(words), "--out", str(tmp_path / "v.parquet"))
+    assert rc == 2 and "no alias 'demo@champoin'; aliases: demo@champion" in err, err
+    # made on purpose: --new; then a rollback to a worse model asks, and shows both figures
+    assert _cli("promote", "bad", "--alias", "demo@staging", "--new")[0] == 0
+    assert _cli("promote", "good", "--alias", "demo@staging")[0] == 0      # better: no question
+    rc, out, err = _cli("rollback", "demo@staging")
+    assert rc == 2 and "bad scores lower than good" in err and "0.3 -> 0.1" in out and "give --yes" in err, (out, err)
+    rc, out, _ = _cli("rollback", "demo@staging", "--yes")
+    assert rc == 0 and "good -> bad (rolled back" in out
+    board = _cli("leaderboard")[1]
+    assert "demo@staging = bad" in board and "demo@champion = good" in board, board   # each alias's holder marked
+    rc, out, _ = _cli("aliases", "--retire", "demo@staging")
+    assert rc == 0 and "demo@staging: retired (it named bad)" in out
+    assert "demo@staging" not in _cli("aliases")[1] and "retire" in _cli("aliases", "demo@staging")[1]
+    assert "demo@staging" not in _cli("leaderboard", "--wide")[1] and "demo@staging" not in _cli("leaderboard")[1]
+    rc, _, err = _cli("aliases", "--retire", "demo@staging")
+    assert rc == 2 and "no alias 'demo@staging'" in err

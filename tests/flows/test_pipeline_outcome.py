@@ -8,7 +8,7 @@ import pytest
 
 DECIDED = {"decision": "kept", "alias": "tiny@champion", "model_id": "dsp-new", "champion": "dsp-old",
            "figure": "stsb_dev_spearman", "value": 0.5, "champion_value": 0.6, "min_delta": 0.0,
-           "reason": "dsp-old stays tiny@champion: dsp-new's stsb_dev_spearman 0.5 is below its 0.6"}
+           "reason": "dsp-old stays tiny@champion: dsp-new's stsb_dev_spearman 0.5 is below its 0.6", "why": "worse"}
 
 
 @pytest.mark.parametrize("status, stages, decision, name, tags", [
@@ -16,7 +16,10 @@ DECIDED = {"decision": "kept", "alias": "tiny@champion", "model_id": "dsp-new", 
     ("completed", ["cached", "completed"], None, "Completed", []),
     ("completed", ["cached", "completed"], "promoted", "Promoted", ["promoted"]),
     ("completed", ["cached", "completed"], "not-comparable", "Not comparable", ["not-comparable"]),
-    ("completed", ["cached", "cached"], "kept", "Reused", ["kept", "reused"]),  # every stage reused, the champion kept
+    # every stage reused and the champion kept: Kept when the model lost (worse, tied, rolled back) ...
+    ("completed", ["cached", "cached"], "kept", "Kept", ["kept", "reused"]),
+    # ... Reused when the run's model is the champion itself (nothing changed)
+    ("completed", ["cached", "cached"], "kept:re-run of the champion", "Reused", ["kept", "reused"]),
 ])
 def test_the_final_state_says_what_the_run_did(prefect_test_harness, home, status, stages, decision, name, tags):
     from prefect import flow
@@ -31,7 +34,9 @@ def test_the_final_state_says_what_the_run_did(prefect_test_harness, home, statu
     cat.start_run("pipeline", run_id="r1")
     for i, s in enumerate(stages):
         cat.record_stage("r1", f"stage-{i}", s)
-    result = {"run_id": "r1", "status": status, **({"promotion": {**DECIDED, "decision": decision}} if decision else {})}
+    decision, _, why = (decision or "").partition(":")
+    result = {"run_id": "r1", "status": status,
+              **({"promotion": {**DECIDED, "decision": decision, "why": why or DECIDED["why"]}} if decision else {})}
 
     @flow
     def pipeline_like() -> dict:

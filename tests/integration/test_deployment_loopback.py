@@ -236,7 +236,7 @@ def test_deployment_runs_equal_cli_runs_and_schedules_fire(tiny_finished_root, m
                                                  "sort": "CREATED_DESC", "limit": 1})
         assert f"`{promoted}`" in art["data"] and f"`{first}`" in art["data"] and "promoted" in art["data"]
         assert "kept" in (home / "logs" / f"{kept_run}.log").read_text()  # the run summary's line
-        assert f"{promoted} -> {first}" in _cli("rollback", "tiny-dep@champion")  # in this process: serve is the other
+        assert f"{promoted} -> {first}" in _cli("rollback", "tiny-dep@champion", "--yes")  # to the worse model: --yes; in this process
         assert _served_model(url, "tiny-dep@champion") == first
         _stop(served)
         served = None

@@ -16,6 +16,7 @@ from defsentflow.registry import (
     holder,
     promote,
     record_change,
+    retire,
     rollback,
 )
 from defsentflow.registry.aliases import AliasChange, rollback_target
@@ -32,6 +33,7 @@ def _champion(model="old", figure=FIG):
 @pytest.mark.parametrize(("value", "held", "min_delta", "decision", "words"), [
     (0.30, 0.20, 0.0, "promoted", "0.3 > 0.2"),
     (0.20, 0.20, 0.0, "kept", "ties"),                         # a tie keeps the champion
+    (86.71714, 86.71699, 0.0, "kept", "86.72 ties its 86.72"), # equal as reported (4 significant digits): a tie
     (0.10, 0.20, 0.0, "kept", "is below"),
     (0.25, 0.20, 0.1, "kept", "within min_delta"),             # better, but not by the margin
     (0.35, 0.20, 0.1, "promoted", "+ 0.1"),
@@ -118,6 +120,20 @@ def test_the_gate_over_runs_records_every_decision(home):
     rows = cat.query("SELECT run_id, promotion, promotion_note FROM runs WHERE run_id <> 'demo-0' ORDER BY run_id")
     assert [r["promotion"] for r in rows] == ["promoted", "kept", "not-comparable", "promoted"]
     assert "0.1 is below its 0.2" in rows[1]["promotion_note"]
+    # what `defsentflow runs` and the served /runs show: the decision and why, and its sentence
+    from defsentflow.serve.catalog import ServeCatalog
+    from tests.integration.tiny_pipeline_utils import cli_here
+
+    listed = cli_here(["runs"]).stdout
+    assert "kept: worse" in listed and "promoted: first model" in listed and "0.1 is below its 0.2" in listed, listed
+    served = {r["run_id"]: r for r in ServeCatalog().runs()}
+    assert served["demo-2"]["champion"] == "kept: worse" and "is below" in served["demo-2"]["promotion_note"]
+    # the report's header: the gate's sentence, both figures in it
+    from defsentflow.report.run_report import build_report
+
+    report = build_report("demo-4", analyse_missing=False, register=False).markdown
+    line = report.split("**Champion:** ")[1].splitlines()[0]
+    assert line.startswith("`demo@champion` promoted (better): m3 replaces m1 as demo@champion") and "0.3 \\> 0.2" in line, line
     changes = history(cat, "demo@champion")
     assert [(c.from_model, c.model_id, c.action, c.run_id) for c in changes] == [
         (None, "m1", "gate", "demo-1"), ("m1", "m3", "gate", "demo-4")]
@@ -139,7 +155,7 @@ def test_rollback_walks_back_the_promotions_and_the_gate_respects_it(home):
     assert [c.action for c in history(cat, "demo@champion")] == ["promote"] * 3 + ["rollback"] * 2  # nothing deleted
     # c was rolled back: a later run that selects it again leaves the champion where a person put it
     again = _run(cat, "demo-9", "c")
-    assert again["decision"] == "kept" and "was rolled back" in again["reason"]
+    assert again["decision"] == "kept" and "was rolled back" in again["reason"] and again["why"] == "rolled back"
     assert holder(cat, "demo@champion").model_id == "a"
     assert rollback_target(history(cat, "demo@champion")) is None
 
@@ -171,13 +187,16 @@ def test_catalog_rebuild_restores_every_alias_and_its_history(home):
         record_change(cat, "demo@champion", model, action="promote", figure=FIG)
     record_change(cat, "demo@prod", "base:a", action="promote")
     rollback(cat, "demo@champion")
+    record_change(cat, "demo@typo", "base:b", action="promote")
+    retire(cat, "demo@typo")                     # retired: in the history, named by nothing
     before = [c.to_dict() for c in history(cat)]
     for f in home.glob("catalog.duckdb*"):
         f.unlink()
     Catalog._ddl_applied.clear()  # as in a new process
     counts = rebuild_catalog()
-    assert counts["alias_changes"] == 4 and not counts["problems"]
+    assert counts["alias_changes"] == 6 and not counts["problems"]
     assert [c.to_dict() for c in history(Catalog())] == before
+    assert holder(Catalog(), "demo@typo") is None and not Catalog().query("SELECT 1 FROM model_ids WHERE model_id = 'demo@typo'")
     # the record is input like the others: rows of another alias in it are refused, the rest restored
     path = row_record_path(home, "alias", "demo@prod")
     data = json.loads(path.read_text())
@@ -185,4 +204,25 @@ def test_catalog_rebuild_restores_every_alias_and_its_history(home):
     path.write_text(json.dumps(data))
     counts = rebuild_catalog()
     assert any("a row of 'demo@champion', not of 'demo@prod'" in p for p in counts["problems"]), counts["problems"]
-    assert {c.alias for c in history(Catalog())} == {"demo@champion"}
+    assert {c.alias for c in history(Catalog())} == {"demo@champion", "demo@typo"}
+
+
+def test_a_tie_at_the_reported_precision_goes_to_the_earlier_model():
+    """The rule of PST's choice of a step and of the gate (defsentflow.ties): an lr 1e-9 step that moves
+    STS-B dev by float noise (86.71714 against the untrained 86.71699) does not win, and the report's
+    Why line says it tied."""
+    from types import SimpleNamespace
+
+    from defsentflow.report.summary import why_sentence
+    from defsentflow.training.pst import choose_winner
+
+    def step(n, figure):
+        best = SimpleNamespace(step=n, label=f"s{n}", metric="stsb-dev", score=figure)
+        return SimpleNamespace(step=n, figure=figure, best=best, rule="best_seed")
+
+    winner, reason = choose_winner([step(0, 86.71699), step(1, 86.71714)])
+    assert winner.step == 0 and "untrained encoder is returned" in reason
+    assert choose_winner([step(0, 86.71699), step(1, 86.73)])[0].step == 1     # a difference as reported wins
+    why = why_sentence({"winner_step": 0, "selection_metric": "stsb-dev"},
+                       [{"step": 0, "score": 86.71699}, {"step": 1, "score": 86.71714}])
+    assert "step 1 tied it" in why and "a tie keeps the earlier model" in why, why

@@ -115,9 +115,11 @@ def test_the_page_offers_each_alias_and_answers_from_its_model(two_served, monke
     with TestClient(create_app()) as client:
         page = client.get("/revdict")
         assert page.status_code == 200
-        assert '<optgroup label="Aliases">' in page.text and '<option value="demo@champion">demo@champion: model-a since' \
-            in page.text
+        # the first view: the Model box shows the alias, and the example's table is its model's answer
+        assert '<optgroup label="Aliases">' in page.text and \
+            '<option value="demo@champion" selected>demo@champion: model-a since' in page.text
         assert page.text.index('value="demo@champion"') < page.text.index('value="model-a"')
+        assert '<div class="hits"><p class="muted">model-a (' in page.text and "ranked by score" in page.text
         picked = client.get("/revdict", params={"q": "a dog", "model": "demo@champion", "k": 2})
         assert picked.status_code == 200 and '<option value="demo@champion" selected>' in picked.text
         assert '<div class="hits"><p class="muted">model-a (' in picked.text  # answered by the alias's model
@@ -128,3 +130,26 @@ def test_the_page_offers_each_alias_and_answers_from_its_model(two_served, monke
             assert '<div class="hits"><p class="muted">model-b (' in after.text  # no restart
         finally:
             rollback(Catalog(), "demo@champion")
+
+
+def test_a_retired_alias_leaves_the_page_the_api_and_the_leaderboard(two_served, monkeypatch):
+    """`defsentflow aliases --retire` (through the CLI) takes the alias out of serve's lists at the next
+    request, and a request for it says which aliases there are; the API names the alias asked for. (The
+    leaderboard: tests/cli/test_registry_cli.py.)"""
+    from fastapi.testclient import TestClient
+
+    from defsentflow.serve import create_app
+    from tests.integration.tiny_pipeline_utils import cli_here
+
+    monkeypatch.setenv("DEFSENTFLOW_HOME", str(two_served))
+    assert cli_here(["promote", "model-b", "--alias", "demo@oops", "--new", "--yes"]).returncode == 0
+    with TestClient(create_app()) as client:
+        answer = client.get("/api/revdict", params={"q": "a dog", "model": "demo@oops"}).json()
+        assert (answer["model"], answer["alias"]) == ("model-b", "demo@oops")   # which model the alias resolved to
+        assert 'value="demo@oops"' in client.get("/revdict").text
+        res = cli_here(["aliases", "--retire", "demo@oops"])
+        assert res.returncode == 0 and "retired" in res.stdout, res.stderr
+        assert 'value="demo@oops"' not in client.get("/revdict").text
+        assert all(a["alias"] != "demo@oops" for m in client.get("/api/models").json() for a in m["serves"])
+        gone = client.get("/api/revdict", params={"q": "a dog", "model": "demo@oops"})
+        assert gone.status_code == 404 and "no alias 'demo@oops'; aliases: demo@champion" in gone.text

@@ -93,6 +93,8 @@ def test_pages_and_json_views(client):
     assert "/runs/run-1/report/report.html" in client.get("/runs").text
     report = client.get("/runs/run-1/report/report.html")
     assert report.status_code == 200 and report.headers["content-type"].startswith("text/html")
+    assert '<a href="/runs#run-run-1">&larr; Runs</a>' in report.text  # served: a way back to the app
+    assert client.get("/runs/run-1/report").text == report.text  # no slash: the report, not a JSON error
     assert [m["model"] for m in client.get("/api/models").json()] == ["tiny-pst"]
     (sweep,) = client.get("/api/sweeps").json()
     assert sweep["sweep"] == "lr-sweep" and [p["label"] for p in sweep["points"]] == ["lr=1e-05"]

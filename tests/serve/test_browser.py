@@ -33,6 +33,28 @@ def _free_port() -> int:
 
 
 @pytest.fixture()
+def aliased(served, tiny_mlm_dir):
+    """A second served model, and an alias (tiny@champion) naming the model that is *not* the first index:
+    the first view must answer from the alias the Model box shows, not from the first index."""
+    import pyarrow as pa
+
+    from defsentflow.registry import record_change
+    from defsentflow.revdict import build_revdict_index
+    from defsentflow.serve.catalog import ServeCatalog
+    from defsentflow.storage import Catalog
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DEFSENTFLOW_HOME", str(served))
+        table = pa.table({"entry": list(DEFS), "definition": list(DEFS.values()), "split": ["test"] * len(DEFS)})
+        build_revdict_index(str(tiny_mlm_dir), table, mode="cosine", device="cpu")
+        Catalog().register_model("tiny-other", tiny_mlm_dir, method="defsent_plus", pooling="mean")
+        ids = [i.model_id for i in ServeCatalog(served).indexes()]
+        named = next(m for m in ids if m != ids[0])
+        record_change(Catalog(), "tiny@champion", named, action="gate")
+    return named
+
+
+@pytest.fixture()
 def server(served):
     import httpx
 
@@ -63,7 +85,7 @@ def server(served):
             proc.kill()
 
 
-def test_typing_a_definition_shows_its_entry_first(server, served, tmp_path):
+def test_typing_a_definition_shows_its_entry_first(aliased, server, served, tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
     with sync_api.sync_playwright() as pw:
         # the system Chromium; --no-sandbox: CI containers run as root, where Chromium's sandbox refuses to start
@@ -72,6 +94,12 @@ def test_typing_a_definition_shows_its_entry_first(server, served, tmp_path):
             page = browser.new_page(viewport={"width": 1100, "height": 800})
             page.goto(server + "/revdict")
             assert page.title().startswith("Reverse dictionary")
+            # the first view: the Model box shows the alias, and the table below is its model's answer
+            shown = page.eval_on_selector("#model", "s => s.options[s.selectedIndex].text")
+            assert shown.startswith(f"tiny@champion: {aliased} since"), shown
+            assert page.inner_text("#results").strip() and \
+                page.locator(".hits p.muted").first.inner_text().startswith(f"{aliased} (")
+            assert "ranked by score" in page.locator(".hits p.muted").first.inner_text()  # which score ranks
             page.fill("#q", DEFS["king"])
             page.select_option("#model", "tiny-pst")
             page.fill("#k", "5")
@@ -85,7 +113,7 @@ def test_typing_a_definition_shows_its_entry_first(server, served, tmp_path):
             assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
             # an unknown model is a clear message on the page, not a stack trace
             page.goto(server + "/revdict?q=a+dog&model=nobody")
-            assert "served models: tiny-pst" in page.inner_text("#error")
+            assert "served models: " in page.inner_text("#error") and "tiny-pst" in page.inner_text("#error")
             # the page opens with an example look-up; a second model shows beside the first
             page.goto(server + "/revdict")
             assert page.is_visible("#example") and page.locator("#results td.entry").count() == 10

@@ -78,7 +78,7 @@ def test_lock_timeout_is_a_clear_error(home):
     )], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
-        with pytest.raises(CatalogLockedError, match="locked by another process for 0.5 s .close the program"):
+        with pytest.raises(CatalogLockedError, match="locked by another process for 0.5 s: .* holds it .close the program"):
             Catalog(lock_timeout=0.5).start_run("y")
     finally:
         holder.kill()
