@@ -52,7 +52,7 @@ from defsentflow.fanout import (
 from defsentflow.model.entry_matrix import EntryMatrix
 from defsentflow.model.ids import ModelSlot, model_slot
 from defsentflow.model.record import model_ref, read_model_record
-from defsentflow.model.targets import single_token_entries, single_token_targets
+from defsentflow.model.targets import single_token_entries
 from defsentflow.storage import Catalog, data_root, hash_path
 from defsentflow.storage.locks import artifact_lock
 from defsentflow.storage.paths import from_root, to_root
