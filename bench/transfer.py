@@ -1,6 +1,7 @@
 """Transfer tasks on the bundled MiniLM (mean pooling): time and figures of ``sick-e`` and ``bbc-topics``.
 
     OMP_NUM_THREADS=1 python bench/transfer.py [--data-dir ../shared/data] [--repeats 3] [--seeds 1111,1112,1113]
+    OMP_NUM_THREADS=1 python bench/transfer.py --only stsb-sup,sickr-sup   # other tasks, once each
 
 Ours is ``evaluation.transfer.run_task``: every distinct sentence of every split encoded once by
 ``encode_texts`` (mean pooling, fp32), then SentEval's scheme with the whole C grid in this process.
@@ -63,6 +64,7 @@ def main() -> None:
     ap.add_argument("--model", default="minilm")
     ap.add_argument("--repeats", type=int, default=3, help="sick-e repeats of each variant")
     ap.add_argument("--seeds", default="1111,1112,1113", help="bbc-topics probe seeds")
+    ap.add_argument("--only", default="", help="instead: run these tasks once each (e.g. stsb-sup,sickr-sup)")
     args = ap.parse_args()
     os.environ.setdefault("DEFSENTFLOW_QUIET", "1")
     from defsentflow.encoders import encode_texts, load_encoder
@@ -77,6 +79,13 @@ def main() -> None:
 
     encode(["warm up"] * 8)
     print(f"torch threads {torch.get_num_threads()}; load average {os.getloadavg()[0]:.2f}")
+    for name in filter(None, args.only.split(",")):
+        t, c = time.perf_counter(), time.process_time()
+        res = run_task(name, args.data_dir, encode)
+        print(f"{name} ({res.n}; protocol {res.protocol_hash}): {res.scores}; {time.perf_counter() - t:.1f} s wall, "
+              f"{time.process_time() - c:.1f} s CPU (encode {res.seconds['encode']:.1f}, probe {res.seconds['probe']:.1f})")
+    if args.only:
+        return
     walls: dict[str, list[float]] = {"ours": [], "naive": []}
     cpus: dict[str, list[float]] = {"ours": [], "naive": []}
     for r in range(args.repeats):

@@ -16,6 +16,8 @@ from defsentflow.evaluation.transfer import (
     inner_kfold_classifier,
     kfold_classifier,
     run_task,
+    run_task_seeds,
+    seed_stats,
     senteval_order,
     split_classifier,
 )
@@ -227,3 +229,21 @@ def test_relatedness_probe_tai_targets_and_fit(monkeypatch):
     out = regress(TASKS["sickr-sup"], splits, {"train": X[:128], "dev": X[128:160], "test": X[160:]})
     assert out["dev_pearson"] > 50 and out["test_pearson"] > 50 and set(out) == {"dev_pearson", "test_pearson",
                                                                                  "test_spearman"}
+
+
+def test_seed_runs_encode_once_and_give_mean_and_sd(tmp_path):
+    calls = []
+
+    def enc(texts):
+        calls.append(len(texts))
+        return bow(texts)
+
+    for topic, words in (("sport", "goal match win"), ("tech", "phone chip web")):
+        for i in range(12):
+            write(tmp_path / "corpus" / "bbc" / topic / f"{i:03d}.txt", [f"{words.split()[i % 3]} news {i}", "", "body"])
+    fast = replace(TASKS["bbc-topics"], kfold=3)
+    runs = run_task_seeds(fast, tmp_path, enc, [1, 2, 3])
+    assert len(calls) == 1 and [r.protocol_hash for r in runs] == [replace(fast, seed=s).protocol_hash() for s in (1, 2, 3)]
+    accs = [r.scores["test_acc"] for r in runs]
+    mean, sd = seed_stats(runs)["test_acc"]
+    assert mean == round(float(np.mean(accs)), 2) and sd == round(float(np.std(accs, ddof=1)), 2)
