@@ -181,6 +181,14 @@ def test_kfold_schemes_separable_and_shuffled():
     assert abs(inner_kfold_classifier(X, shuffled, REGS, 5, 1111)[1] - 50) < 12
     dev, test, c, yhat = kfold_classifier((X[:150], y[:150]), (X[150:], y[150:]), REGS, 5, 1111)
     assert dev > 97 and test > 97 and len(yhat) == 50 and c in REGS
+    # the folds are SentEval's: StratifiedKFold(shuffle=True, random_state=seed), scored by sklearn's own loop
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+    noisy = blobs(150, 2, sep=0.6, seed=3)
+    cv = StratifiedKFold(5, shuffle=True, random_state=1111)
+    ref = [round(100 * cross_val_score(LogisticRegression(C=r, random_state=1111), *noisy, cv=cv).mean(), 2) for r in REGS]
+    assert kfold_classifier(noisy, noisy, REGS, 5, 1111)[0] == max(ref)
     assert abs(kfold_classifier((X[:150], shuffled[:150]), (X[150:], shuffled[150:]), REGS, 5, 1111)[1] - 50) < 16
 
 
