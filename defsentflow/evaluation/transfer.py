@@ -202,8 +202,8 @@ def _classify(task: TransferTask, splits: dict[str, Split], vecs: dict) -> tuple
 def score_vectors(task: TransferTask, splits: dict[str, Split], vecs: dict[str, tuple[np.ndarray, ...]]
                   ) -> tuple[dict[str, float], tuple[float, ...]]:
     """The task's probe on its splits' vectors: (scores, the chosen C of each outer fold)."""
-    if task.scheme == "regress":
-        return regress(task, splits, {k: features(v) for k, v in vecs.items()}), ()
+    if task.scheme == "regress":  # in SentEval's order too: its epochs permute the sorted records
+        return regress(task, {k: _xy(vecs, splits, k) for k in splits}), ()
     return _classify(task, splits, vecs)
 
 

@@ -17,7 +17,7 @@ import copy
 
 import numpy as np
 
-from defsentflow.evaluation.transfer_data import Split, TransferTask
+from defsentflow.evaluation.transfer_data import TransferTask
 
 __all__ = ["regress", "tai_targets"]
 
@@ -47,15 +47,15 @@ def _pearson(a: np.ndarray, b: np.ndarray) -> float:
     return 0.0 if r != r else float(r)
 
 
-def regress(task: TransferTask, splits: dict[str, Split], feats: dict[str, np.ndarray]) -> dict[str, float]:
-    """Train on train's features, keep the best dev-Pearson check, score test when present (x 100)."""
+def regress(task: TransferTask, data: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, float]:
+    """Train on train's (features, gold scores), keep the best dev-Pearson check, score test when present (x 100)."""
     import torch  # lazy: torch loads only where the regressor runs
     from scipy.stats import spearmanr  # lazy: scipy loads only where it is used
 
     rng = np.random.RandomState(task.seed)
     torch.manual_seed(task.seed)
-    X = {k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32)) for k, v in feats.items()}
-    Y = torch.from_numpy(tai_targets(splits["train"].y))
+    X = {k: torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)) for k, (x, _) in data.items()}
+    Y = torch.from_numpy(tai_targets(data["train"][1]))
     model = torch.nn.Sequential(torch.nn.Linear(X["train"].shape[1], 5), torch.nn.Softmax(dim=-1))
     loss_fn = torch.nn.MSELoss()
     opt = torch.optim.Adam(model.parameters(), weight_decay=0.0)
@@ -78,7 +78,7 @@ def regress(task: TransferTask, splits: dict[str, Split], feats: dict[str, np.nd
                 opt.step()
         epoch += CHECK_EVERY
         model.eval()
-        pr = _pearson(predict(X["dev"]), splits["dev"].y)
+        pr = _pearson(predict(X["dev"]), data["dev"][1])
         if pr > best:
             best, best_state = pr, copy.deepcopy(model.state_dict())
         else:
@@ -87,8 +87,8 @@ def regress(task: TransferTask, splits: dict[str, Split], feats: dict[str, np.nd
             misses += 1
     model.load_state_dict(best_state)
     out = {"dev_pearson": round(100 * best, 2)}
-    if "test" in splits:
-        yhat, gold = predict(X["test"]), splits["test"].y
+    if "test" in data:
+        yhat, gold = predict(X["test"]), data["test"][1]
         out["test_pearson"] = round(100 * _pearson(yhat, gold), 2)
         out["test_spearman"] = round(100 * float(spearmanr(yhat, gold)[0]), 2)
     return out

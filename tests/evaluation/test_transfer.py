@@ -230,11 +230,10 @@ def test_relatedness_probe_tai_targets_and_fit(monkeypatch):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(192, 6)).astype(np.float32)
     y = np.clip(3 + 1.5 * X[:, 0], 1, 5)
-    splits = {"train": Split(("x",) * 128, y[:128], "t"), "dev": Split(("x",) * 32, y[128:160], "d"),
-              "test": Split(("x",) * 32, y[160:], "e")}
+    data = {"train": (X[:128], y[:128]), "dev": (X[128:160], y[128:160]), "test": (X[160:], y[160:])}
     monkeypatch.setattr(transfer_regress, "CHECK_EVERY", 10)  # SentEval's 50 x up to 20 checks: seconds
     monkeypatch.setattr(transfer_regress, "MAX_EPOCH", 60)
-    out = regress(TASKS["sickr-sup"], splits, {"train": X[:128], "dev": X[128:160], "test": X[160:]})
+    out = regress(TASKS["sickr-sup"], data)
     assert out["dev_pearson"] > 50 and out["test_pearson"] > 50 and set(out) == {"dev_pearson", "test_pearson",
                                                                                  "test_spearman"}
 
