@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 __all__ = ["AVERAGE_COLUMN", "AVERAGE_TASK", "AVERAGE_TASKS", "CANONICAL", "DEFAULT_TASKS", "DICTIONARY_TASKS", "HEAD_TOKENS",
-           "EVAL_TASKS", "PROTOCOLS", "SPLITS", "STS_TASKS", "TASKS", "TIE_RULES", "FigureSettings", "Protocol",
+           "EVAL_TASKS", "PROTOCOLS", "SPLITS", "STS_TASKS", "TASKS", "TIE_RULES", "TRANSFER_GROUP", "FigureSettings", "Protocol",
            "ProtocolSpec", "TaskMetadata", "TaskParts", "TieRule", "VARIANT_SEP", "dictionary_task", "metric_column", "registry_ddl",
            "split_group", "task_parts", "with_variant", "without_head", "SELECTION_METRICS", "SelectionMetric"]
 
@@ -114,13 +114,15 @@ class TaskMetadata:
     """
 
     name: str
-    kind: Literal["sts", "dictionary"]
-    splits: tuple[Split, ...]       # STS: the one split its files are; dictionary: the query splits it can read
+    kind: Literal["sts", "dictionary", "transfer"]
+    splits: tuple[Split, ...]       # STS: the one split its files are; dictionary: the query splits it can read;
+                                    # transfer: the splits it reads (a train-only task: its folds' figures)
     main_metric: str                # the leaderboard's figure of the task (its headline)
     main_setting: str | None = "all"  # STS: the 'all' setting; None: every setting (a dictionary task's modes)
     protocols: tuple[str, ...] = ()   # dictionary: the query protocols it serves, the default first
     candidates: tuple[str, ...] = ()  # the candidate sets it can rank (the reverse dictionary: all, split)
-    files: tuple[str, ...] = ()       # STS: relative to the data directory (a SemEval year: its folder)
+    files: tuple[str, ...] = ()       # STS: relative to the data directory (a SemEval year: its folder); transfer:
+                                      # SentEval's, under its data/downstream/ (evaluation/transfer_data.py looks)
     format: Literal["semeval", "stsb", "sick"] | None = None  # STS: how its files are read (evaluation/sts_data.py)
     default: bool = False             # evaluated when no task list is given
     in_average: bool = False          # one of the seven tasks of the STS average (SentEval's 'all')
@@ -161,6 +163,11 @@ def _sts(name: str, split: Split, *files: str, default: bool = False, in_average
                         format="sick" if name.startswith("sickr") else "stsb")
 
 
+def _transfer(name: str, splits: tuple[Split, ...], metric: str, *files: str, also: tuple[str, ...] = ()) -> TaskMetadata:
+    return TaskMetadata(name, "transfer", splits, metric, files=files, also_metrics=also)
+
+
+TRANSFER_GROUP = "transfer"  # ``--tasks transfer``: every transfer task whose files are present
 _SICK = "sick/SICK_{}.txt"
 _TABLE: tuple[TaskMetadata, ...] = (
     _year(12, ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews")),
@@ -184,6 +191,26 @@ _TABLE: tuple[TaskMetadata, ...] = (
                  ("unseen", "multi-definition", "all-definitions"),
                  description="word prediction: the model's frozen head predicts the defined word (DefSent)",
                  also_metrics=("mrr",)),
+    # SentEval's transfer tasks (evaluation/kinds/transfer.py, the probe evaluation/transfer.py): a dev
+    # figure is named ``<task>-dev``, a test one ``<task>`` (a train-only task: its outer folds')
+    _transfer("mr", ("train",), "acc", "MR/rt-polarity.pos", "MR/rt-polarity.neg"),
+    _transfer("cr", ("train",), "acc", "CR/custrev.pos", "CR/custrev.neg"),
+    _transfer("subj", ("train",), "acc", "SUBJ/subj.objective", "SUBJ/subj.subjective"),
+    _transfer("mpqa", ("train",), "acc", "MPQA/mpqa.pos", "MPQA/mpqa.neg"),
+    _transfer("sst2", ("train", "dev", "test"), "acc", *(f"SST/binary/sentiment-{s}" for s in ("train", "dev", "test"))),
+    _transfer("trec", ("train", "test"), "acc", "TREC/train_5500.label", "TREC/TREC_10.label"),
+    _transfer("mrpc", ("train", "test"), "acc", "MRPC/msr_paraphrase_train.txt", "MRPC/msr_paraphrase_test.txt",
+              also=("f1",)),
+    # the SICK test split is held back here: its figures are the trial split's, named as dev
+    _transfer("sick-e", ("train", "dev", "test"), "acc", *(f"SICK/SICK_{s}.txt" for s in ("train", "trial", "test_annotated"))),
+    _transfer("sickr-sup", ("train", "dev", "test"), "pearson",
+              *(f"SICK/SICK_{s}.txt" for s in ("train", "trial", "test_annotated")), also=("spearman",)),
+    _transfer("stsb-sup", ("train", "dev", "test"), "pearson",
+              *(f"STS/STSBenchmark/sts-{s}.csv" for s in ("train", "dev", "test")), also=("spearman",)),
+    # not SentEval's: BBC titles -> topic (corpus/bbc/<topic>/*.txt), SentEval's train-only protocol, in no
+    # paper average
+    _transfer("bbc-topics", ("train",), "acc", "corpus/bbc/<topic>/*.txt", also=("acc_sd",)),
+    TaskMetadata(TRANSFER_GROUP, "transfer", ("test",), "acc", description="every transfer task whose files are present"),
 )
 TASKS: dict[str, TaskMetadata] = {t.name: t for t in _TABLE}
 STS_TASKS: dict[str, TaskMetadata] = {t.name: t for t in _TABLE if t.kind == "sts"}

@@ -1,0 +1,93 @@
+"""The transfer kind (evaluation/kinds/transfer.py) through ``defsentflow eval``: SentEval-format MR and
+TREC files the test writes, a tiny random model, SentEval's validation schemes, reuse by the figure key."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from defsentflow.eval_tasks import TASKS, metric_column
+from defsentflow.evaluation import transfer_data
+from defsentflow.evaluation.config import EvalConfig
+from defsentflow.evaluation.figures import figure_key
+from defsentflow.evaluation.kinds import kind_of
+from tests.integration.tiny_pipeline_utils import cli_here
+
+CUE = {"ABBR": "stand", "DESC": "why", "ENTY": "which", "HUM": "who", "LOC": "where", "NUM": "many"}
+
+
+def _write(path: Path, lines: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(("\n".join(lines) + "\n").encode("latin-1"))
+
+
+@pytest.fixture
+def senteval_dir(tmp_path) -> Path:
+    """SentEval's own layout (``data/downstream/<TASK>/``): MR (20 lines a polarity), TREC (10 a class: 10 folds)."""
+    root = tmp_path / "data"
+    se = root / "downstream"
+    _write(se / "MR" / "rt-polarity.pos", [f"a great film number {i} ." for i in range(20)])
+    _write(se / "MR" / "rt-polarity.neg", [f"a dull plot , take {i}" for i in range(20)])
+    _write(se / "TREC" / "train_5500.label", [f"{c}:x {w} is thing {i} ?" for c, w in CUE.items() for i in range(10)])
+    _write(se / "TREC" / "TREC_10.label", [f"{c}:x {w} was it ?" for c, w in CUE.items()])
+    return root
+
+
+@pytest.fixture
+def one_blas_thread():
+    """The probe's 600-odd tiny fits on one BLAS thread: 3 ms each, 20 times less than on a contended pool."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):
+        yield
+
+
+def test_eval_runs_mr_and_trec_with_sentevals_schemes_and_reuses(home, tiny_bert_dir, senteval_dir, one_blas_thread):
+    args = ["eval", tiny_bert_dir, "--tasks", "mr,trec", "--data-dir", senteval_dir, "--model-id", "tiny"]
+    first = cli_here(args)
+    assert first.returncode == 0, first.stderr
+    table = {tuple(line.split()[:3]) for line in first.stdout.splitlines()}
+    # MR: train only, inner 10-fold (the outer folds' figure is its test one); TREC: train / test, 10-fold on train
+    assert {("mr", "all", "acc"), ("mr-dev", "all", "acc"), ("trec", "all", "acc"), ("trec-dev", "all", "acc")} <= table
+    assert "reused" not in first.stdout
+    second = cli_here(args)
+    assert second.returncode == 0 and "reused the stored figures" in second.stdout
+    assert [ln.split()[:4] for ln in second.stdout.splitlines()[:6]] == [ln.split()[:4] for ln in first.stdout.splitlines()[:6]]
+    # the group: every transfer task whose files are there, and the same two figures, read back
+    group = cli_here(["eval", tiny_bert_dir, "--tasks", "transfer", "--data-dir", senteval_dir, "--model-id", "tiny"])
+    assert group.returncode == 0 and "reused the stored figures" in group.stdout
+    missing = cli_here(["eval", tiny_bert_dir, "--tasks", "cr", "--data-dir", senteval_dir, "--no-record"])
+    assert missing.returncode == 2
+    (line,) = missing.stderr.strip().splitlines()
+    assert line.startswith("defsentflow: error: cr: missing custrev.neg, custrev.pos (looked in ") and "downstream/CR" in line
+
+
+def test_a_changed_protocol_changes_the_figure_key(senteval_dir, monkeypatch):
+    cfg = EvalConfig(tasks=("mr",), data_dir=str(senteval_dir))
+    kind = kind_of("mr")
+
+    def key() -> str:
+        return figure_key("model-hash", kind, "mr", cfg, "mean", kind.inputs("mr", cfg))
+
+    before = key()
+    for change in ({"kfold": 5}, {"grid": (-1, 0, 1)}, {"seed": 7}, {"pairs": True}):
+        monkeypatch.setitem(transfer_data.TASKS, "mr", replace(transfer_data.TASKS["mr"], **change))
+        assert key() != before, change
+        monkeypatch.undo()
+    assert key() == before
+    (senteval_dir / "downstream" / "MR" / "rt-polarity.pos").write_text("a new line\n")
+    assert key() != before  # the inputs' content
+
+
+def test_registry_rows_name_the_cores_files_and_dev_figures():
+    rows = [t for t in TASKS.values() if t.kind == "transfer" and t.name != "transfer"]
+    assert {t.name for t in rows} == set(transfer_data.TASKS)
+    for meta in rows:
+        core = transfer_data.TASKS[meta.name]
+        assert meta.main_metric == core.main_score
+        if core.folder:
+            assert meta.files == tuple(f"{core.folder}/{f}" for _, f in core.files)
+    assert metric_column("sick-e-dev", "all", "acc") != metric_column("sick-e", "all", "acc")
+    assert kind_of("sick-e").owner("sick-e-dev+len64", ("sick-e",)) == "sick-e"
