@@ -91,3 +91,21 @@ def test_registry_rows_name_the_cores_files_and_dev_figures():
             assert meta.files == tuple(f"{core.folder}/{f}" for _, f in core.files)
     assert metric_column("sick-e-dev", "all", "acc") != metric_column("sick-e", "all", "acc")
     assert kind_of("sick-e").owner("sick-e-dev+len64", ("sick-e",)) == "sick-e"
+
+
+def test_rows_name_dev_and_test_figures_and_a_seed_protocols_sd():
+    from defsentflow.evaluation.kinds.transfer import _rows
+    from defsentflow.evaluation.transfer import TransferResult
+
+    def res(task, scores, n):
+        return TransferResult(task, "h", scores, (), n, 0)
+
+    sick = _rows("sick-e", [res("sick-e", {"dev_acc": 80.0, "test_acc": 81.0}, {"train": 10, "dev": 5, "test": 6})],
+                 ("len64",), "mean")
+    assert [(r["task"], r["metric"], r["value"], r["n"]) for r in sick] == [
+        ("sick-e-dev+len64", "acc", 80.0, 5), ("sick-e+len64", "acc", 81.0, 6)]
+    sts = _rows("stsb-sup", [res("stsb-sup", {"dev_pearson": 83.0}, {"train": 10, "dev": 5})], (), "cls")
+    assert [(r["task"], r["metric"]) for r in sts] == [("stsb-sup-dev", "pearson")]  # no test file: no test figure
+    bbc = _rows("bbc-topics", [res("bbc-topics", {"test_acc": a}, {"train": 40}) for a in (86.0, 88.0)], (), "mean")
+    assert [(r["task"], r["metric"], r["value"], r["n"]) for r in bbc] == [
+        ("bbc-topics", "acc", 87.0, 40), ("bbc-topics", "acc_sd", 1.41, 2)]
