@@ -362,8 +362,17 @@ def registry_ddl() -> str:
     splits = ", ".join(_q(s) for s in SPLITS)
     defaults = " ".join(f"WHEN {_q(f)} THEN {_q(PROTOCOLS[t.default_protocol].word)}"
                         for f, t in _FAMILIES.items() if t.default_protocol)
-    headline = " ".join(f"WHEN {_q(f)} THEN metric IN ({', '.join(_q(m) for m in (t.main_metric, *t.also_metrics))})"
-                        + (f" AND setting = {_q(t.main_setting)}" if t.main_setting else "") for f, t in _FAMILIES.items())
+
+    def shown(t: TaskMetadata) -> str:
+        return (f"metric IN ({', '.join(_q(m) for m in (t.main_metric, *t.also_metrics))})"
+                + (f" AND setting = {_q(t.main_setting)}" if t.main_setting else ""))
+
+    headline = " ".join(f"WHEN {_q(f)} THEN {shown(t)}" for f, t in _FAMILIES.items())
+    # a task of another kind in a family's name (stsb-sup: a transfer task beside STS-B) by its own word
+    beside = " ".join(f"WHEN task_family(task) = {_q(t.family)} AND task_protocol(task) = {_q(t.name.split('-', 1)[1])} "
+                      f"THEN {shown(t)}" for t in _TABLE if t.kind != _FAMILIES[t.family].kind)
+    headline = f"CASE {beside} ELSE CASE task_family(task) {headline} ELSE TRUE END END" if beside else \
+        f"CASE task_family(task) {headline} ELSE TRUE END"
     average = ", ".join(_q(t) for t in AVERAGE_TASKS)
     sep = _q(VARIANT_SEP)
     return f"""-- Generated from defsentflow/eval_tasks.py (registry_ddl): the evaluation tasks' metadata and the
@@ -394,7 +403,7 @@ CREATE OR REPLACE MACRO split_group(task) AS
 -- (word prediction: MRR@10, then full-rank MRR), in its main setting; a family the registry does not
 -- know keeps every metric
 CREATE OR REPLACE MACRO is_headline(task, setting, metric) AS
-    CASE task_family(task) {headline} ELSE TRUE END;
+    {headline};
 CREATE OR REPLACE MACRO in_sts_average(task) AS task_base(task) IN ({average});
 CREATE OR REPLACE MACRO average_task() AS {_q(AVERAGE_TASK)};
 -- how many tasks the STS average is of: an average over fewer is left empty (its count is kept beside it)

@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import duckdb
 import pytest
 
-from defsentflow.eval_tasks import TASKS, metric_column
+from defsentflow.eval_tasks import TASKS, metric_column, registry_ddl
 from defsentflow.evaluation import transfer_data
 from defsentflow.evaluation.config import EvalConfig
 from defsentflow.evaluation.figures import figure_key
@@ -91,6 +92,13 @@ def test_registry_rows_name_the_cores_files_and_dev_figures():
             assert meta.files == tuple(f"{core.folder}/{f}" for _, f in core.files)
     assert metric_column("sick-e-dev", "all", "acc") != metric_column("sick-e", "all", "acc")
     assert kind_of("sick-e").owner("sick-e-dev+len64", ("sick-e",)) == "sick-e"
+    con = duckdb.connect()
+    con.execute(registry_ddl())
+    shown = {(t, m): con.execute("SELECT is_headline(?, 'all', ?)", [t, m]).fetchone()[0] for t, m in (
+        ("stsb-sup-dev", "pearson"), ("sickr-sup", "spearman"), ("stsb-dev", "spearman"), ("stsb-dev", "pearson"))}
+    # a transfer task in an STS family's name (stsb-sup) shows its own headline, STS-B keeps Spearman's
+    assert shown == {("stsb-sup-dev", "pearson"): True, ("sickr-sup", "spearman"): True,
+                     ("stsb-dev", "spearman"): True, ("stsb-dev", "pearson"): False}
 
 
 def test_rows_name_dev_and_test_figures_and_a_seed_protocols_sd():
