@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 __all__ = ["AVERAGE_COLUMN", "AVERAGE_TASK", "AVERAGE_TASKS", "CANONICAL", "DEFAULT_TASKS", "DICTIONARY_TASKS", "HEAD_TOKENS",
-           "EVAL_TASKS", "PROTOCOLS", "SPLITS", "STS_TASKS", "TASKS", "TIE_RULES", "FigureSettings", "Protocol",
+           "EVAL_TASKS", "PROTOCOLS", "SPLITS", "STS_TASKS", "TASKS", "TIE_RULES", "TRANSFER_GROUP", "FigureSettings", "Protocol",
            "ProtocolSpec", "TaskMetadata", "TaskParts", "TieRule", "VARIANT_SEP", "dictionary_task", "metric_column", "registry_ddl",
            "split_group", "task_parts", "with_variant", "without_head", "SELECTION_METRICS", "SelectionMetric"]
 
@@ -114,13 +114,15 @@ class TaskMetadata:
     """
 
     name: str
-    kind: Literal["sts", "dictionary"]
-    splits: tuple[Split, ...]       # STS: the one split its files are; dictionary: the query splits it can read
+    kind: Literal["sts", "dictionary", "transfer"]
+    splits: tuple[Split, ...]       # STS: the one split its files are; dictionary: the query splits it can read;
+                                    # transfer: the splits it reads (a train-only task: its folds' figures)
     main_metric: str                # the leaderboard's figure of the task (its headline)
     main_setting: str | None = "all"  # STS: the 'all' setting; None: every setting (a dictionary task's modes)
     protocols: tuple[str, ...] = ()   # dictionary: the query protocols it serves, the default first
     candidates: tuple[str, ...] = ()  # the candidate sets it can rank (the reverse dictionary: all, split)
-    files: tuple[str, ...] = ()       # STS: relative to the data directory (a SemEval year: its folder)
+    files: tuple[str, ...] = ()       # STS: relative to the data directory (a SemEval year: its folder); transfer:
+                                      # SentEval's, under its data/downstream/ (evaluation/transfer_data.py looks)
     format: Literal["semeval", "stsb", "sick"] | None = None  # STS: how its files are read (evaluation/sts_data.py)
     default: bool = False             # evaluated when no task list is given
     in_average: bool = False          # one of the seven tasks of the STS average (SentEval's 'all')
@@ -161,6 +163,11 @@ def _sts(name: str, split: Split, *files: str, default: bool = False, in_average
                         format="sick" if name.startswith("sickr") else "stsb")
 
 
+def _transfer(name: str, splits: tuple[Split, ...], metric: str, *files: str, also: tuple[str, ...] = ()) -> TaskMetadata:
+    return TaskMetadata(name, "transfer", splits, metric, files=files, also_metrics=also)
+
+
+TRANSFER_GROUP = "transfer"  # ``--tasks transfer``: every transfer task whose files are present
 _SICK = "sick/SICK_{}.txt"
 _TABLE: tuple[TaskMetadata, ...] = (
     _year(12, ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews")),
@@ -184,6 +191,26 @@ _TABLE: tuple[TaskMetadata, ...] = (
                  ("unseen", "multi-definition", "all-definitions"),
                  description="word prediction: the model's frozen head predicts the defined word (DefSent)",
                  also_metrics=("mrr",)),
+    # SentEval's transfer tasks (evaluation/kinds/transfer.py, the probe evaluation/transfer.py): a dev
+    # figure is named ``<task>-dev``, a test one ``<task>`` (a train-only task: its outer folds')
+    _transfer("mr", ("train",), "acc", "MR/rt-polarity.pos", "MR/rt-polarity.neg"),
+    _transfer("cr", ("train",), "acc", "CR/custrev.pos", "CR/custrev.neg"),
+    _transfer("subj", ("train",), "acc", "SUBJ/subj.objective", "SUBJ/subj.subjective"),
+    _transfer("mpqa", ("train",), "acc", "MPQA/mpqa.pos", "MPQA/mpqa.neg"),
+    _transfer("sst2", ("train", "dev", "test"), "acc", *(f"SST/binary/sentiment-{s}" for s in ("train", "dev", "test"))),
+    _transfer("trec", ("train", "test"), "acc", "TREC/train_5500.label", "TREC/TREC_10.label"),
+    _transfer("mrpc", ("train", "test"), "acc", "MRPC/msr_paraphrase_train.txt", "MRPC/msr_paraphrase_test.txt",
+              also=("f1",)),
+    # the SICK test split is held back here: its figures are the trial split's, named as dev
+    _transfer("sick-e", ("train", "dev", "test"), "acc", *(f"SICK/SICK_{s}.txt" for s in ("train", "trial", "test_annotated"))),
+    _transfer("sickr-sup", ("train", "dev", "test"), "pearson",
+              *(f"SICK/SICK_{s}.txt" for s in ("train", "trial", "test_annotated")), also=("spearman",)),
+    _transfer("stsb-sup", ("train", "dev", "test"), "pearson",
+              *(f"STS/STSBenchmark/sts-{s}.csv" for s in ("train", "dev", "test")), also=("spearman",)),
+    # not SentEval's: BBC titles -> topic (corpus/bbc/<topic>/*.txt), SentEval's train-only protocol, in no
+    # paper average
+    _transfer("bbc-topics", ("train",), "acc", "corpus/bbc/<topic>/*.txt", also=("acc_sd",)),
+    TaskMetadata(TRANSFER_GROUP, "transfer", ("test",), "acc", description="every transfer task whose files are present"),
 )
 TASKS: dict[str, TaskMetadata] = {t.name: t for t in _TABLE}
 STS_TASKS: dict[str, TaskMetadata] = {t.name: t for t in _TABLE if t.kind == "sts"}
@@ -335,8 +362,17 @@ def registry_ddl() -> str:
     splits = ", ".join(_q(s) for s in SPLITS)
     defaults = " ".join(f"WHEN {_q(f)} THEN {_q(PROTOCOLS[t.default_protocol].word)}"
                         for f, t in _FAMILIES.items() if t.default_protocol)
-    headline = " ".join(f"WHEN {_q(f)} THEN metric IN ({', '.join(_q(m) for m in (t.main_metric, *t.also_metrics))})"
-                        + (f" AND setting = {_q(t.main_setting)}" if t.main_setting else "") for f, t in _FAMILIES.items())
+
+    def shown(t: TaskMetadata) -> str:
+        return (f"metric IN ({', '.join(_q(m) for m in (t.main_metric, *t.also_metrics))})"
+                + (f" AND setting = {_q(t.main_setting)}" if t.main_setting else ""))
+
+    headline = " ".join(f"WHEN {_q(f)} THEN {shown(t)}" for f, t in _FAMILIES.items())
+    # a task of another kind in a family's name (stsb-sup: a transfer task beside STS-B) by its own word
+    beside = " ".join(f"WHEN task_family(task) = {_q(t.family)} AND task_protocol(task) = {_q(t.name.split('-', 1)[1])} "
+                      f"THEN {shown(t)}" for t in _TABLE if t.kind != _FAMILIES[t.family].kind)
+    headline = f"CASE {beside} ELSE CASE task_family(task) {headline} ELSE TRUE END END" if beside else \
+        f"CASE task_family(task) {headline} ELSE TRUE END"
     average = ", ".join(_q(t) for t in AVERAGE_TASKS)
     sep = _q(VARIANT_SEP)
     return f"""-- Generated from defsentflow/eval_tasks.py (registry_ddl): the evaluation tasks' metadata and the
@@ -367,7 +403,7 @@ CREATE OR REPLACE MACRO split_group(task) AS
 -- (word prediction: MRR@10, then full-rank MRR), in its main setting; a family the registry does not
 -- know keeps every metric
 CREATE OR REPLACE MACRO is_headline(task, setting, metric) AS
-    CASE task_family(task) {headline} ELSE TRUE END;
+    {headline};
 CREATE OR REPLACE MACRO in_sts_average(task) AS task_base(task) IN ({average});
 CREATE OR REPLACE MACRO average_task() AS {_q(AVERAGE_TASK)};
 -- how many tasks the STS average is of: an average over fewer is left empty (its count is kept beside it)

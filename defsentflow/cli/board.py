@@ -81,6 +81,8 @@ def board_lines(board: Any, *, width: int = WIDTH, wide: bool = False) -> list[s
                                                                                     if a != r["model_id"])]
                 for r in rows]
         return format_table([*ident, *columns, "also_known_as"], body).splitlines()
+    # a figure's sd filed as its own metric (bbc-topics' acc_sd) is shown beside it, as mean ± sd
+    columns = [c for c in columns if not c.endswith("_sd") or c.removesuffix("_sd") not in columns]
     poolings = {r.get("pooling") for r in rows}
     ident = ("model_id", "pooling", "method") if len(poolings) > 1 else ("model_id", "method")
     labels, notes = short_labels(columns)

@@ -6,8 +6,8 @@ DuckDB cannot keep a PIVOT over values found in the data as a view, so the view 
 with the figures present whenever metrics are recorded (:meth:`Catalog.record_metrics`) and when
 the schema changes. Rows: one per model (ids of one model directory merged, the others in
 ``also_known_as``) and pooling. Columns: identity, then dev figures, then test, then train, each
-group in the task table's order (``defsentflow/eval_tasks.py``); Spearman rounded to 2 decimals,
-the rest to 4 (:func:`column_decimals`). Sorted by the dev selection figure of the newest PST run
+group in the task table's order (``defsentflow/eval_tasks.py``); figures x 100 (Spearman, and the
+transfer tasks' accuracy, F1 and Pearson) rounded to 2 decimals, the rest to 4 (:func:`column_decimals`). Sorted by the dev selection figure of the newest PST run
 (or of ``run_id``).
 
 A model whose folder is gone (deleted by hand, or moved aside as changed) while its metrics rows
@@ -39,12 +39,14 @@ __all__ = ["IDENTITY_COLUMNS", "column_decimals", "gone_models", "leaderboard_se
 IDENTITY_COLUMNS = ("model_id", "pooling", "method", "run_id", "also_known_as")
 _GROUPS = ("dev", "test", "train")
 _FAMILIES = list(dict.fromkeys(t.split("-")[0] for t in EVAL_TASKS))
+_PERCENT = ("_spearman", "_pearson", "_acc", "_f1")  # metrics reported x 100
 
 
 def column_decimals(column: str) -> int:
-    """The decimals a leaderboard figure is shown with, the same for every model: Spearman x 100 2,
-    counts (``*_n``) 0, MRR and other figures in [0, 1] 4."""
-    return 2 if column.removesuffix("_sd").endswith("_spearman") else 0 if column.endswith("_n") else 4
+    """The decimals a leaderboard figure is shown with, the same for every model: figures x 100
+    (Spearman; the transfer tasks' accuracy, F1 and Pearson) 2, counts (``*_n``) 0, MRR and other
+    figures in [0, 1] 4."""
+    return 2 if column.removesuffix("_sd").endswith(_PERCENT) else 0 if column.endswith("_n") else 4
 
 
 def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] = ()) -> list[tuple]:

@@ -39,3 +39,11 @@ def test_wide_shows_every_figure_by_its_full_name_and_the_other_ids():
     lines = board_lines(board, wide=True)
     assert lines[0].split() == ["model_id", "pooling", "method", *board.columns, "also_known_as"]
     assert lines[2].split()[-1] == "other-0" and "0.5600" in lines[2] and "86.80 ± 0.40" in lines[2]
+
+
+def test_an_sd_filed_as_its_own_metric_stands_beside_its_mean():
+    columns = ("bbc_test_topics_acc", "bbc_test_topics_acc_sd")
+    row = {"model_id": "m", "pooling": "mean", "method": "base", "aliases": ["m"],
+           "bbc_test_topics_acc": 87.15, "bbc_test_topics_acc_sd": 0.34}
+    lines = board_lines(Leaderboard(columns, (row,), None, "", {c: "test" for c in columns}))
+    assert lines[3].split()[-3:] == ["87.15", "±", "0.34"] and "more figure" not in lines[-1]
