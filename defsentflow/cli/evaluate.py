@@ -7,20 +7,9 @@ import os
 import uuid
 from pathlib import Path
 
-from defsentflow.cli.flags import add_config_flags, config_from_flags
-from defsentflow.eval_tasks import EVAL_TASKS
-from defsentflow.evaluation.config import EvaluateSection
+from defsentflow.eval_tasks import CANONICAL, DEFAULT_TASKS, EVAL_TASKS, PROTOCOLS, TIE_RULES
 
-# Help the fields' descriptions do not give (the flag, its default and its choices come from the field).
-_HELP = {
-    "tasks": "evaluation tasks",
-    "pooling": "the model's training pooling when unset, else mean",
-    "data_dir": "folder with sts/ and sick/ (unset: ../shared/data)",
-    "sick_split": "file read for sickr (auto: test if present, else trial)",
-    "per_subset": "also report each subset of a SemEval year",
-    "model_id": "catalog id for the results (unset: resolved from MODEL)",
-    "cache": "use the data root's embedding cache",
-}
+_DEFAULT_TASKS = ",".join(DEFAULT_TASKS)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,8 +20,36 @@ def register(sub: argparse._SubParsersAction) -> None:
                     f"Tasks: {', '.join(EVAL_TASKS)} (sickr: SICK-R test; trial when the test split is absent, "
                     "reported as sickr-trial).")
     p.add_argument("model")
-    add_config_flags(p, EvaluateSection, [f for f in EvaluateSection.model_fields if f not in ("model", "head")],
-                     help=_HELP)
+    p.add_argument("--tasks", default=_DEFAULT_TASKS, help=f"comma-separated (default: {_DEFAULT_TASKS})")
+    p.add_argument("--pooling", default=None,
+                   help="cls, mean, max, prompt or sbert_wk (default: the model's training pooling, else mean)")
+    p.add_argument("--data-dir", default=None, help="folder with sts/ and sick/ (default: ../shared/data)")
+    p.add_argument("--dictionary", default=None, help="dictionary dataset for revdict (name or artifact key)")
+    p.add_argument("--revdict-splits", default="dev,test",
+                   help="revdict/wordpred query splits, comma-separated (default: dev,test; dev is for selection)")
+    p.add_argument("--revdict-protocols", default="unseen",
+                   help="revdict/wordpred query protocols, comma-separated (default: unseen): "
+                        + "; ".join(f"{p.name}: {p.description}" for p in PROTOCOLS.values())
+                        + " (all-definitions: wordpred only)")
+    p.add_argument("--revdict-candidates", choices=["all", "split"], default=CANONICAL.candidates,
+                   help="revdict candidates: every entry of the dictionary, or only the query split's (default: all)")
+    p.add_argument("--revdict-max-queries", type=int, default=CANONICAL.max_queries,
+                   help=f"the unseen protocol's sample size (default {CANONICAL.max_queries})")
+    p.add_argument("--ties", choices=TIE_RULES, default=CANONICAL.ties,
+                   help="revdict/wordpred: the rank of a gold entry tied with others (default: pessimistic, after "
+                        "them; a figure with another rule is named apart)")
+    p.add_argument("--revdict-modes", default="head,cosine",
+                   help="comma-separated revdict modes: head, cosine, hybrid (default: head,cosine)")
+    p.add_argument("--sick-split", choices=["auto", "test", "trial", "train"], default="auto",
+                   help="file read for sickr (auto: test if present, else trial)")
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--max-length", type=int, default=CANONICAL.max_length,
+                   help=f"tokens per text, every task (default {CANONICAL.max_length})")
+    p.add_argument("--autocast", choices=["none", "bf16", "fp16"], default="none")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--model-id", default=None, help="catalog id for the results (default: resolved from MODEL)")
+    p.add_argument("--per-subset", action="store_true", help="also report each subset of a SemEval year")
+    p.add_argument("--cache", action="store_true", help="use the data root's embedding cache")
     p.add_argument("--no-record", action="store_true", help="print only; write nothing to the catalog")
     p.set_defaults(func=_eval)
 
@@ -51,7 +68,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _section(args: argparse.Namespace):
     """The ``EvaluateSection`` from every flag named after one of its fields (comma lists split)."""
-    return config_from_flags(EvaluateSection, args)
+    from defsentflow.evaluation.suite import EvaluateSection
+
+    data = {}
+    for name in EvaluateSection.model_fields:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and name != "tasks" and "tuple" in str(EvaluateSection.model_fields[name].annotation):
+            value = tuple(v.strip() for v in value.split(",") if v.strip())
+        if value is not None:
+            data[name] = value
+    return EvaluateSection.model_validate(data)
 
 
 def _eval(args: argparse.Namespace) -> int:

@@ -34,7 +34,7 @@ ENTRY_ENCODINGS: tuple[str, ...] = tuple(ENTRY_POOLING)
 HEAD_DEFAULTS: dict[str, Any] = {
     "pooling": "mean",            # the sentence vector's pooling
     "use_pooler": False,          # the pooled vector itself (a bare encoder's sentence vector)
-    "pooler_activation": None,    # None: the backbone family's (training.adapters), for a pooler it never trained
+    "pooler_activation": None,    # None: the backbone family's (model.adapters), for a pooler it never trained
     "ica": False,                 # entry space not ICA-transformed
     "normalize_logits": False,    # dot products, not cosines, against the entry space
     "max_length": None,           # None: the evaluation's or the tokenizer's

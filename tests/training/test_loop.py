@@ -12,11 +12,11 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 
 from defsentflow.encoders import encode_texts, load_encoder
+from defsentflow.model.query import sentence_head_vectors
 from defsentflow.training import (
     TrainConfig,
     encode_entry_matrix,
     linear_schedule,
-    sentence_head_vectors,
     single_token_targets,
     train_encoder,
 )
