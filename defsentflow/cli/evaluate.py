@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model")
     p.add_argument("--tasks", default=_DEFAULT_TASKS, help=f"comma-separated (default: {_DEFAULT_TASKS})")
     p.add_argument("--pooling", default=None,
-                   help="cls, mean, max, prompt or sbert_wk (default: the model's training pooling, else mean)")
+                   help="cls, mean, max, prompt, sbert_wk or sbert_wk_mean (default: the model's training pooling, else mean)")
     p.add_argument("--data-dir", default=None, help="folder with sts/ and sick/ (default: ../shared/data)")
     p.add_argument("--dictionary", default=None, help="dictionary dataset for revdict (name or artifact key)")
     p.add_argument("--revdict-splits", default="dev,test",
@@ -49,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default="auto")
     p.add_argument("--model-id", default=None, help="catalog id for the results (default: resolved from MODEL)")
     p.add_argument("--per-subset", action="store_true", help="also report each subset of a SemEval year")
+    p.add_argument("--pearson", action="store_true", help="STS: also report Pearson x 100 (SBERT-WK's Table III)")
     p.add_argument("--cache", action="store_true", help="use the data root's embedding cache")
     p.add_argument("--no-record", action="store_true", help="print only; write nothing to the catalog")
     p.set_defaults(func=_eval)
