@@ -10,12 +10,12 @@ import torch
 import torch.nn.functional as F
 
 from defsentflow.encoders import encode_texts
+from defsentflow.model.query import sentence_head_vectors
 from defsentflow.training import (
     TrainConfig,
     adapter_for,
     encode_entry_matrix,
     prepare_backbone,
-    sentence_head_vectors,
     train_encoder,
 )
 
