@@ -38,12 +38,14 @@ from defsentflow.encoders import model_content_hash, validate_pooling
 from defsentflow.encoders.loading import resolve_model_path
 from defsentflow.evaluation.kinds import TaskKind, kinds_for
 from defsentflow.model import HEAD_DEFAULTS, Head, model_head
+from defsentflow.model.record import RECORD_FILE
 from defsentflow.storage import code_version, combine_hashes, data_root, hash_config, hash_path, root_place, write_json
+from defsentflow.storage.hashing import MODEL_FILE_SUFFIXES, hash_file
 from defsentflow.storage.locks import artifact_lock
 from defsentflow.storage.records import make_record, read_record, write_record
 
 __all__ = ["Figures", "default_pooling", "evaluate_figures", "figure_key", "figure_path", "head_identity",
-           "read_figure", "run_head", "write_figure"]
+           "model_figure_hash", "read_figure", "run_head", "write_figure"]
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,22 @@ def head_identity(head: Head | None) -> dict[str, Any] | None:
         return None
     return {"use_pooler": head.use_pooler, "entry_encoding": head.entry_encoding, "ica": head.ica,
             "normalize_logits": head.normalize_logits, "entry_encoder": head.entry_encoder}
+
+
+def model_figure_hash(model: str | os.PathLike) -> str:
+    """The model's part of a figure key: its files' content, its record (``defsentflow.json``) read
+    without the training's wall time. A figure depends on the weights and on the head the record
+    names, never on how long training took, so the same training run again (another host, a Dask
+    worker) finds the figures of the first."""
+    path = Path(resolve_model_path(model))
+    try:
+        record = json.loads((path / RECORD_FILE).read_text())
+    except (OSError, ValueError):  # no record (a bare checkpoint, a hub id) or an unreadable one
+        return model_content_hash(model)
+    steady = {k: v for k, v in record.items() if k != "train_seconds"} if isinstance(record, dict) else record
+    files = [f for f in sorted(path.iterdir()) if f.is_file() and not f.name.startswith(".")
+             and f.name != RECORD_FILE and f.suffix in MODEL_FILE_SUFFIXES]
+    return combine_hashes([hash_config(steady), *(f"{f.name}:{hash_file(f)}" for f in files)])
 
 
 def figure_key(model_hash: str, kind: TaskKind, task: str, config: Any, pooling: str, inputs: str,
@@ -154,7 +172,7 @@ def evaluate_figures(model: str | os.PathLike, config: Any, *, root: str | os.Pa
     path = str(model)
     pooling = validate_pooling(config.pooling or default_pooling(path))
     home = data_root(root)
-    mhash = model_content_hash(path) if store else ""
+    mhash = model_figure_hash(path) if store else ""
     rows: list[dict[str, Any]] = []
     seconds: dict[str, float] = {}
     records: list[dict[str, Any]] = []

@@ -66,3 +66,22 @@ def test_a_head_other_than_the_model_s_own_names_itself(tiny_bert_dir):
     column = metric_column("revdict-dev+q500+splitcands+headcos", "head", "mrr")
     assert column == "revdict_dev_unseen_q500_splitcands_headcos_head_mrr"
     assert _own_head(column) == "revdict_dev_unseen_q500_splitcands_head_mrr"
+
+
+def test_a_figures_model_part_is_the_models_content_not_its_training_time(tmp_path):
+    import json
+
+    from defsentflow.evaluation.figures import model_figure_hash
+
+    def folder(name, seconds, weights=b"w", pooling="mean"):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "model.safetensors").write_bytes(weights)
+        (d / "config.json").write_text("{}")
+        (d / "defsentflow.json").write_text(json.dumps({"pooling": pooling, "train_seconds": seconds}))
+        return d
+
+    first = model_figure_hash(folder("a", 0.06))
+    assert model_figure_hash(folder("b", 0.08)) == first  # the same training again, on another worker
+    assert model_figure_hash(folder("c", 0.06, weights=b"v")) != first
+    assert model_figure_hash(folder("d", 0.06, pooling="cls")) != first  # the record's head settings count
