@@ -38,7 +38,7 @@ from defsentflow.encoders import model_content_hash, validate_pooling
 from defsentflow.encoders.loading import resolve_model_path
 from defsentflow.evaluation.kinds import TaskKind, kinds_for
 from defsentflow.model import HEAD_DEFAULTS, Head, model_head
-from defsentflow.model.record import RECORD_FILE
+from defsentflow.model.record import RECORD_FILE, steady_record
 from defsentflow.storage import code_version, combine_hashes, data_root, hash_config, hash_path, root_place, write_json
 from defsentflow.storage.hashing import MODEL_FILE_SUFFIXES, hash_file
 from defsentflow.storage.locks import artifact_lock
@@ -90,19 +90,20 @@ def head_identity(head: Head | None) -> dict[str, Any] | None:
 
 
 def model_figure_hash(model: str | os.PathLike) -> str:
-    """The model's part of a figure key: its files' content, its record (``defsentflow.json``) read
-    without the training's wall time. A figure depends on the weights and on the head the record
-    names, never on how long training took, so the same training run again (another host, a Dask
-    worker) finds the figures of the first."""
+    """The model's part of a figure key: its files' content and its record without the training's wall
+    time (:func:`~defsentflow.model.record.steady_record`). A figure depends on the weights and on the
+    head the record names, never on how long training took, so the same training run again (another
+    host, a Dask worker) finds the figures of the first."""
     path = Path(resolve_model_path(model))
     try:
-        record = json.loads((path / RECORD_FILE).read_text())
-    except (OSError, ValueError):  # no record (a bare checkpoint, a hub id) or an unreadable one
+        record = steady_record(path) if path.is_dir() else None
+    except ValueError:  # an unreadable record: the folder's plain content hash, as before
+        record = None
+    if record is None:
         return model_content_hash(model)
-    steady = {k: v for k, v in record.items() if k != "train_seconds"} if isinstance(record, dict) else record
     files = [f for f in sorted(path.iterdir()) if f.is_file() and not f.name.startswith(".")
              and f.name != RECORD_FILE and f.suffix in MODEL_FILE_SUFFIXES]
-    return combine_hashes([hash_config(steady), *(f"{f.name}:{hash_file(f)}" for f in files)])
+    return combine_hashes([hash_config(record), *(f"{f.name}:{hash_file(f)}" for f in files)])
 
 
 def figure_key(model_hash: str, kind: TaskKind, task: str, config: Any, pooling: str, inputs: str,

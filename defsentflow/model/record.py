@@ -39,7 +39,7 @@ from defsentflow.storage.bounded_json import read_json_file
 from defsentflow.storage.paths import to_root
 
 __all__ = ["FIELDS", "MAX_RECORD_BYTES", "RECORD_FILE", "ModelRecord", "matrix_folder", "model_ref", "read_model_record",
-           "record_of", "resolve_ref", "write_model_record"]
+           "record_of", "resolve_ref", "steady_record", "write_model_record"]
 
 RECORD_FILE = "defsentflow.json"
 MAX_RECORD_BYTES = LIMITS["record_bytes"]
@@ -249,3 +249,14 @@ def write_model_record(model_dir: str | os.PathLike, record: ModelRecord | Mappi
     with atomic_path(final) as tmp:
         tmp.write_text(json.dumps(rec.to_dict(), indent=2, sort_keys=True, default=str), encoding="utf-8")
     return final
+
+
+def steady_record(folder: str | os.PathLike) -> Any:
+    """The folder's record as it names the model: without the training's wall time (``train_seconds``),
+    which the same training run again changes. None when the folder holds no record; raises
+    ValueError (one line naming the file) when it holds one that cannot be read."""
+    path = Path(folder) / RECORD_FILE
+    if not path.is_file():
+        return None
+    data = read_json_file(path, max_bytes=MAX_RECORD_BYTES, what="model record")
+    return {k: v for k, v in data.items() if k != "train_seconds"} if isinstance(data, dict) else data
