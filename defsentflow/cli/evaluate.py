@@ -89,7 +89,7 @@ def _eval(args: argparse.Namespace) -> int:
     from defsentflow.cli import UserError
     from defsentflow.cli.table import print_table
     from defsentflow.config_tools import format_errors
-    from defsentflow.eval_tasks import STS_TASKS
+    from defsentflow.evaluation.kinds import kind_of
     from defsentflow.evaluation.stage import run_evaluate
 
     try:
@@ -97,7 +97,7 @@ def _eval(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         raise UserError(format_errors(exc)) from None
     data_dir = Path(section.resolved_data_dir())
-    if any(t in STS_TASKS for t in section.tasks) and not data_dir.is_dir():
+    if any(kind_of(t).reads_data_dir for t in section.tasks) and not data_dir.is_dir():  # STS, transfer
         raise UserError(f"data directory not found: {data_dir} (pass --data-dir)")
     from defsentflow.model.lookup import find_model
 
